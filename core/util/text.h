@@ -1,0 +1,28 @@
+// Small string helpers shared by diagnostics and rules.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dsp {
+
+// Levenshtein distance, used for "did you mean" suggestions.
+int EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
+// "a, b and c" / "a, b or c".
+std::string JoinList(const std::vector<std::string>& items, std::string_view last_sep = " and ");
+
+// Decimal list of the positive divisors of n: "1, 2, 4, 8".
+std::string DivisorList(long long n);
+
+// JSON pointer helpers (RFC 6901).
+std::string PointerEscape(std::string_view token);
+std::string PointerJoin(std::string_view parent, std::string_view token);
+std::string PointerParent(std::string_view pointer);
+std::vector<std::string> PointerTokens(std::string_view pointer);
+
+}  // namespace dsp

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what ds-plan needs on Debian 12 (as root), then configures and builds it.
+# Idempotent: packages already present are not touched, and an unchanged tree rebuilds in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev
+          libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# valijson is Debian's libvalijson-dev. `apt-get install` would pull in 46 adapter libraries
+# (Qt, Poco, MariaDB...) that ds-plan never uses, so the package is downloaded from the archive and
+# unpacked into .deps/ instead; CMake finds it there through its own valijsonConfig.cmake.
+if [ ! -f .deps/valijson/usr/share/cmake/valijson/valijsonConfig.cmake ] &&
+   [ ! -f /usr/share/cmake/valijson/valijsonConfig.cmake ]; then
+  echo "setup: fetching libvalijson-dev into .deps/valijson"
+  mkdir -p .deps/download
+  (cd .deps/download && { apt-get download libvalijson-dev 2>/dev/null ||
+     { apt-get update -q && apt-get download libvalijson-dev; }; })
+  dpkg -x .deps/download/libvalijson-dev_*.deb .deps/valijson
+fi
+
+if [ ! -f build/release/build.ninja ]; then
+  cmake --preset release >/dev/null
+fi
+cmake --build --preset release

@@ -1,0 +1,32 @@
+// DeepSpeed release a config targets. Some rules changed across releases; each rule's history names
+// the first release with the new behaviour (from version.txt history of deepspeedai/DeepSpeed).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dsp {
+
+struct DeepSpeedVersion {
+  int major = 0;
+  int minor = 19;
+  int patch = 6;  // the newest behaviour ds-plan knows (DeepSpeed main of 2026-08-22)
+
+  auto operator<=>(const DeepSpeedVersion&) const = default;
+  std::string ToString() const;
+  static DeepSpeedVersion Newest() { return {}; }
+  // "0.18", "0.18.3", "v0.19.4"; nullopt when malformed.
+  static std::optional<DeepSpeedVersion> Parse(std::string_view text);
+};
+
+// Releases where behaviour ds-plan checks changed.
+namespace ds_release {
+inline constexpr DeepSpeedVersion kAutocastWithZero{0, 17, 2};        // PR #6993: torch_autocast with ZeRO, rejecting fp16/bf16
+inline constexpr DeepSpeedVersion kAutocastLowPrecision{0, 18, 3};    // PR #7700: autocast combines with fp16/bf16
+inline constexpr DeepSpeedVersion kAutoEp{0, 19, 2};                  // PR #7938: AutoEP (expert_parallel section)
+inline constexpr DeepSpeedVersion kGradientClippingDefault{0, 19, 3}; // PR #8068: gradient_clipping defaults to 1.0
+inline constexpr DeepSpeedVersion kAutoEpFolding{0, 19, 4};           // PR #8064: AutoEP + AutoTP parallel folding
+}  // namespace ds_release
+
+}  // namespace dsp

@@ -1,0 +1,63 @@
+// What a rule sees: the parsed document, typed reads, the parallel settings, the command-line
+// facts (world size, model, sequence length, DeepSpeed version), and a way to report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/config_view.h"
+#include "core/config/deepspeed_version.h"
+#include "core/config/parallel_config.h"
+#include "core/diag/diagnostic.h"
+#include "core/json/document.h"
+
+namespace dsp {
+
+struct ModelSpec;
+
+struct ValidateOptions {
+  std::optional<int64_t> world_size;     // --world-size, or nodes x gpus-per-node
+  std::optional<int64_t> gpus_per_node;  // marks groups that cross nodes
+  int64_t pp = 1;                        // pipeline stages (from PipelineModule, not the config)
+  std::optional<int64_t> seq_len;        // --seq-len
+  const ModelSpec* model = nullptr;      // --model
+  DeepSpeedVersion version = DeepSpeedVersion::Newest();
+};
+
+class RuleContext {
+ public:
+  RuleContext(const JsonDocument& doc, const ValidateOptions& options)
+      : doc_(doc), view_(doc.root), parallel_(ReadParallelConfig(view_)), options_(options) {}
+
+  const JsonDocument& doc() const { return doc_; }
+  const ConfigView& view() const { return view_; }
+  const ParallelConfig& parallel() const { return parallel_; }
+  const ValidateOptions& options() const { return options_; }
+  const DeepSpeedVersion& version() const { return options_.version; }
+  std::optional<int64_t> world() const { return options_.world_size; }
+
+  // Reports with the rule's registered severity. Unknown ids are a programming error (abort in tests).
+  void Report(std::string_view rule_id, const std::string& pointer, std::string message,
+              std::string hint = {});
+  void ReportAs(Severity severity, std::string_view rule_id, const std::string& pointer,
+                std::string message, std::string hint = {});
+  // Reports at the key rather than the value (unknown/deprecated style findings).
+  void ReportKey(std::string_view rule_id, const std::string& pointer, std::string message,
+                 std::string hint = {});
+
+  std::vector<Diagnostic>& diagnostics() { return diags_; }
+
+ private:
+  const JsonDocument& doc_;
+  ConfigView view_;
+  ParallelConfig parallel_;
+  const ValidateOptions& options_;
+  std::vector<Diagnostic> diags_;
+};
+
+// "zero_optimization.stage" from "/zero_optimization/stage", for messages.
+std::string DottedName(const std::string& pointer);
+
+}  // namespace dsp

@@ -1,0 +1,19 @@
+// One function per rules file; registry.cc lists them in the order they run.
+#pragma once
+
+#include "core/rules/rule.h"
+
+namespace dsp {
+
+RuleSet JsonRules();               // json_rules.cc: parser and schema findings (emitted elsewhere)
+RuleSet BatchRules();              // batch_rules.cc
+RuleSet ZeroRules();               // zero_rules.cc
+RuleSet PrecisionRules();          // precision_rules.cc (fp16/bf16, torch_autocast, comm dtypes)
+RuleSet GradientRules();           // gradient_rules.cc
+RuleSet CompileRules();            // compile_rules.cc
+RuleSet TensorParallelRules();     // tensor_parallel_rules.cc (+ layer_specs_rules.cc)
+RuleSet ExpertParallelRules();     // expert_parallel_rules.cc (+ folding_rules.cc)
+RuleSet SequenceParallelRules();   // sequence_parallel_rules.cc
+RuleSet CheckpointingRules();      // activation_checkpointing_rules.cc
+
+}  // namespace dsp

@@ -1,0 +1,8 @@
+// The JSON Schemas under schemas/, compiled into the binary (see schemas/CMakeLists.txt).
+#pragma once
+
+namespace dsp::schemas {
+extern const char* const k_ds_config_schema_json;
+extern const char* const k_validate_report_schema_json;
+extern const char* const k_groups_report_schema_json;
+}  // namespace dsp::schemas

@@ -1,0 +1,27 @@
+// Structure checks against schemas/ds_config.schema.json: types, enums and ranges through valijson
+// (a maintained JSON Schema validator), then unknown and deprecated keys with "did you mean"
+// suggestions, which JSON Schema cannot grade by severity.
+#pragma once
+
+#include <vector>
+
+#include "core/diag/diagnostic.h"
+#include "core/json/document.h"
+
+namespace dsp {
+
+// The parsed DeepSpeed config schema (built once; thread-safe after first use).
+const Json& DeepSpeedConfigSchema();
+
+// A copy of `root` without the Hugging Face placeholder "auto" values, which the schema would
+// otherwise reject as wrong types (the rules report what they defer instead).
+Json StripAutoValues(const Json& root);
+
+// Type, enum and range errors (rule schema-type / schema-enum / schema-range / schema-invalid).
+void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out);
+
+// unknown-key (error in sections DeepSpeed validates strictly, warning where it silently ignores
+// the key) and deprecated-key.
+void CheckKeys(const JsonDocument& doc, std::vector<Diagnostic>* out);
+
+}  // namespace dsp

@@ -1,0 +1,102 @@
+#include "core/validate/validator.h"
+
+#include <set>
+
+#include "core/rules/rule.h"
+#include "core/schema/schema_check.h"
+#include "core/util/text.h"
+
+namespace dsp {
+namespace {
+
+// A semantic rule at the same pointer explains the problem better than the bare schema message.
+void DropShadowedSchemaFindings(std::vector<Diagnostic>* diags) {
+  std::set<std::string> rule_pointers;
+  for (const auto& d : *diags) {
+    if (!d.rule_id.starts_with("schema-") && d.severity == Severity::kError) rule_pointers.insert(d.pointer);
+  }
+  std::erase_if(*diags, [&](const Diagnostic& d) {
+    return d.rule_id.starts_with("schema-") && rule_pointers.contains(d.pointer);
+  });
+}
+
+void ApplyOverride(Json& root, const Override& o) {
+  Json* cur = &root;
+  auto tokens = PointerTokens(o.pointer);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!cur->is_object()) *cur = Json::object();
+    cur = &(*cur)[tokens[i]];
+  }
+  *cur = o.value;
+}
+
+}  // namespace
+
+Result<Override> ParseOverride(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Error{"--set expects KEY=VALUE (for example zero_optimization.stage=2), got \"" + text + "\""};
+  }
+  std::string key = text.substr(0, eq);
+  std::string raw = text.substr(eq + 1);
+  Override o;
+  if (key.front() == '/') {
+    o.pointer = key;
+  } else {
+    std::string token;
+    for (char c : key + ".") {
+      if (c == '.') {
+        if (token.empty()) return Error{"--set key \"" + key + "\" has an empty component"};
+        o.pointer = PointerJoin(o.pointer, token);
+        token.clear();
+      } else {
+        token += c;
+      }
+    }
+  }
+  Json parsed = Json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  o.value = parsed.is_discarded() ? Json(raw) : parsed;
+  return o;
+}
+
+bool FileReport::valid() const {
+  for (const auto& d : diagnostics) {
+    if (d.severity == Severity::kError) return false;
+  }
+  return true;
+}
+
+FileReport ValidateText(std::string path, std::string text, const ValidateOptions& options,
+                        const std::vector<Override>& overrides) {
+  FileReport report;
+  report.path = path;
+  ParsedJson parsed = ParseJsonLenient(std::move(path), std::move(text));
+  report.diagnostics = std::move(parsed.diagnostics);
+  if (parsed.ok && !parsed.doc.root.is_object()) {
+    Diagnostic d;
+    d.rule_id = "schema-type";
+    d.severity = Severity::kError;
+    d.message = "a DeepSpeed config must be a JSON object, not " + std::string(parsed.doc.root.type_name());
+    d.hint = "wrap the settings in { }";
+    d.loc = parsed.doc.LocateValue("");
+    report.diagnostics.push_back(std::move(d));
+    parsed.ok = false;
+  }
+  if (parsed.ok) {
+    for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
+    CheckSchema(parsed.doc, &report.diagnostics);
+    CheckKeys(parsed.doc, &report.diagnostics);
+    RuleContext ctx(parsed.doc, options);
+    for (const auto& set : AllRuleSets()) {
+      if (set.check) set.check(ctx);
+    }
+    for (auto& d : ctx.diagnostics()) report.diagnostics.push_back(std::move(d));
+    report.layout = SummarizeLayout(ctx.parallel(), options.world_size, options.pp);
+  }
+  DropShadowedSchemaFindings(&report.diagnostics);
+  SortDiagnostics(report.diagnostics);
+  report.source = std::move(parsed.doc.source);
+  return report;
+}
+
+}  // namespace dsp

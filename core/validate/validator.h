@@ -1,0 +1,35 @@
+// validate: parse (leniently, with locations) -> apply --set -> schema and keys -> rules.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/diag/diagnostic.h"
+#include "core/json/document.h"
+#include "core/rules/rule_context.h"
+#include "core/util/result.h"
+#include "core/validate/layout_summary.h"
+
+namespace dsp {
+
+// One --set KEY=VALUE. KEY is a JSON pointer ("/zero_optimization/stage") or a dotted key
+// ("zero_optimization.stage"); VALUE is JSON, or a bare string when it does not parse as JSON.
+struct Override {
+  std::string pointer;
+  Json value;
+};
+Result<Override> ParseOverride(const std::string& text);
+
+struct FileReport {
+  std::string path;
+  SourceText source;                    // for caret rendering
+  std::vector<Diagnostic> diagnostics;  // sorted by position
+  LayoutSummary layout;
+  bool valid() const;                   // no errors
+};
+
+FileReport ValidateText(std::string path, std::string text, const ValidateOptions& options,
+                        const std::vector<Override>& overrides = {});
+
+}  // namespace dsp

@@ -1,1 +1,65 @@
-int main() { return 0; }
+// ds-plan: plan, check and simulate DeepSpeed parallel training before launching it.
+#include <iostream>
+#include <vector>
+
+#include "apps/ds-plan/command.h"
+#include "core/util/text.h"
+
+namespace dsp::app {
+
+int UsageError(const std::string& message) {
+  std::cerr << "ds-plan: error: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace dsp::app
+
+int main(int argc, char** argv) {
+  using namespace dsp::app;
+  CLI::App app{"ds-plan: check, lay out and simulate DeepSpeed parallel training before launch", "ds-plan"};
+  app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
+  app.require_subcommand(1);
+  std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddRulesCommand(app),
+                                   AddExplainCommand(app)};
+
+  // An unknown subcommand gets an edit-distance suggestion before CLI11's generic message.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    std::vector<std::string> names;
+    bool known = false;
+    for (const auto& c : commands) {
+      names.push_back(c.app->get_name());
+      known = known || c.app->get_name() == word;
+    }
+    if (!known) {
+      std::string guess = dsp::ClosestMatch(word, names);
+      return UsageError("unknown command '" + word + "'" +
+                        (guess.empty() ? "" : ", did you mean '" + guess + "'?") +
+                        " (run ds-plan --help for the list)");
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  for (const auto& c : commands) {
+    if (c.app->parsed()) {
+      try {
+        return c.run();
+      } catch (const std::exception& e) {
+        // Core code returns errors as values; this is the last line of defence against a crash.
+        std::cerr << "ds-plan: internal error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
+  }
+  return UsageError("no command given (run ds-plan --help)");
+}

@@ -1,0 +1,98 @@
+// ds-plan validate FILE...: every config mistake DeepSpeed would raise, and the typos it ignores.
+#include <iostream>
+#include <memory>
+
+#include "apps/ds-plan/command.h"
+#include "apps/ds-plan/model_input.h"
+#include "apps/ds-plan/world_options.h"
+#include "core/report/validate_report.h"
+#include "core/util/file_io.h"
+
+namespace dsp::app {
+namespace {
+
+struct ValidateArgs {
+  std::vector<std::string> files;
+  WorldOptions world;
+  std::string model_path;
+  int64_t seq_len = 0;
+  std::vector<std::string> sets;
+  std::string format = "text";
+  bool werror = false;
+  std::string deepspeed_version;
+};
+
+int RunValidate(const ValidateArgs& args) {
+  auto world = args.world.Resolve();
+  if (!world.ok()) return UsageError(world.error().message);
+
+  ValidateOptions options;
+  options.world_size = world->world_size;
+  options.gpus_per_node = world->gpus_per_node;
+  options.pp = world->pp;
+  if (args.seq_len > 0) options.seq_len = args.seq_len;
+  if (!args.deepspeed_version.empty()) {
+    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
+    if (!v) return UsageError("--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\"");
+    options.version = *v;
+  }
+  std::unique_ptr<ModelSpec> model;
+  if (!args.model_path.empty()) {
+    auto m = LoadModel(args.model_path);
+    if (!m.ok()) return UsageError("--model: " + m.error().message);
+    model = std::make_unique<ModelSpec>(std::move(m).value());
+    options.model = model.get();
+  }
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) {
+    auto o = ParseOverride(s);
+    if (!o.ok()) return UsageError(o.error().message);
+    overrides.push_back(std::move(o).value());
+  }
+  ReportFormat format = args.format == "json"     ? ReportFormat::kJson
+                        : args.format == "sarif"  ? ReportFormat::kSarif
+                        : args.format == "github" ? ReportFormat::kGithub
+                                                  : ReportFormat::kText;
+
+  // Read everything first: an unreadable file is a usage problem, not a finding.
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& path : args.files) {
+    auto text = ReadFile(path);
+    if (!text.ok()) return UsageError(text.error().message);
+    inputs.emplace_back(path, std::move(text).value());
+  }
+  std::vector<FileReport> reports;
+  for (auto& [path, text] : inputs) {
+    reports.push_back(ValidateText(path, std::move(text), options, overrides));
+  }
+  std::cout << RenderValidateReport(reports, format, kVersion);
+  std::cout.flush();
+
+  bool failed = false;
+  for (const auto& r : reports) {
+    DiagnosticCounts c = Count(r.diagnostics);
+    if (c.errors > 0 || (args.werror && c.warnings > 0)) failed = true;
+  }
+  return failed ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Command AddValidateCommand(CLI::App& root) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* app = root.add_subcommand("validate", "check DeepSpeed config files before launch");
+  app->add_option("files", args->files, "DeepSpeed config files (- for stdin)")->required();
+  args->world.AddTo(app);
+  app->add_option("--model", args->model_path, "Hugging Face config.json of the model");
+  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::PositiveNumber);
+  app->add_option("--set", args->sets,
+                  "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");
+  app->add_option("--format", args->format, "output format")
+      ->check(CLI::IsMember({"text", "json", "sarif", "github"}));
+  app->add_flag("--werror", args->werror, "treat warnings as errors for the exit code");
+  app->add_option("--deepspeed-version", args->deepspeed_version,
+                  "DeepSpeed release to check against (default: newest known, 0.19.6)");
+  return Command{app, [args] { return RunValidate(*args); }};
+}
+
+}  // namespace dsp::app

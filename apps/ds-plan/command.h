@@ -1,0 +1,32 @@
+// Each subcommand lives in its own file and registers itself with the CLI11 app; main.cc only
+// dispatches and turns the handler's result into the process exit code.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace dsp::app {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;        // nothing wrong
+inline constexpr int kExitFindings = 1;  // the input has errors (or warnings with --werror)
+inline constexpr int kExitUsage = 2;     // bad flags, unreadable files, internal limits
+
+inline constexpr const char* kVersion = "0.1.0";
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command AddValidateCommand(CLI::App& root);
+Command AddGroupsCommand(CLI::App& root);
+Command AddRulesCommand(CLI::App& root);
+Command AddExplainCommand(CLI::App& root);
+
+// Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
+int UsageError(const std::string& message);
+
+}  // namespace dsp::app

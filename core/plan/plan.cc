@@ -1,0 +1,56 @@
+#include "core/plan/plan.h"
+
+#include <limits>
+
+namespace dsp {
+namespace {
+
+Result<int> ToInt(int64_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<int>::max()) {
+    return Error{std::string(what) + " " + std::to_string(v) + " is out of range"};
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
+  if (inputs.world_size <= 0) return Error{"a world size is needed: pass --world-size N or --nodes N --gpus-per-node G"};
+  if (inputs.world_size > (1 << 20)) return Error{"world size " + std::to_string(inputs.world_size) + " is larger than ds-plan supports (1048576)"};
+  Plan plan;
+  ConfigView view(config);
+  plan.parallel = ReadParallelConfig(view);
+  const ParallelConfig& pc = plan.parallel;
+  plan.zero_stage = pc.zero_stage.or_default(0);
+  plan.gpus_per_node = inputs.gpus_per_node;
+
+  ParallelSizes& s = plan.sizes;
+  for (auto [value, name, dest] : {std::tuple{inputs.world_size, "world size", &s.world},
+                                   std::tuple{pc.tp, "tensor_parallel.autotp_size", &s.tp},
+                                   std::tuple{pc.sp, "sequence_parallel_size", &s.sp},
+                                   std::tuple{inputs.pp, "pipeline size", &s.pp},
+                                   std::tuple{pc.ep, "expert_parallel.autoep_size", &s.ep},
+                                   std::tuple{pc.etp, "expert_parallel.expert_tensor_parallel_size", &s.etp}}) {
+    auto v = ToInt(value, name);
+    if (!v.ok()) return v.error();
+    *dest = *v;
+  }
+  s.expert_parallel = pc.autoep_enabled;
+  s.data_before_expert = pc.data_before_expert;
+
+  auto derived = Derive(s);
+  if (!derived.ok()) return derived.error();
+  plan.derived = *derived;
+  auto groups = BuildGroupTables(s, inputs.layout, inputs.expert_layout);
+  if (!groups.ok()) return groups.error();
+  plan.groups = std::move(groups).value();
+  return plan;
+}
+
+GroupKind ZeroPartitionGroup(const Plan& plan, bool routed_experts) {
+  if (routed_experts && plan.groups.groups.contains(GroupKind::kEdp)) return GroupKind::kEdp;
+  if (plan.groups.groups.contains(GroupKind::kSpDp)) return GroupKind::kSpDp;
+  return GroupKind::kDp;
+}
+
+}  // namespace dsp

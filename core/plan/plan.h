@@ -1,0 +1,41 @@
+// The plan every command shares: the config's parallel settings, the sizes they imply for a world
+// size, and the exact group tables. groups, simulate, visualize and run all start here, so they can
+// never disagree about who is in which group.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/config/parallel_config.h"
+#include "core/json/document.h"
+#include "core/layout/groups.h"
+#include "core/layout/parallel_sizes.h"
+#include "core/util/result.h"
+
+namespace dsp {
+
+struct PlanInputs {
+  int64_t world_size = 0;                 // required, > 0
+  std::optional<int64_t> gpus_per_node;   // marks groups that cross a node boundary
+  int64_t pp = 1;                         // pipeline stages
+  RankLayout layout = RankLayout::kDeepSpeed;
+  ExpertLayout expert_layout = ExpertLayout::kAuto;
+};
+
+struct Plan {
+  ParallelConfig parallel;
+  ParallelSizes sizes;
+  DerivedSizes derived{};
+  GroupTables groups;
+  std::optional<int64_t> gpus_per_node;
+  int64_t zero_stage = 0;
+};
+
+// Errors name the offending setting and the values that would work.
+Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs);
+
+// The group over which ZeRO partitions a parameter family: dense parameters over the
+// sequence-data-parallel group when Ulysses SP is on (else dense DP), routed experts over EDP.
+GroupKind ZeroPartitionGroup(const Plan& plan, bool routed_experts);
+
+}  // namespace dsp

@@ -1,0 +1,20 @@
+// Renders group tables: an aligned table for people, JSON (schemas/groups-report.schema.json) and
+// CSV (one row per rank of each group, for spreadsheets and pandas).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/plan/plan.h"
+
+namespace dsp {
+
+enum class GroupsFormat { kTable, kJson, kCsv };
+
+struct GroupsView {
+  std::optional<int> rank;  // --rank: only the groups containing it
+};
+
+std::string RenderGroups(const Plan& plan, GroupsFormat format, const GroupsView& view = {});
+
+}  // namespace dsp

@@ -1,0 +1,35 @@
+// Shared helpers for the model tests: load a preset from samples/models/ and parse it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/model/model_spec.h"
+
+namespace dsp::testing {
+
+inline Json LoadModelPreset(const std::string& file) {
+  std::ifstream in(std::string(DSP_SOURCE_DIR) + "/samples/models/" + file);
+  EXPECT_TRUE(in.good()) << "cannot open samples/models/" << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  return Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+inline ModelSpec ParsePresetOrDie(const std::string& file) {
+  Result<ModelSpec> spec = ParseHfConfig(LoadModelPreset(file));
+  if (!spec.ok()) {
+    ADD_FAILURE() << file << ": " << spec.error().message;
+    return ModelSpec{};
+  }
+  return *spec;
+}
+
+inline constexpr const char* kModelPresets[] = {
+    "llama-3-8b.json",      "llama-3-70b.json", "mixtral-8x7b.json", "qwen3-30b-a3b.json",
+    "qwen2-moe-a2.7b.json", "gpt3-175b.json",   "tiny-llama.json",   "tiny-moe.json"};
+
+}  // namespace dsp::testing

@@ -82,10 +82,17 @@ class LocatingSax : public nlohmann::json_sax<Json> {
     return true;
   }
 
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t, const std::string& last_token,
+                   const nlohmann::detail::exception& ex) override {
     error_message_ = ex.what();
     const auto* pe = dynamic_cast<const nlohmann::detail::parse_error*>(&ex);
     error_offset_ = pe != nullptr && pe->byte > 0 ? pe->byte - 1 : *consumed_;
+    // nlohmann points at the last byte of the offending token; point at its first byte, as
+    // compilers and Python's json do, when the token text can be matched in the input.
+    if (!last_token.empty() && error_offset_ + 1 >= last_token.size()) {
+      size_t start = error_offset_ + 1 - last_token.size();
+      if (text_.compare(start, last_token.size(), last_token) == 0) error_offset_ = start;
+    }
     return false;
   }
 
@@ -222,6 +229,14 @@ ParsedJson ParseJsonLenient(std::string path, std::string text, const ParseOptio
   out.doc.source = SourceText(std::move(path), std::move(text));
   const SourceText& src = out.doc.source;
 
+  // nlohmann/json stops at a NUL byte as if the input ended there, which would silently accept
+  // whatever follows; JSON text never contains one.
+  if (size_t nul = cleaned.find('\0'); nul != std::string::npos) {
+    out.diagnostics.push_back(MakeDiag(src, "json-syntax", Severity::kError, nul,
+                                       "NUL byte in the file: this is not a JSON text file",
+                                       "check that this is the right file and that it is not corrupted"));
+    return out;
+  }
   LenientScan scan = BlankLenientSyntax(cleaned);
   if (scan.unterminated_comment) {
     out.diagnostics.push_back(MakeDiag(src, "json-syntax", Severity::kError,

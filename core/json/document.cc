@@ -1,5 +1,7 @@
 #include "core/json/document.h"
 
+#include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <unordered_set>
 
@@ -89,9 +91,22 @@ class LocatingSax : public nlohmann::json_sax<Json> {
     error_offset_ = pe != nullptr && pe->byte > 0 ? pe->byte - 1 : *consumed_;
     // nlohmann points at the last byte of the offending token; point at its first byte, as
     // compilers and Python's json do, when the token text can be matched in the input.
-    if (!last_token.empty() && error_offset_ + 1 >= last_token.size()) {
+    bool whole_string = last_token.size() >= 2 && last_token.front() == '"' && last_token.back() == '"';
+    if (whole_string && error_offset_ + 1 >= last_token.size()) {
       size_t start = error_offset_ + 1 - last_token.size();
       if (text_.compare(start, last_token.size(), last_token) == 0) error_offset_ = start;
+    } else if (error_offset_ <= text_.size()) {
+      // A bad literal or number: back up to the first byte of the word (past the lookahead byte).
+      auto is_word = [&](size_t i) {
+        unsigned char c = static_cast<unsigned char>(text_[i]);
+        return std::isalnum(c) || c == '.' || c == '+' || c == '-';
+      };
+      size_t i = std::min(error_offset_, text_.size());
+      if ((i == text_.size() || !is_word(i)) && i > 0 && is_word(i - 1)) --i;
+      if (i < text_.size() && is_word(i)) {
+        while (i > 0 && is_word(i - 1)) --i;
+        error_offset_ = i;
+      }
     }
     return false;
   }
@@ -189,8 +204,12 @@ class LocatingSax : public nlohmann::json_sax<Json> {
 // nlohmann's message is "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
 // error while parsing ..."; the location is printed separately, so keep the part after it.
 std::string CleanParseMessage(const std::string& what) {
-  auto pos = what.find(": ");
-  std::string msg = pos == std::string::npos ? what : what.substr(pos + 2);
+  std::string msg = what;
+  if (auto pos = msg.find("column "); pos != std::string::npos) {
+    if (auto colon = msg.find(": ", pos); colon != std::string::npos) msg = msg.substr(colon + 2);
+  } else if (msg.starts_with("[json.exception.")) {
+    if (auto close = msg.find("] "); close != std::string::npos) msg = msg.substr(close + 2);
+  }
   return msg;
 }
 
@@ -263,6 +282,12 @@ ParsedJson ParseJsonLenient(std::string path, std::string text, const ParseOptio
         "delete the comma before the closing bracket"));
   }
 
+  if (cleaned.find_first_not_of(" \t\r\n") == std::string::npos) {
+    out.diagnostics.push_back(MakeDiag(src, "json-syntax", Severity::kError, 0,
+                                       "the file is empty (or holds only comments)",
+                                       "a DeepSpeed config is a JSON object: { ... }"));
+    return out;
+  }
   size_t consumed = 0;
   LocatingSax sax(cleaned, &consumed, &out.doc, &out.diagnostics, options.max_depth);
   const char* base = cleaned.data();

@@ -282,7 +282,7 @@ RuleSet BatchRules() {
        "ElasticityConfigError when batch keys are also present, unless "
        "elasticity.ignore_non_elastic_batch_info is true.",
        ""},
-      {"batch-autotp-world", Severity::kWarning, "batch",
+      {"batch-autotp-world", Severity::kNote, "batch",
        "AutoTP: the batch is checked against the full world, not W/TP",
        "The config object is built before the engine creates AutoTP groups, so DeepSpeed checks "
        "train_batch_size against all W ranks while the engine's data-parallel size is W/TP: the "

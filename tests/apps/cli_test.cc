@@ -1,0 +1,165 @@
+// Exit codes and machine-readable outputs of the ds-plan binary.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "core/json/document.h"
+#include "core/schema/embedded.h"
+#include "tests/apps/cli_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::RunCli;
+
+constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
+
+// Validates `doc` against one of the embedded report schemas; returns the errors.
+std::string SchemaErrors(const char* schema_text, const Json& doc) {
+  Json schema_json = Json::parse(schema_text);
+  valijson::Schema schema;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(doc);
+  validator.validate(schema, target, &results);
+  std::string out;
+  valijson::ValidationResults::Error e;
+  while (results.popError(e)) {
+    for (const auto& c : e.context) out += c;
+    out += ": " + e.description + "\n";
+  }
+  return out;
+}
+
+TEST(CliTest, ValidConfigExitsZero) {
+  auto r = RunCli(std::string("validate ") + kFolding + " --world-size 8");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": ok"), std::string::npos) << r.output;
+}
+
+TEST(CliTest, InvalidConfigExitsOne) {
+  auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("batch-mismatch.json:2:23: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[batch-mismatch]"), std::string::npos);
+  auto syntax = RunCli("validate samples/configs/invalid/json-syntax.json");
+  EXPECT_EQ(syntax.exit_code, 1) << syntax.output;
+}
+
+TEST(CliTest, UsageAndIoProblemsExitTwo) {
+  EXPECT_EQ(RunCli("validate does/not/exist.json").exit_code, 2);
+  EXPECT_EQ(RunCli("validate samples/configs").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --no-such-flag").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --format yaml").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 0").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --nodes 2 --gpus-per-node 8").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --set novalue").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --model does/not/exist.json").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --deepspeed-version banana").exit_code, 2);
+  EXPECT_EQ(RunCli("validat x.json").exit_code, 2);
+  EXPECT_NE(RunCli("validat x.json").output.find("did you mean 'validate'"), std::string::npos);
+  EXPECT_EQ(RunCli("").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("groups ") + kFolding).exit_code, 2);  // no world size
+  EXPECT_EQ(RunCli(std::string("groups ") + kFolding + " --world-size 8 --rank 8").exit_code, 2);
+  EXPECT_EQ(RunCli("explain no-such-rule").exit_code, 2);
+}
+
+TEST(CliTest, WerrorTurnsWarningsIntoFailure) {
+  // The sample has a comment-free, warning-free folding config; hf-auto has notes only.
+  auto r = RunCli("validate samples/configs/invalid/zero-typos.json --world-size 4 --werror");
+  EXPECT_EQ(r.exit_code, 1);
+  auto hf = RunCli("validate samples/configs/hf-auto.json --world-size 8 --werror");
+  auto plain = RunCli("validate samples/configs/hf-auto.json --world-size 8");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  bool has_warning = plain.output.find(": warning:") != std::string::npos;
+  EXPECT_EQ(hf.exit_code, has_warning ? 1 : 0) << hf.output;
+}
+
+TEST(CliTest, JsonReportMatchesItsSchema) {
+  auto r = RunCli(std::string("validate ") + kFolding + " samples/configs/invalid/zero-typos.json --world-size 8 --format json", false);
+  EXPECT_EQ(r.exit_code, 1);
+  Json doc = Json::parse(r.output, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.output;
+  EXPECT_EQ(SchemaErrors(schemas::k_validate_report_schema_json, doc), "");
+  ASSERT_EQ(doc["files"].size(), 2u);
+  EXPECT_TRUE(doc["files"][0]["valid"].get<bool>());
+  EXPECT_EQ(doc["files"][0]["layout"]["tp"], 2);
+  EXPECT_EQ(doc["files"][0]["layout"]["dp"], 4);
+  EXPECT_EQ(doc["files"][0]["layout"]["edp"], 2);
+  EXPECT_FALSE(doc["files"][1]["valid"].get<bool>());
+  // Without a world size the derived sizes are null.
+  auto nw = RunCli(std::string("validate ") + kFolding + " --format json", false);
+  Json nwdoc = Json::parse(nw.output);
+  EXPECT_TRUE(nwdoc["files"][0]["layout"]["dp"].is_null());
+  EXPECT_TRUE(nwdoc["files"][0]["layout"]["world_size"].is_null());
+}
+
+TEST(CliTest, GroupsJsonMatchesItsSchema) {
+  auto r = RunCli(std::string("groups ") + kFolding + " --nodes 2 --gpus-per-node 4 --format json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json doc = Json::parse(r.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_groups_report_schema_json, doc), "");
+  EXPECT_EQ(doc["groups"]["ep"], Json::parse("[[0,1,2,3],[4,5,6,7]]"));
+  EXPECT_EQ(doc["groups"]["edp"], Json::parse("[[0,4],[1,5],[2,6],[3,7]]"));
+  EXPECT_EQ(doc["crosses_node"]["tp"], false);
+  EXPECT_EQ(doc["crosses_node"]["edp"], true);
+  auto rank = RunCli(std::string("groups ") + kFolding + " --world-size 8 --rank 5 --format json", false);
+  Json rd = Json::parse(rank.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_groups_report_schema_json, rd), "");
+  EXPECT_EQ(rd["groups"]["tp"], Json::parse("[[4,5]]"));
+  EXPECT_EQ(rd["groups"]["dp"], Json::parse("[[1,3,5,7]]"));
+  EXPECT_EQ(rd["groups"]["ep"], Json::parse("[[4,5,6,7]]"));
+  EXPECT_EQ(rd["groups"]["edp"], Json::parse("[[1,5]]"));
+}
+
+TEST(CliTest, SarifIsVersion210WithLocations) {
+  auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format sarif", false);
+  Json doc = Json::parse(r.output);
+  EXPECT_EQ(doc["version"], "2.1.0");
+  const Json& run = doc["runs"][0];
+  EXPECT_EQ(run["tool"]["driver"]["name"], "ds-plan");
+  ASSERT_FALSE(run["results"].empty());
+  const Json& first = run["results"][0];
+  EXPECT_EQ(first["ruleId"], "batch-mismatch");
+  const Json& region = first["locations"][0]["physicalLocation"]["region"];
+  EXPECT_EQ(region["startLine"], 2);
+  size_t index = first["ruleIndex"].get<size_t>();
+  EXPECT_EQ(run["tool"]["driver"]["rules"][index]["id"], "batch-mismatch");
+}
+
+TEST(CliTest, GithubAnnotations) {
+  auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format github", false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("::error file=samples/configs/invalid/batch-mismatch.json,line=2,col=23,title=batch-mismatch::"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CliTest, RulesAndExplainComeFromTheRegistry) {
+  auto list = RunCli("rules");
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.output.find("batch-mismatch"), std::string::npos);
+  auto explain = RunCli("explain batch-mismatch");
+  EXPECT_EQ(explain.exit_code, 0);
+  EXPECT_NE(explain.output.find("train_batch_size"), std::string::npos);
+  auto guess = RunCli("explain batch-mismatc");
+  EXPECT_NE(guess.output.find("did you mean 'batch-mismatch'"), std::string::npos);
+  auto json = RunCli("rules --format json", false);
+  Json doc = Json::parse(json.output);
+  EXPECT_GT(doc["rules"].size(), 20u);
+}
+
+TEST(CliTest, DeterministicOutput) {
+  std::string args = std::string("validate ") + kFolding + " samples/configs/invalid/zero-typos.json --world-size 8 --format sarif";
+  EXPECT_EQ(RunCli(args).output, RunCli(args).output);
+}
+
+}  // namespace
+}  // namespace dsp

@@ -1,0 +1,43 @@
+// Runs the built ds-plan binary from the repository root and captures its output and exit code.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace dsp::testing {
+
+struct CliResult {
+  std::string output;  // stdout and stderr together (or stdout only)
+  int exit_code = -1;
+};
+
+inline std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// `args` is passed through the shell unquoted (test inputs are simple words).
+inline CliResult RunCli(const std::string& args, bool merge_stderr = true) {
+  std::string cmd = "cd " + ShellQuote(DSP_SOURCE_DIR) + " && " + ShellQuote(DSP_BINARY) + " " + args +
+                    (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace dsp::testing

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Quick start, command 1: install, build, then run ds-plan on the bundled folding sample
+# (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+bin=build/release/ds-plan
+echo "\$ ds-plan validate samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4 --model samples/models/mixtral-8x7b.json"
+"$bin" validate samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4 --model samples/models/mixtral-8x7b.json
+echo
+echo "\$ ds-plan groups samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4"
+"$bin" groups samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4
+echo
+echo "\$ ds-plan validate samples/configs/invalid/folding-rejected.json --world-size 8"
+"$bin" validate samples/configs/invalid/folding-rejected.json --world-size 8 || true

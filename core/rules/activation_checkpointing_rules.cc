@@ -1,8 +1,122 @@
-// Placeholder while this rule family is being written.
+// Activation checkpointing (deepspeed-config.md §1.10): the `activation_checkpointing` section as
+// deepspeed.checkpointing reads it (runtime/activation_checkpointing/config.py, checkpointing.py).
+// The section is dict-parsed without validation, and it takes effect only when the training code
+// calls deepspeed.checkpointing.configure(mpu, deepspeed_config=...) (Megatron-DeepSpeed does; the
+// Hugging Face Trainer uses torch's checkpointing instead). configure() makes the assertions below.
+// The misspelling "partitioned_activations" (which DeepSpeed's own format string uses) is an
+// unknown key and gets a "did you mean" from the structure check.
+#include <optional>
+#include <string>
+
+#include "core/rules/ds_semantics.h"
+#include "core/rules/rule_context.h"
 #include "core/rules/rule_sets.h"
 
 namespace dsp {
+namespace {
 
-RuleSet CheckpointingRules() { return RuleSet{"activation_checkpointing", {}, nullptr}; }
+using namespace ds_semantics;
+
+constexpr const char* kSection = "/activation_checkpointing";
+
+std::string Key(const char* key) { return std::string(kSection) + "/" + key; }
+
+// Values are read with get_scalar_param and used with Python truthiness: "false" is true.
+void CheckFlagTypes(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  for (const char* key : {"partition_activations", "contiguous_memory_optimization",
+                          "cpu_checkpointing", "synchronize_checkpoint_boundary", "profile"}) {
+    const Json* value = v.Get(Key(key));
+    if (value == nullptr || !value->is_string()) continue;
+    // What the string says, as a reader would take it ("auto" says nothing).
+    std::optional<bool> parsed;
+    if (value->get_ref<const std::string&>() != "auto") parsed = PydanticBool(v, Key(key), false);
+    bool inverted = parsed.has_value() && !*parsed && PyTruthy(*value);
+    ctx.ReportAs(inverted ? Severity::kError : Severity::kWarning, "ckpt-flag-not-bool", Key(key),
+                 std::string("activation_checkpointing.") + key + " is the string " +
+                     ShowValue(*value) + ": DeepSpeed does not validate this section and tests the "
+                     "value's truthiness, so any non-empty string counts as true" +
+                     (inverted ? ", the opposite of what it says" : ""),
+                 std::string("write a JSON boolean: \"") + key + "\": " +
+                     (parsed.value_or(PyTruthy(*value)) ? "true" : "false"));
+  }
+}
+
+void CheckContiguous(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  if (!DictFlag(v, Key("contiguous_memory_optimization"))) return;
+  if (!DictFlag(v, Key("partition_activations"))) {
+    ctx.Report("ckpt-contiguous-without-partition", Key("contiguous_memory_optimization"),
+               "contiguous_memory_optimization is on but partition_activations is not: "
+               "deepspeed.checkpointing.configure() asserts \"Contiguous Checkpointing is only "
+               "available with partitioned activations\"",
+               "set \"partition_activations\": true, or turn contiguous_memory_optimization off");
+  }
+  const Json* count = v.Get(Key("number_checkpoints"));
+  if (count == nullptr || count->is_null()) {
+    ctx.Report("ckpt-contiguous-without-count", Key("contiguous_memory_optimization"),
+               std::string("contiguous_memory_optimization is on but number_checkpoints is ") +
+                   (count == nullptr ? "not set" : "null") +
+                   ": deepspeed.checkpointing.configure() asserts \"Must specify the number of "
+                   "layers with contiguous memory checkpointing\" (the count sizes the buffer)",
+               "set \"number_checkpoints\" to the number of checkpointed layers, e.g. the model's "
+               "num_hidden_layers");
+  }
+}
+
+void CheckCpuCheckpointing(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  if (!DictFlag(v, Key("cpu_checkpointing")) || DictFlag(v, Key("partition_activations"))) return;
+  bool async = ctx.version() >= ds_history::kAsyncCpuCheckpointing;
+  ctx.Report("ckpt-cpu-without-partition", Key("cpu_checkpointing"),
+             std::string("cpu_checkpointing without partition_activations: DeepSpeed accepts it "
+                         "(the configure() docstring saying it \"only works with "
+                         "partition_activation\" is out of date) and offloads the whole, "
+                         "unpartitioned checkpoint inputs to CPU") +
+                 (async ? " on a side stream that overlaps the copy with compute"
+                        : " with blocking copies"),
+             "fine as is; add \"partition_activations\": true to offload only each rank's "
+             "model-parallel slice");
+}
+
+}  // namespace
+
+RuleSet CheckpointingRules() {
+  RuleSet set;
+  set.name = "activation_checkpointing";
+  set.rules = {
+      {"ckpt-contiguous-without-partition", Severity::kError, "activation_checkpointing",
+       "contiguous_memory_optimization without partition_activations",
+       "deepspeed.checkpointing.configure() asserts \"Contiguous Checkpointing is only available "
+       "with partitioned activations\" when the config turns on contiguous_memory_optimization "
+       "without partition_activations.",
+       ""},
+      {"ckpt-contiguous-without-count", Severity::kError, "activation_checkpointing",
+       "contiguous_memory_optimization without number_checkpoints",
+       "configure() asserts \"Must specify the number of layers with contiguous memory "
+       "checkpointing\": the contiguous buffers are sized as numel x number_checkpoints.",
+       ""},
+      {"ckpt-cpu-without-partition", Severity::kNote, "activation_checkpointing",
+       "cpu_checkpointing without partition_activations",
+       "Accepted: without partitioning, CheckpointFunction copies the full checkpoint inputs to "
+       "CPU (get_cpu_activations_for_backward; asynchronously through the shared offload engine "
+       "from 0.19.6). With partition_activations only each model-parallel rank's slice moves.",
+       "0.19.6 (PR #8282) made the non-partitioned offload asynchronous (pinned side stream)."},
+      {"ckpt-flag-not-bool", Severity::kWarning, "activation_checkpointing",
+       "an activation_checkpointing flag written as a string",
+       "The section is read with get_scalar_param and the flags are used as Python truth values, "
+       "so \"false\" or \"0\" (non-empty strings) switch a feature on. An error when the string "
+       "says false, a warning otherwise.",
+       ""},
+  };
+  set.check = [](RuleContext& ctx) {
+    const Json* section = ctx.view().Get(kSection);
+    if (section == nullptr || !section->is_object()) return;
+    CheckFlagTypes(ctx);
+    CheckContiguous(ctx);
+    CheckCpuCheckpointing(ctx);
+  };
+  return set;
+}
 
 }  // namespace dsp

@@ -34,6 +34,8 @@ inline constexpr DeepSpeedVersion kCompilePasses{0, 18, 9};
 inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};
 // PR #8232: the top-level gradient_allreduce_op key.
 inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};
+// PR #8282: cpu_checkpointing without partition_activations offloads on a side stream.
+inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};
 }  // namespace ds_history
 
 namespace ds_semantics {

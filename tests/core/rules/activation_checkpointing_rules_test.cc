@@ -1,0 +1,86 @@
+#include "core/schema/schema_check.h"
+#include "tests/core/rules/rule_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::Validate;
+
+ValidateOptions Version(const char* v) {
+  ValidateOptions o;
+  o.version = DeepSpeedVersion::Parse(v).value();
+  return o;
+}
+
+const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
+  for (const auto& d : r.diagnostics) {
+    if (d.rule_id == id && d.pointer == pointer) return &d;
+  }
+  return nullptr;
+}
+
+TEST(CheckpointingRulesTest, ContiguousNeedsPartition) {
+  auto r = Validate(R"({"activation_checkpointing": {"contiguous_memory_optimization": true, "number_checkpoints": 32}})");
+  EXPECT_DIAG(r, "ckpt-contiguous-without-partition", "/activation_checkpointing/contiguous_memory_optimization");
+  const Diagnostic* d = testing::Find(r, "ckpt-contiguous-without-partition");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_NE(d->message.find("Contiguous Checkpointing is only available with partitioned activations"),
+            std::string::npos);
+  EXPECT_NO_DIAG(r, "ckpt-contiguous-without-count");
+  EXPECT_NO_DIAG(Validate(R"({"activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": 32}})"),
+                 "ckpt-contiguous-without-partition");
+}
+
+TEST(CheckpointingRulesTest, ContiguousNeedsCount) {
+  auto absent = Validate(R"({"activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true}})");
+  EXPECT_DIAG(absent, "ckpt-contiguous-without-count", "/activation_checkpointing/contiguous_memory_optimization");
+  EXPECT_DIAG(Validate(R"({"activation_checkpointing": {"partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": null}})"),
+              "ckpt-contiguous-without-count", "/activation_checkpointing/contiguous_memory_optimization");
+  EXPECT_NO_DIAG(Validate(R"({"activation_checkpointing": {"partition_activations": true, "number_checkpoints": null}})"),
+                 "ckpt-contiguous-without-count");
+}
+
+TEST(CheckpointingRulesTest, CpuCheckpointingWithoutPartition) {
+  auto r = Validate(R"({"activation_checkpointing": {"cpu_checkpointing": true}})");
+  const Diagnostic* d = FindAt(r, "ckpt-cpu-without-partition", "/activation_checkpointing/cpu_checkpointing");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_EQ(d->severity, Severity::kNote);
+  EXPECT_NE(d->message.find("side stream"), std::string::npos);
+  auto old = Validate(R"({"activation_checkpointing": {"cpu_checkpointing": true}})", Version("0.19.5"));
+  d = FindAt(old, "ckpt-cpu-without-partition", "/activation_checkpointing/cpu_checkpointing");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->message.find("blocking copies"), std::string::npos);
+  EXPECT_NO_DIAG(Validate(R"({"activation_checkpointing": {"cpu_checkpointing": true, "partition_activations": true}})"),
+                 "ckpt-cpu-without-partition");
+}
+
+TEST(CheckpointingRulesTest, StringFlagsAreTruthy) {
+  auto r = Validate(R"({"activation_checkpointing": {"partition_activations": "false", "cpu_checkpointing": "true"}})");
+  const Diagnostic* d = FindAt(r, "ckpt-flag-not-bool", "/activation_checkpointing/partition_activations");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_EQ(d->hint, "write a JSON boolean: \"partition_activations\": false");
+  d = FindAt(r, "ckpt-flag-not-bool", "/activation_checkpointing/cpu_checkpointing");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  // "false" is truthy, so partition_activations counts as on: no cpu-without-partition note.
+  EXPECT_NO_DIAG(r, "ckpt-cpu-without-partition");
+  EXPECT_NO_DIAG(Validate(R"({"activation_checkpointing": {"partition_activations": false}})"), "ckpt-flag-not-bool");
+}
+
+// The misspelling DeepSpeed's own format string uses is caught by the unknown-key check.
+TEST(CheckpointingRulesTest, PartitionedActivationsMisspelling) {
+  const Json& schema = DeepSpeedConfigSchema();
+  if (!schema.contains("properties") || !schema["properties"].contains("activation_checkpointing")) {
+    GTEST_SKIP() << "schemas/ds_config.schema.json does not describe activation_checkpointing yet";
+  }
+  auto r = Validate(R"({"activation_checkpointing": {"partitioned_activations": true}})");
+  const Diagnostic* d = FindAt(r, "unknown-key", "/activation_checkpointing/partitioned_activations");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_EQ(d->severity, Severity::kWarning);  // dict-parsed: DeepSpeed silently ignores it
+  EXPECT_EQ(d->hint, "did you mean \"partition_activations\"?");
+}
+
+}  // namespace
+}  // namespace dsp

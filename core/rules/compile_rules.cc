@@ -35,7 +35,7 @@ std::vector<std::string> KnownPasses(const DeepSpeedVersion& version) {
   return names;
 }
 
-// Returns false when DeepSpeed would reject the pass list while reading the config.
+// Returns false when the targeted release has no compile.passes at all.
 bool CheckPassNames(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   const Json* passes = v.Get(kPasses);
@@ -51,8 +51,7 @@ bool CheckPassNames(RuleContext& ctx) {
                       ds_history::kCompilePasses.ToString() + " (--deepspeed-version)");
     return false;
   }
-  if (!passes->is_array()) return false;  // the schema reports the type
-  bool valid = true;
+  if (!passes->is_array()) return true;  // the schema reports the type
   std::vector<std::string> known = KnownPasses(version);
   std::vector<std::string> quoted;
   for (const auto& k : known) quoted.push_back("'" + k + "'");
@@ -60,7 +59,6 @@ bool CheckPassNames(RuleContext& ctx) {
     const Json& p = (*passes)[i];
     std::string name = p.is_string() ? p.get<std::string>() : "";
     if (p.is_string() && std::find(known.begin(), known.end(), name) != known.end()) continue;
-    valid = false;
     std::string message = "compile.passes[" + std::to_string(i) + "] is " + ShowValue(p) +
                           ": CompileConfig accepts only " + JoinList(quoted, " or ") +
                           " (pydantic: \"Input should be " + JoinList(quoted, " or ") + "\")";
@@ -75,13 +73,14 @@ bool CheckPassNames(RuleContext& ctx) {
                : suggestion.empty() ? "use one of " + JoinList(known, ", ")
                                     : "did you mean \"" + suggestion + "\"?");
   }
-  return valid;
+  return true;
 }
 
-void CheckDispatch(RuleContext& ctx) {
+// `passes` holds the entries the targeted release accepts; a rejected entry is reported by
+// compile-pass-unknown, and the rest is still checked so that one run shows every problem.
+void CheckDispatch(RuleContext& ctx, const std::vector<std::string>& passes) {
   const ConfigView& v = ctx.view();
   const ParallelConfig& pc = ctx.parallel();
-  const std::vector<std::string>& passes = pc.compile_passes;
   const Json* passes_json = v.Get(kPasses);
   bool has_passes = passes_json != nullptr && passes_json->is_array() && !passes_json->empty();
 
@@ -272,8 +271,13 @@ RuleSet CompileRules() {
        ""},
   };
   set.check = [](RuleContext& ctx) {
-    // A pass list DeepSpeed rejects stops it before engine.compile() could dispatch anything.
-    if (CheckPassNames(ctx)) CheckDispatch(ctx);
+    if (!CheckPassNames(ctx)) return;
+    std::vector<std::string> usable;
+    std::vector<std::string> known = KnownPasses(ctx.version());
+    for (const auto& p : ctx.parallel().compile_passes) {
+      if (std::find(known.begin(), known.end(), p) != known.end()) usable.push_back(p);
+    }
+    CheckDispatch(ctx, usable);
   };
   return set;
 }

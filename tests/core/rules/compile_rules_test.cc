@@ -26,6 +26,10 @@ TEST(CompileRulesTest, PassNames) {
   EXPECT_EQ(d->hint, "did you mean \"autotp\"?");
   EXPECT_NO_DIAG(Validate(R"({"compile": {"deepcompile": true, "passes": ["autotp"]}, "tensor_parallel": {"autotp_size": 2}})"),
                  "compile-pass-unknown");
+  // A rejected entry does not hide the problems of the others.
+  auto both = Validate(R"({"compile": {"deepcompile": true, "passes": ["autotp", "autosp", "z2"]}, "tensor_parallel": {"autotp_size": 2}})");
+  EXPECT_DIAG(both, "compile-pass-unknown", "/compile/passes/2");
+  EXPECT_DIAG(both, "compile-autotp-combined", "/compile/passes");
 }
 
 TEST(CompileRulesTest, PassNamesByVersion) {
@@ -34,6 +38,9 @@ TEST(CompileRulesTest, PassNamesByVersion) {
   EXPECT_DIAG(r, "compile-pass-unknown", "/compile/passes/0");
   EXPECT_TRUE(MessageHas(r, "compile-pass-unknown", "arrived in 0.19.6"));
   EXPECT_NO_DIAG(Validate(autotp, Version("0.19.6")), "compile-pass-unknown");
+  // On 0.19.5 the autotp entry is not a pass at all, so nothing is said about its dispatch.
+  EXPECT_NO_DIAG(Validate(R"({"compile": {"deepcompile": true, "passes": ["autotp", "autosp"]}})", Version("0.19.5")),
+                 "compile-autotp-combined");
 
   const char* autosp = R"({"compile": {"deepcompile": true, "passes": ["autosp"]}})";
   EXPECT_DIAG(Validate(autosp, Version("0.18.8")), "compile-passes-unavailable", "/compile/passes");

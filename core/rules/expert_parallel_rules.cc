@@ -1,8 +1,361 @@
-// Placeholder while this rule family is being written.
+// AutoEP (`expert_parallel`, deepspeed-config.md §1.9): parse_autoep_config and
+// validate_autoep_config in module_inject/auto_ep_config.py, the engine's AutoEP checks
+// (_configure_expert_parallel, _validate_zero3_moe_compatibility, validate_autoep_post_detection),
+// and the release history. The group sizes and validate_folding_global are in folding_rules.cc.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/model/model_spec.h"
+#include "core/rules/ds_semantics.h"
+#include "core/rules/expert_parallel_internal.h"
+#include "core/rules/python_regex.h"
 #include "core/rules/rule_sets.h"
+#include "core/util/text.h"
 
 namespace dsp {
+namespace autoep {
 
-RuleSet ExpertParallelRules() { return RuleSet{"expert_parallel", {}, nullptr}; }
+std::optional<int64_t> PyInt(const Json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  if (v.is_number_integer()) return v.get<int64_t>();
+  return std::nullopt;
+}
+
+EpFacts ReadFacts(const RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  EpFacts f;
+  if (const Json* e = v.Get(Key("enabled"))) f.enabled = ds_semantics::PyTruthy(*e);
+  f.ep = 1;
+  if (const Json* j = v.Get(Key("autoep_size"))) {
+    f.ep_given = true;
+    f.ep = PyInt(*j);
+  }
+  f.etp = 1;
+  if (const Json* j = v.Get(Key("expert_tensor_parallel_size"))) f.etp = PyInt(*j);
+  f.tp = std::max<int64_t>(ctx.parallel().tp, 1);
+  f.sp = std::max<int64_t>(v.Int("/sequence_parallel_size").or_default(1), 1);
+  f.pp = ctx.options().pp;
+  f.world = ctx.world();
+  f.zero_stage = ds_semantics::EffectiveZeroStage(ctx);
+  f.data_before = ds_semantics::DictFlag(v, "/use_data_before_expert_parallelism");
+  f.folding_release = ctx.version() >= ds_release::kAutoEpFolding;
+  return f;
+}
+
+}  // namespace autoep
+
+namespace {
+
+using autoep::EpFacts;
+using autoep::Key;
+using autoep::kSection;
+using ds_semantics::ShowValue;
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+bool IsNull(const Json* j) { return j == nullptr || j->is_null(); }
+
+void CheckSection(RuleContext& ctx, const Json& section) {
+  const ConfigView& v = ctx.view();
+  if (const Json* lbc = v.Get(Key("load_balance_coeff")); lbc != nullptr && !lbc->is_null()) {
+    ctx.Report(
+        "ep-load-balance-coeff", Key("load_balance_coeff"),
+        "load_balance_coeff=" + ShowValue(*lbc) +
+            " is not supported in this AutoEP build "
+            "(would register expert_bias and route through unsupported auxiliary-loss-free load "
+            "balancing): DeepSpeed raises ValueError while parsing the config, even with AutoEP "
+            "disabled",
+        "set load_balance_coeff to null or omit the key");
+  }
+  const Json* enabled = v.Get(Key("enabled"));
+  if (enabled != nullptr && !enabled->is_boolean()) {
+    bool on = ds_semantics::PyTruthy(*enabled);
+    ctx.Report("ep-enabled-not-bool", Key("enabled"),
+               "expert_parallel.enabled is " + ShowValue(*enabled) +
+                   ", not a boolean: DeepSpeed tests "
+                   "its truthiness, so AutoEP is " +
+                   std::string(on ? "ON" : "off") + " for this value",
+               "write true or false");
+  }
+  EpFacts f = autoep::ReadFacts(ctx);
+  if (f.enabled) return;
+  std::vector<std::string> ignored;
+  for (const auto& [key, value] : section.items()) {
+    if (key == "enabled" || key.starts_with("_") ||
+        (key == "load_balance_coeff" && value.is_null()))
+      continue;
+    ignored.push_back(key);
+  }
+  if (ignored.empty()) return;
+  ctx.Report("ep-disabled-settings", enabled != nullptr ? Key("enabled") : std::string(kSection),
+             "expert_parallel sets " + JoinList(ignored) + " but enabled is " +
+                 (enabled != nullptr ? ShowValue(*enabled) : std::string("absent (false)")) +
+                 ": DeepSpeed returns before reading them, so AutoEP does not run and the settings "
+                 "are silently ignored",
+             "set \"enabled\": true to use AutoEP, or remove the section");
+}
+
+void CheckEngine(RuleContext& ctx, const EpFacts& f) {
+  const ConfigView& v = ctx.view();
+  if (!f.folding_release && f.tp > 1) {
+    ctx.Report("ep-autotp-unsupported", "/tensor_parallel/autotp_size",
+               "AutoEP does not currently support AutoTP (tensor_parallel.autotp_size=" + S(f.tp) +
+                   "): DeepSpeed " + ctx.version().ToString() +
+                   " raises ValueError; AutoEP+AutoTP "
+                   "folding arrived later (PR #8064)",
+               "disable AutoTP for this run, or target a DeepSpeed with AutoEP+AutoTP folding");
+  }
+  if (f.tp <= 1 && f.sp > 1 && f.data_before) {
+    ctx.Report("ep-data-before-sequence-parallel", "/use_data_before_expert_parallelism",
+               "use_data_before_expert_parallel_ is not supported with mp_size > 1 "
+               "(sequence_parallel_size=" +
+                   S(f.sp) +
+                   "): groups._create_expert_and_data_parallel raises NotImplementedError",
+               "remove use_data_before_expert_parallelism, or run without sequence parallelism");
+  }
+  const ModelSpec* m = ctx.options().model;
+  if (!f.zero_stage || *f.zero_stage != 3 || (m != nullptr && !m->is_moe())) return;
+  const std::string stage_ptr =
+      v.Has("/zero_optimization/stage") ? "/zero_optimization/stage" : "/zero_optimization";
+  if (ctx.version() < autoep::kAutoEpZero3) {
+    ctx.Report(
+        "ep-zero3-unsupported", stage_ptr,
+        "MoE not supported with Stage 3: DeepSpeed " + ctx.version().ToString() +
+            " rejects any MoE model, AutoEP included, under ZeRO stage 3 (AutoEP gained ZeRO-3 "
+            "support in PR #8060)",
+        "use ZeRO stage 1 or 2, or target a newer DeepSpeed");
+    return;
+  }
+  auto reject = [&](const std::string& ptr, const std::string& what) {
+    ctx.Report("ep-zero3-unsupported", ptr,
+               "AutoEP with ZeRO Stage 3 does not support " + what +
+                   ": the engine's _validate_zero3_moe_compatibility raises AssertionError",
+               "remove it, or use ZeRO stage 1 or 2 with AutoEP");
+  };
+  if (f.sp > 1)
+    reject("/sequence_parallel_size",
+           "sequence parallelism yet (sequence_parallel_size=" + S(f.sp) + ")");
+  for (const char* p : {"/zero_optimization/zero_quantized_gradients"}) {
+    if (ds_semantics::PydanticBool(v, p, false).value_or(false)) {
+      reject(p, "zero_quantized_gradients or LoCo quantized gradients yet");
+    }
+  }
+  if (auto mics = v.Int("/zero_optimization/mics_shard_size"); mics.present() && mics.value > 0) {
+    reject(mics.pointer, "MiCS yet (mics_shard_size=" + S(mics.value) + ")");
+  }
+  if (auto hpz = v.Int("/zero_optimization/zero_hpz_partition_size");
+      hpz.present() && hpz.value > 1) {
+    reject(hpz.pointer,
+           "hpZeRO secondary tensor groups yet (zero_optimization.zero_hpz_partition_size=" +
+               S(hpz.value) + ")");
+  }
+}
+
+void CheckModel(RuleContext& ctx, const EpFacts& f) {
+  const ModelSpec* m = ctx.options().model;
+  if (m == nullptr) return;
+  if (!m->is_moe()) {
+    ctx.Report("ep-dense-model", Key("enabled"),
+               "AutoEP is enabled but this " + m->model_type +
+                   " model has no MoE layers: AutoEP detects "
+                   "none, replaces nothing, and the expert_parallel settings have no effect",
+               "disable expert_parallel for dense models");
+    return;
+  }
+  int64_t first = 0;
+  while (first < m->num_hidden_layers && !m->IsMoeLayer(first)) ++first;
+  const std::string layer =
+      "model.layers." + S(first) + (m->UsesMixtralNaming() ? ".block_sparse_moe" : ".mlp");
+  const int64_t n = m->num_experts;
+  std::string fits;
+  if (f.world && f.pp >= 1 && *f.world % f.pp == 0) {
+    std::vector<std::string> both;
+    for (int64_t d = 1; d <= n; ++d) {
+      if (n % d == 0 && (*f.world / f.pp) % d == 0) both.push_back(S(d));
+    }
+    fits = "; values that also divide the stage size " + S(*f.world / f.pp) + ": " +
+           JoinList(both, ", ");
+  }
+  if (f.ep && *f.ep >= 1 && *f.ep > n) {
+    ctx.Report(
+        "ep-experts-divisibility", f.ep_pointer(),
+        "autoep_size=" + S(*f.ep) + " exceeds num_experts=" + S(n) + " in layer '" + layer +
+            "'. Each rank must own at least one expert. Valid autoep_size values (divisors of " +
+            S(n) + "): [" + DivisorList(n) + "]",
+        "use an autoep_size that divides " + S(n) + fits);
+  } else if (f.ep && *f.ep >= 1 && n % *f.ep != 0) {
+    ctx.Report("ep-experts-divisibility", f.ep_pointer(),
+               "num_experts=" + S(n) + " in layer '" + layer +
+                   "' is not divisible by autoep_size=" + S(*f.ep) +
+                   ". Suggested autoep_size values: [" + DivisorList(n) + "]",
+               "use an autoep_size that divides " + S(n) + fits);
+  }
+  const ConfigView& v = ctx.view();
+  const Json* ne = v.Get(Key("num_expert_groups"));
+  const Json* nl = v.Get(Key("num_limited_groups"));
+  if (!IsNull(nl) && IsNull(ne)) {
+    ctx.Report("ep-group-counts", Key("num_limited_groups"),
+               "num_limited_groups requires num_expert_groups to be set in layer '" + layer +
+                   "' (this " + m->model_type + " config has no n_group to fill it in)",
+               "set num_expert_groups as well, or remove num_limited_groups");
+  }
+  if (!IsNull(ne) && ne->is_number_integer() && ne->get<int64_t>() >= 1) {
+    if (n % ne->get<int64_t>() != 0) {
+      ctx.Report("ep-group-counts", Key("num_expert_groups"),
+                 "num_expert_groups (" + S(ne->get<int64_t>()) + ") must divide num_experts (" +
+                     S(n) + ") in layer '" + layer + "'",
+                 "use one of " + DivisorList(n));
+    }
+    if (IsNull(nl)) {
+      ctx.Report(
+          "ep-group-counts", Key("num_expert_groups"),
+          "num_limited_groups must be set when num_expert_groups is set in layer '" + layer + "'",
+          "set num_limited_groups (1 up to num_expert_groups)");
+    }
+  }
+}
+
+void Check(RuleContext& ctx) {
+  const Json* section = ctx.view().Get(kSection);
+  if (section == nullptr) return;
+  if (ctx.version() < ds_release::kAutoEp) {
+    const Json* enabled =
+        section->is_object() && section->contains("enabled") ? &(*section)["enabled"] : nullptr;
+    if (enabled != nullptr && ds_semantics::PyTruthy(*enabled)) {
+      ctx.ReportKey("ep-unsupported-version", kSection,
+                    "DeepSpeed " + ctx.version().ToString() + " has no AutoEP (added in " +
+                        ds_release::kAutoEp.ToString() +
+                        ", PR #7938): the expert_parallel section is an unknown "
+                        "top-level key and is silently ignored",
+                    "upgrade DeepSpeed to use AutoEP, or remove the section");
+    }
+    return;
+  }
+  if (!section->is_object() || section->empty()) return;
+  CheckSection(ctx, *section);
+  EpFacts f = autoep::ReadFacts(ctx);
+  if (!f.enabled) return;
+  CheckEngine(ctx, f);
+  autoep::CheckFolding(ctx, f);
+  autoep::CheckFields(ctx, f);
+  CheckModel(ctx, f);
+}
+
+}  // namespace
+
+RuleSet ExpertParallelRules() {
+  RuleSet set;
+  set.name = "expert_parallel";
+  set.rules = {
+      {"ep-unsupported-version", Severity::kWarning, "expert_parallel",
+       "expert_parallel with a DeepSpeed that has no AutoEP",
+       "Top-level keys are read with dict.get, so before AutoEP existed the section is silently "
+       "ignored and the MoE model trains without expert parallelism.",
+       "AutoEP arrived in 0.19.2 (PR #7938)."},
+      {"ep-load-balance-coeff", Severity::kError, "expert_parallel", "load_balance_coeff is set",
+       "parse_autoep_config raises ValueError for any non-null load_balance_coeff while the config "
+       "is parsed, whether or not AutoEP is enabled (auxiliary-loss-free balancing is not "
+       "supported).",
+       ""},
+      {"ep-enabled-not-bool", Severity::kError, "expert_parallel",
+       "expert_parallel.enabled is not a boolean",
+       "parse_autoep_config keeps the raw value and the engine tests its truthiness: \"false\", 1 "
+       "or "
+       "\"no\" all turn AutoEP on.",
+       ""},
+      {"ep-disabled-settings", Severity::kWarning, "expert_parallel",
+       "expert_parallel settings while AutoEP is disabled",
+       "validate_autoep_config returns right after the parse-time checks when enabled is false or "
+       "absent, and the engine skips AutoEP: every other key in the section is silently ignored.",
+       ""},
+      {"ep-autotp-unsupported", Severity::kError, "expert_parallel",
+       "AutoEP with AutoTP on a DeepSpeed without folding",
+       "Before the AutoEP+AutoTP folding PR, validate_autoep_config raised \"AutoEP does not "
+       "currently support AutoTP (tensor_parallel.autotp_size=N)\" for autotp_size > 1.",
+       "Accepted (with the folding rules) since PR #8064."},
+      {"ep-folding-routing-type", Severity::kError, "expert_parallel",
+       "validate_folding_routing is not a boolean",
+       "validate_autoep_config's first checks (with load_balance_coeff): \"expert_parallel."
+       "validate_folding_routing must be a boolean\". The engine calls it only with AutoEP "
+       "enabled.",
+       "The key exists since the folding release (PR #8064)."},
+      {"ep-unknown-preset", Severity::kError, "expert_parallel", "an unknown AutoEP preset_model",
+       "validate_autoep_config: preset_model must be a registered AutoEP preset (exact name): "
+       "mixtral, qwen3_moe, qwen3_5_moe, deepseek_v2, deepseek_v3, else ValueError \"Unknown "
+       "preset_model\".",
+       ""},
+      {"ep-invalid-choice", Severity::kError, "expert_parallel",
+       "score_apply, combine_impl or score_func outside its choices",
+       "score_apply in (auto, pre, post), combine_impl in (auto, weighted_sum, legacy_bmm), "
+       "score_func in (auto, softmax, sigmoid); anything else, null included, is a ValueError.",
+       ""},
+      {"ep-group-counts", Severity::kError, "expert_parallel", "group-limited routing counts",
+       "validate_autoep_config: num_limited_groups >= 1, num_expert_groups >= 1, "
+       "num_limited_groups "
+       "<= num_expert_groups. After MoE detection (validate_autoep_post_detection, needs --model): "
+       "num_limited_groups requires num_expert_groups, num_expert_groups must divide the number of "
+       "experts and then requires num_limited_groups. DeepSeek configs can supply them as "
+       "n_group/topk_group.",
+       ""},
+      {"ep-attribute-name", Severity::kError, "expert_parallel",
+       "an attribute-name field is empty or dotted",
+       "expert_w1/w2/w3, num_experts_attr, top_k_attr, router_pattern, expert_pattern, "
+       "shared_experts_pattern and shared_experts_gate_pattern name direct child attributes: "
+       "non-empty strings without '.' (expert_w3 may be null: fused gate+up).",
+       ""},
+      {"ep-field-type", Severity::kError, "expert_parallel",
+       "has_shared_experts or routed_scaling_factor has the wrong type",
+       "has_shared_experts must be a boolean when set; routed_scaling_factor a number or \"auto\".",
+       ""},
+      {"ep-moe-layer-pattern", Severity::kError, "expert_parallel",
+       "moe_layer_pattern is not a valid Python regular expression",
+       "moe_layer_pattern is a Python regular expression over module names, compiled when AutoEP "
+       "detects MoE layers; an invalid one raises re.error during engine initialisation.",
+       ""},
+      {"ep-size-one", Severity::kWarning, "expert_parallel", "autoep_size is 1",
+       "DeepSpeed warns: with autoep_size=1 (also the default) every rank owns all experts, AutoEP "
+       "replaces the layers but does no all-to-all.",
+       ""},
+      {"ep-top-k-override", Severity::kWarning, "expert_parallel", "top_k together with top_k_attr",
+       "An explicit integer top_k wins; top_k_attr is ignored (DeepSpeed warning).", ""},
+      {"ep-shared-experts-pairing", Severity::kWarning, "expert_parallel",
+       "shared-expert fields without their partner",
+       "has_shared_experts=true needs shared_experts_pattern; the shared-expert patterns are "
+       "ignored unless has_shared_experts is true (DeepSpeed warnings).",
+       ""},
+      {"ep-custom-fields", Severity::kNote, "expert_parallel", "custom detection fields",
+       "Custom detection fields override the preset's defaults, or apply to auto-detection when "
+       "neither preset_model nor moe_layer_pattern is set (DeepSpeed warning).",
+       ""},
+      {"ep-data-before-sequence-parallel", Severity::kError, "expert_parallel",
+       "use_data_before_expert_parallelism with sequence parallelism",
+       "With sequence parallelism the engine creates EP groups with mp_size > 1, and "
+       "groups._create_expert_and_data_parallel raises NotImplementedError for the data-before-"
+       "expert order (with AutoTP, folding rule g reports it).",
+       ""},
+      {"ep-zero3-unsupported", Severity::kError, "expert_parallel",
+       "a feature AutoEP does not support under ZeRO-3",
+       "_validate_zero3_moe_compatibility (AssertionError) when MoE layers exist under ZeRO stage "
+       "3: "
+       "AutoEP only, no sequence parallelism, no zero_quantized_gradients, no MiCS "
+       "(mics_shard_size > 0), no hpZeRO (zero_hpz_partition_size > 1); autotp_size and "
+       "expert_tensor_parallel_size are caught earlier by ep-fold-zero3 and ep-expert-tp.",
+       "Before PR #8060 (same release as the folding PR) every MoE model, AutoEP included, was "
+       "rejected under ZeRO-3: \"MoE not supported with Stage 3\"."},
+      {"ep-experts-divisibility", Severity::kError, "expert_parallel",
+       "autoep_size against the model's experts",
+       "validate_autoep_post_detection, for every detected MoE layer: autoep_size <= num_experts "
+       "and "
+       "num_experts % autoep_size == 0 (ValueError listing the divisors).",
+       ""},
+      {"ep-dense-model", Severity::kWarning, "expert_parallel",
+       "AutoEP on a model without MoE layers",
+       "AutoEP finds no MoE layer to replace and does nothing; no error is raised.", ""},
+  };
+  for (const auto& info : autoep::FoldingRuleInfos()) set.rules.push_back(info);
+  set.check = Check;
+  return set;
+}
 
 }  // namespace dsp

@@ -20,13 +20,25 @@ struct DeepSpeedVersion {
   static std::optional<DeepSpeedVersion> Parse(std::string_view text);
 };
 
-// Releases where behaviour ds-plan checks changed.
+// Releases where behaviour ds-plan checks changed: the first release tag containing each PR
+// (`git tag --contains` in deepspeedai/DeepSpeed). The single source of these numbers.
 namespace ds_release {
 inline constexpr DeepSpeedVersion kAutocastWithZero{0, 17, 2};        // PR #6993: torch_autocast with ZeRO, rejecting fp16/bf16
 inline constexpr DeepSpeedVersion kAutocastLowPrecision{0, 18, 3};    // PR #7700: autocast combines with fp16/bf16
 inline constexpr DeepSpeedVersion kAutoEp{0, 19, 2};                  // PR #7938: AutoEP (expert_parallel section)
 inline constexpr DeepSpeedVersion kGradientClippingDefault{0, 19, 3}; // PR #8068: gradient_clipping defaults to 1.0
-inline constexpr DeepSpeedVersion kAutoEpFolding{0, 19, 4};           // PR #8064: AutoEP + AutoTP parallel folding
+inline constexpr DeepSpeedVersion kAutoEpFolding{0, 19, 3};           // PR #8064: AutoEP + AutoTP parallel folding
+inline constexpr DeepSpeedVersion kAutoEpZero3{0, 19, 3};             // PR #8060: AutoEP under ZeRO stage 3
+inline constexpr DeepSpeedVersion kAutocastRelaxed{0, 17, 6};         // PR #7543: autocast without fp32 communication
+inline constexpr DeepSpeedVersion kLowPrecisionMaster{0, 18, 3};      // PR #7700: bf16 master weights / optimizer states
+inline constexpr DeepSpeedVersion kAutoTpPartitionConfig{0, 18, 6};   // PR #7806: partition_config, preset_model
+inline constexpr DeepSpeedVersion kCompilePasses{0, 18, 9};           // PR #7860: compile.passes (z1, z3, autosp)
+inline constexpr DeepSpeedVersion kAutoTpGatherOutput{0, 19, 4};      // PR #8146: layer_specs[].gather_output
+// Merged after v0.19.5: in DeepSpeed main (0.19.6 under development), the newest behaviour.
+inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};           // PR #8204: the "autotp" compile pass
+inline constexpr DeepSpeedVersion kAutoTpGradAllreduce{0, 19, 6};     // PR #8204: layer_specs[].grad_allreduce
+inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};     // PR #8232: gradient_allreduce_op
+inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};   // PR #8282: async cpu_checkpointing
 }  // namespace ds_release
 
 }  // namespace dsp

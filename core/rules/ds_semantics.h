@@ -19,23 +19,14 @@
 
 namespace dsp {
 
-// Releases where behaviour checked by these rule families changed and that
-// core/config/deepspeed_version.h does not name (from version.txt and the tags of
-// deepspeedai/DeepSpeed).
+// Release constants live in core/config/deepspeed_version.h; the short names are kept here.
 namespace ds_history {
-// PR #7543: torch.autocast no longer requires fp32 communication (nor fp32 parameters).
-inline constexpr DeepSpeedVersion kAutocastRelaxed{0, 17, 6};
-// PR #7700 (same release as ds_release::kAutocastLowPrecision): bf16_master_weights_and_grads and
-// bf16_optimizer_states exist, fp16_master_weights_and_grads works with ZeRO 1, 2 and 3.
-inline constexpr DeepSpeedVersion kLowPrecisionMaster{0, 18, 3};
-// PR #7860 (AutoSP): compile.passes with "z1", "z3", "autosp".
-inline constexpr DeepSpeedVersion kCompilePasses{0, 18, 9};
-// PR #8204: the "autotp" compile pass.
-inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};
-// PR #8232: the top-level gradient_allreduce_op key.
-inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};
-// PR #8282: cpu_checkpointing without partition_activations offloads on a side stream.
-inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};
+using ds_release::kAutocastRelaxed;
+using ds_release::kLowPrecisionMaster;
+using ds_release::kCompilePasses;
+using ds_release::kCompileAutoTp;
+using ds_release::kGradientAllreduceOp;
+using ds_release::kAsyncCpuCheckpointing;
 }  // namespace ds_history
 
 namespace ds_semantics {

@@ -18,8 +18,7 @@ inline std::string Key(std::string_view key) {
   return std::string(kSection) + "/" + std::string(key);
 }
 
-// PR #8060 (AutoEP under ZeRO stage 3) shipped in the same release as the folding PR #8064.
-inline constexpr DeepSpeedVersion kAutoEpZero3 = ds_release::kAutoEpFolding;
+using ds_release::kAutoEpZero3;
 
 // What the AutoEP checks read, the way DeepSpeed reads it. expert_parallel is parsed with dict
 // .get: no "auto" handling, Python truthiness for flags, isinstance(int) for sizes (2.0 is not an

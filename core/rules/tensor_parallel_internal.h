@@ -21,13 +21,10 @@ inline constexpr const char* kPartitionConfig = "/tensor_parallel/partition_conf
 inline constexpr const char* kLayerSpecs = "/tensor_parallel/partition_config/layer_specs";
 inline constexpr const char* kPresetModel = "/tensor_parallel/preset_model";
 
-// Releases where the AutoTP config surface changed (git tags of deepspeedai/DeepSpeed).
-inline constexpr DeepSpeedVersion kPartitionConfigRelease{
-    0, 18, 6};  // PR #7806: partition_config, preset_model
-inline constexpr DeepSpeedVersion kGatherOutputRelease{0, 19,
-                                                       4};  // PR #8146: layer_specs[].gather_output
-inline constexpr DeepSpeedVersion kGradAllreduceRelease{
-    0, 19, 6};  // PR #8204: layer_specs[].grad_allreduce
+// Releases where the AutoTP config surface changed (core/config/deepspeed_version.h).
+inline constexpr DeepSpeedVersion kPartitionConfigRelease = ds_release::kAutoTpPartitionConfig;
+inline constexpr DeepSpeedVersion kGatherOutputRelease = ds_release::kAutoTpGatherOutput;
+inline constexpr DeepSpeedVersion kGradAllreduceRelease = ds_release::kAutoTpGradAllreduce;
 
 // AutoTPPresets.get_preset (module_inject/autotp_config.py), looked up lower-cased.
 inline const std::vector<std::string>& PresetNames() {

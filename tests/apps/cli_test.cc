@@ -126,8 +126,13 @@ TEST(CliTest, SarifIsVersion210WithLocations) {
   const Json& run = doc["runs"][0];
   EXPECT_EQ(run["tool"]["driver"]["name"], "ds-plan");
   ASSERT_FALSE(run["results"].empty());
-  const Json& first = run["results"][0];
-  EXPECT_EQ(first["ruleId"], "batch-mismatch");
+  const Json* found = nullptr;
+  for (const auto& result : run["results"]) {
+    if (result["ruleId"] == "batch-mismatch") found = &result;
+  }
+  ASSERT_NE(found, nullptr) << r.output;
+  const Json& first = *found;
+  EXPECT_EQ(first["level"], "error");
   const Json& region = first["locations"][0]["physicalLocation"]["region"];
   EXPECT_EQ(region["startLine"], 2);
   size_t index = first["ruleIndex"].get<size_t>();

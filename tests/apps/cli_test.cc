@@ -1,5 +1,7 @@
 // Exit codes and machine-readable outputs of the ds-plan binary.
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -164,6 +166,23 @@ TEST(CliTest, RulesAndExplainComeFromTheRegistry) {
 TEST(CliTest, DeterministicOutput) {
   std::string args = std::string("validate ") + kFolding + " samples/configs/invalid/zero-typos.json --world-size 8 --format sarif";
   EXPECT_EQ(RunCli(args).output, RunCli(args).output);
+}
+
+}  // namespace
+}  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// docs/rules.md is generated from the registry; this keeps it from going stale.
+TEST(CliTest, RuleCatalogueDocIsCurrent) {
+  std::ifstream in(std::string(DSP_SOURCE_DIR) + "/docs/rules.md");
+  ASSERT_TRUE(in) << "docs/rules.md is missing";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  auto r = testing::RunCli("rules --format markdown", false);
+  EXPECT_EQ(r.output, doc.str())
+      << "regenerate: build/release/ds-plan rules --format markdown > docs/rules.md";
 }
 
 }  // namespace

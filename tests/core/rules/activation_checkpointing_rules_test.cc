@@ -4,20 +4,10 @@
 namespace dsp {
 namespace {
 
+using testing::Version;
+using testing::FindAt;
+
 using testing::Validate;
-
-ValidateOptions Version(const char* v) {
-  ValidateOptions o;
-  o.version = DeepSpeedVersion::Parse(v).value();
-  return o;
-}
-
-const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.pointer == pointer) return &d;
-  }
-  return nullptr;
-}
 
 TEST(CheckpointingRulesTest, ContiguousNeedsPartition) {
   auto r = Validate(R"({"activation_checkpointing": {"contiguous_memory_optimization": true, "number_checkpoints": 32}})");

@@ -3,20 +3,10 @@
 namespace dsp {
 namespace {
 
+using testing::Version;
+using testing::MessageHas;
+
 using testing::Validate;
-
-ValidateOptions Version(const char* v) {
-  ValidateOptions o;
-  o.version = DeepSpeedVersion::Parse(v).value();
-  return o;
-}
-
-bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
 
 TEST(CompileRulesTest, PassNames) {
   auto r = Validate(R"({"compile": {"deepcompile": true, "passes": ["z3", "auto_tp"]}, "zero_optimization": {"stage": 3}})");

@@ -3,27 +3,11 @@
 namespace dsp {
 namespace {
 
+using testing::Version;
+using testing::MessageHas;
+using testing::FindAt;
+
 using testing::Validate;
-
-ValidateOptions Version(const char* v) {
-  ValidateOptions o;
-  o.version = DeepSpeedVersion::Parse(v).value();
-  return o;
-}
-
-const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.pointer == pointer) return &d;
-  }
-  return nullptr;
-}
-
-bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
 
 TEST(GradientRulesTest, AllreduceOpValues) {
   auto r = Validate(R"({"gradient_allreduce_op": "avg"})");

@@ -3,28 +3,12 @@
 namespace dsp {
 namespace {
 
+using testing::Version;
+using testing::MessageHas;
+using testing::FindAt;
+
 using testing::Find;
 using testing::Validate;
-
-ValidateOptions Version(const char* v) {
-  ValidateOptions o;
-  o.version = DeepSpeedVersion::Parse(v).value();
-  return o;
-}
-
-bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
-const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.pointer == pointer) return &d;
-  }
-  return nullptr;
-}
 
 TEST(PrecisionRulesTest, Fp16AndBf16) {
   auto r = Validate(R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})");

@@ -27,6 +27,29 @@ inline const Diagnostic* Find(const FileReport& r, const std::string& id) {
   return nullptr;
 }
 
+// Options for a DeepSpeed release ("0.18.2").
+inline ValidateOptions Version(const char* v) {
+  ValidateOptions o;
+  o.version = DeepSpeedVersion::Parse(v).value();
+  return o;
+}
+
+// The finding `id` at `pointer`, or nullptr.
+inline const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
+  for (const auto& d : r.diagnostics) {
+    if (d.rule_id == id && d.pointer == pointer) return &d;
+  }
+  return nullptr;
+}
+
+// Whether some finding `id` mentions `text`.
+inline bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
+  for (const auto& d : r.diagnostics) {
+    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
 inline std::string Dump(const FileReport& r) {
   std::string out;
   for (const auto& d : r.diagnostics) {

@@ -4,22 +4,11 @@
 namespace dsp {
 namespace {
 
+using testing::MessageHas;
+using testing::FindAt;
+
 using testing::Validate;
 using testing::World;
-
-bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
-const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.pointer == pointer) return &d;
-  }
-  return nullptr;
-}
 
 ValidateOptions WithModel(int64_t world, const ModelSpec* model, std::optional<int64_t> seq = {}) {
   ValidateOptions o = World(world);

@@ -3,21 +3,11 @@
 namespace dsp {
 namespace {
 
+using testing::Version;
+using testing::MessageHas;
+
 using testing::Find;
 using testing::Validate;
-
-ValidateOptions Version(const char* v) {
-  ValidateOptions o;
-  o.version = DeepSpeedVersion::Parse(v).value();
-  return o;
-}
-
-bool MessageHas(const FileReport& r, const std::string& id, const std::string& text) {
-  for (const auto& d : r.diagnostics) {
-    if (d.rule_id == id && d.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
 
 constexpr const char* kOpt =
     R"("train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}})";

@@ -1,6 +1,7 @@
 #include "core/schema/schema_check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <set>
 
@@ -84,6 +85,138 @@ const Json* Resolve(const Json& root, const Json* node) {
     node = &root.at(p);
   }
   return node;
+}
+
+std::string DottedPointer(const std::string& pointer) {
+  std::string out;
+  for (const auto& t : PointerTokens(pointer)) {
+    if (!out.empty()) out += '.';
+    out += t;
+  }
+  return out;
+}
+
+std::string ShowJson(const Json& v) {
+  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  std::string kind = v.is_string()            ? "a string"
+                     : v.is_boolean()         ? "a boolean"
+                     : v.is_number_integer()  ? "an integer"
+                     : v.is_number()          ? "a number"
+                     : v.is_null()            ? "null"
+                     : v.is_array()           ? "a list"
+                                              : "an object";
+  if (v.is_null()) return "null";
+  return text + " (" + kind + ")";
+}
+
+// The schema node that describes the value at `pointer` (through properties, items and $ref;
+// for anyOf/oneOf the first branch that has the next property).
+const Json* SchemaAt(const Json& root, const std::string& pointer) {
+  const Json* node = Resolve(root, &root);
+  for (const auto& token : PointerTokens(pointer)) {
+    if (node == nullptr) return nullptr;
+    const Json* next = nullptr;
+    auto try_node = [&](const Json* n) {
+      n = Resolve(root, n);
+      if (n == nullptr || !n->is_object()) return;
+      if (auto props = n->find("properties"); props != n->end() && props->contains(token)) {
+        next = &(*props)[token];
+      } else if (auto items = n->find("items"); items != n->end() && items->is_object()) {
+        next = &*items;
+      }
+    };
+    try_node(node);
+    for (const char* key : {"anyOf", "oneOf", "allOf"}) {
+      if (next != nullptr) break;
+      if (auto alts = node->find(key); alts != node->end() && alts->is_array()) {
+        for (const auto& alt : *alts) {
+          try_node(&alt);
+          if (next != nullptr) break;
+        }
+      }
+    }
+    node = next == nullptr ? nullptr : Resolve(root, next);
+  }
+  return node;
+}
+
+// Values pydantic's lax mode converts: 0/1 and "true"/"false"/"yes"/"no"/"on"/"off"/"1"/"0" for
+// booleans, integral floats and digit strings for integers. Only in the sections DeepSpeed parses
+// with pydantic (additionalProperties: false in the schema); dict-parsed sections use the raw value.
+bool PydanticLaxAccepts(const Json& root, const std::string& pointer, const Json& node, const Json& v) {
+  const Json* parent = SchemaAt(root, PointerParent(pointer));
+  if (parent == nullptr || !parent->contains("additionalProperties") ||
+      (*parent)["additionalProperties"] != false) {
+    return false;
+  }
+  std::vector<std::string> types;
+  if (auto t = node.find("type"); t != node.end()) {
+    if (t->is_string()) types.push_back(t->get<std::string>());
+    if (t->is_array()) {
+      for (const auto& x : *t) types.push_back(x.get<std::string>());
+    }
+  }
+  auto wants = [&](const char* t) { return std::find(types.begin(), types.end(), t) != types.end(); };
+  if (wants("boolean")) {
+    if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) return true;
+    if (v.is_string()) {
+      std::string s = v.get<std::string>();
+      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* ok : {"true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n"}) {
+        if (s == ok) return true;
+      }
+    }
+  }
+  if (wants("integer") || wants("number")) {
+    if (v.is_string()) {
+      const std::string& s = v.get_ref<const std::string&>();
+      if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return true;
+    }
+    if (wants("integer") && v.is_number_float()) {
+      double d = v.get<double>();
+      if (d == static_cast<double>(static_cast<int64_t>(d))) return true;
+    }
+  }
+  return false;
+}
+
+// "an integer >= 1", "one of \"none\", \"cpu\", \"nvme\"", "a number between 0 and 1".
+std::string Expectation(const Json& node) {
+  if (auto e = node.find("enum"); e != node.end() && e->is_array()) {
+    std::vector<std::string> items;
+    for (const auto& v : *e) items.push_back(v.dump());
+    return "one of " + JoinList(items, " or ");
+  }
+  if (auto c = node.find("const"); c != node.end()) return c->dump();
+  std::vector<std::string> types;
+  if (auto t = node.find("type"); t != node.end()) {
+    if (t->is_string()) types.push_back(t->get<std::string>());
+    if (t->is_array()) {
+      for (const auto& x : *t) types.push_back(x.get<std::string>());
+    }
+  }
+  if (types.empty()) return "";
+  std::vector<std::string> words;
+  for (const auto& t : types) {
+    words.push_back(t == "integer" ? "an integer" : t == "number" ? "a number" : t == "boolean" ? "a boolean"
+                    : t == "string" ? "a string" : t == "array" ? "a list" : t == "object" ? "an object" : t);
+  }
+  std::string out = JoinList(words, " or ");
+  auto num = [](const Json& v) {
+    double d = v.get<double>();
+    return d == static_cast<double>(static_cast<long long>(d)) ? std::to_string(static_cast<long long>(d)) : v.dump();
+  };
+  bool has_min = node.contains("minimum") && node["minimum"].is_number();
+  bool has_max = node.contains("maximum") && node["maximum"].is_number();
+  if (has_min && has_max) {
+    out += " between " + num(node["minimum"]) + " and " + num(node["maximum"]);
+  } else if (has_min) {
+    out += " >= " + num(node["minimum"]);
+  } else if (has_max) {
+    out += " <= " + num(node["maximum"]);
+  }
+  return out;
 }
 
 std::vector<std::string> PropertyNames(const Json& props) {
@@ -192,18 +325,45 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
   while (results.popError(error)) {
     if (IsWrapperMessage(error.description)) continue;
     std::string pointer = ContextToPointer(error.context);
-    if (!seen.insert({pointer, error.description}).second) continue;
+    std::string rule = ClassifySchemaError(error.description);
+    // One finding per value and kind: anyOf branches repeat the same complaint.
+    if (!seen.insert({pointer, rule}).second) continue;
     Diagnostic d;
-    d.rule_id = ClassifySchemaError(error.description);
+    d.rule_id = rule;
     d.severity = Severity::kError;
     d.pointer = pointer;
     d.loc = doc.LocateValue(pointer);
-    d.message = (pointer.empty() ? std::string("config") : "\"" + pointer.substr(1) + "\"") +
-                ": " + error.description;
-    const Json* node = nullptr;
-    // Describe what the schema expects at this pointer, when it says.
-    (void)node;
-    d.hint = "see `ds-plan explain " + d.rule_id + "` and schemas/ds_config.schema.json";
+    const Json* value = nullptr;
+    if (Json::json_pointer jp(pointer); doc.root.contains(jp)) value = &doc.root.at(jp);
+    const Json* node = SchemaAt(compiled.raw, pointer);
+    std::string name = pointer.empty() ? std::string("the config") : DottedPointer(pointer);
+    std::string shown = value != nullptr ? ShowJson(*value) : std::string("this value");
+    std::string expected = node != nullptr ? Expectation(*node) : std::string();
+    if (!expected.empty()) {
+      d.message = name + " is " + shown + ", but DeepSpeed expects " + expected;
+    } else {
+      d.message = name + " is " + shown + ": " + error.description;
+    }
+    if (rule == "schema-type" && value != nullptr && node != nullptr &&
+        PydanticLaxAccepts(compiled.raw, pointer, *node, *value)) {
+      // pydantic's lax mode (DeepSpeed's sections) coerces it, so DeepSpeed starts; other readers
+      // of the same file (the Trainer's "auto" filling, this schema in an editor) do not.
+      d.severity = Severity::kWarning;
+      d.message = name + " is " + shown + ": DeepSpeed's pydantic coerces it to " + expected +
+                  ", but it is not one; write it as " + expected;
+    }
+    if (node != nullptr && node->contains("enum") && value != nullptr && value->is_string()) {
+      std::vector<std::string> choices;
+      for (const auto& e : (*node)["enum"]) {
+        if (e.is_string()) choices.push_back(e.get<std::string>());
+      }
+      std::string guess = ClosestMatch(value->get<std::string>(), choices);
+      if (!guess.empty()) d.hint = "did you mean \"" + guess + "\"?";
+    }
+    if (d.hint.empty() && node != nullptr && node->contains("description")) {
+      d.hint = node->value("description", "");
+      if (node->contains("default")) d.hint += " Default: " + (*node)["default"].dump() + ".";
+    }
     out->push_back(std::move(d));
   }
 }

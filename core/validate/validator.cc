@@ -9,11 +9,12 @@
 namespace dsp {
 namespace {
 
-// A semantic rule at the same pointer explains the problem better than the bare schema message.
+// A semantic rule (error or warning) at the same pointer explains the problem better than the bare
+// schema message, and knows when DeepSpeed accepts the value anyway.
 void DropShadowedSchemaFindings(std::vector<Diagnostic>* diags) {
   std::set<std::string> rule_pointers;
   for (const auto& d : *diags) {
-    if (!d.rule_id.starts_with("schema-") && d.severity == Severity::kError) rule_pointers.insert(d.pointer);
+    if (!d.rule_id.starts_with("schema-") && d.severity != Severity::kNote) rule_pointers.insert(d.pointer);
   }
   std::erase_if(*diags, [&](const Diagnostic& d) {
     return d.rule_id.starts_with("schema-") && rule_pointers.contains(d.pointer);

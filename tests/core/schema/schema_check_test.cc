@@ -1,0 +1,106 @@
+#include "core/schema/schema_check.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/core/rules/rule_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::FindAt;
+using testing::Validate;
+
+TEST(SchemaCheckTest, SchemaParsesAndDescribesTheSurface) {
+  const Json& schema = DeepSpeedConfigSchema();
+  EXPECT_EQ(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+  EXPECT_TRUE(schema["properties"].contains("zero_optimization"));
+  EXPECT_TRUE(schema["properties"].contains("expert_parallel"));
+  EXPECT_TRUE(schema["properties"].contains("tensor_parallel"));
+}
+
+TEST(SchemaCheckTest, TypeErrorSaysWhatIsExpected) {
+  auto r = Validate(R"({"zero_optimization": {"reduce_bucket_size": "big"}})");
+  const Diagnostic* d = FindAt(r, "schema-type", "/zero_optimization/reduce_bucket_size");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_NE(d->message.find("expects a number >= 0"), std::string::npos) << d->message;
+  EXPECT_EQ(d->loc.line, 1);
+  EXPECT_EQ(d->loc.column, 46);
+}
+
+TEST(SchemaCheckTest, EnumErrorListsChoicesAndSuggests) {
+  auto r = Validate(R"({"zero_optimization": {"offload_optimizer": {"device": "cpus"}}})");
+  const Diagnostic* d = FindAt(r, "schema-enum", "/zero_optimization/offload_optimizer/device");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_NE(d->message.find("\"none\", \"cpu\" or \"nvme\""), std::string::npos) << d->message;
+  EXPECT_EQ(d->hint, "did you mean \"cpu\"?");
+}
+
+TEST(SchemaCheckTest, RangeError) {
+  auto r = Validate(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"ratio": 1.5}}})");
+  EXPECT_DIAG(r, "schema-range", "/zero_optimization/offload_optimizer/ratio");
+}
+
+TEST(SchemaCheckTest, PydanticLaxValuesAreWarningsOnlyInPydanticSections) {
+  auto lax = Validate(R"({"fp16": {"enabled": 1}})");
+  const Diagnostic* d = FindAt(lax, "schema-type", "/fp16/enabled");
+  ASSERT_NE(d, nullptr) << testing::Dump(lax);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  auto strict = Validate(R"({"fp16": {"enabled": "maybe"}})");
+  const Diagnostic* e = FindAt(strict, "schema-type", "/fp16/enabled");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->severity, Severity::kError);
+}
+
+TEST(SchemaCheckTest, AutoValuesAreNotTypeErrors) {
+  auto r = Validate(R"({"bf16": {"enabled": "auto"}, "zero_optimization": {"reduce_bucket_size": "auto"}})");
+  EXPECT_NO_DIAG(r, "schema-type");
+}
+
+TEST(SchemaCheckTest, UnknownKeySeverityFollowsDeepSpeedStrictness) {
+  auto r = Validate(R"({"zero_optimization": {"overlap_com": true}, "gradient_clippin": 1.0,
+                        "expert_parallel": {"autoep_sizes": 2}})");
+  const Diagnostic* strict = FindAt(r, "unknown-key", "/zero_optimization/overlap_com");
+  ASSERT_NE(strict, nullptr) << testing::Dump(r);
+  EXPECT_EQ(strict->severity, Severity::kError);
+  EXPECT_EQ(strict->hint, "did you mean \"overlap_comm\"?");
+  const Diagnostic* top = FindAt(r, "unknown-key", "/gradient_clippin");
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->severity, Severity::kWarning);
+  EXPECT_EQ(top->hint, "did you mean \"gradient_clipping\"?");
+  // Reported at the key, not the value.
+  EXPECT_EQ(top->loc.column, 46);
+  const Diagnostic* ep = FindAt(r, "unknown-key", "/expert_parallel/autoep_sizes");
+  ASSERT_NE(ep, nullptr);
+  EXPECT_EQ(ep->severity, Severity::kWarning);
+}
+
+TEST(SchemaCheckTest, CommentStyleKeysAndOpenSectionsAreNotUnknown) {
+  auto r = Validate(R"({"_comment": "x", "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "foo": 1}}})");
+  EXPECT_NO_DIAG(r, "unknown-key");
+}
+
+TEST(SchemaCheckTest, DeprecatedKeyNamesReplacement) {
+  auto r = Validate(R"({"zero_optimization": {"stage": 2, "cpu_offload": true}})");
+  const Diagnostic* d = FindAt(r, "deprecated-key", "/zero_optimization/cpu_offload");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_NE(d->hint.find("offload_optimizer"), std::string::npos) << d->hint;
+}
+
+TEST(SchemaCheckTest, ProposedSpFormsAreNotUnknownKeys) {
+  auto r = Validate(R"({"compile": {"sp_size": 2, "dp_size": 2}, "sequence_parallel": {"autosp_size": 2}})");
+  EXPECT_NO_DIAG(r, "unknown-key");
+  EXPECT_DIAG(r, "sp-proposed-form", "/compile/sp_size");
+}
+
+TEST(SchemaCheckTest, StripAutoValuesKeepsEverythingElse) {
+  Json in = Json::parse(R"({"a": "auto", "b": {"c": "auto", "d": 1}, "e": ["auto", 2]})");
+  Json out = StripAutoValues(in);
+  EXPECT_FALSE(out.contains("a"));
+  EXPECT_FALSE(out["b"].contains("c"));
+  EXPECT_EQ(out["b"]["d"], 1);
+  EXPECT_EQ(out["e"], Json::parse(R"(["auto", 2])"));
+}
+
+}  // namespace
+}  // namespace dsp

@@ -339,7 +339,13 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
     std::string name = pointer.empty() ? std::string("the config") : DottedPointer(pointer);
     std::string shown = value != nullptr ? ShowJson(*value) : std::string("this value");
     std::string expected = node != nullptr ? Expectation(*node) : std::string();
-    if (!expected.empty()) {
+    if (rule == "schema-invalid" && node != nullptr && node->contains("pattern")) {
+      d.message = name + " is " + shown + ", which does not match the accepted form " +
+                  (*node)["pattern"].get<std::string>();
+    } else if (rule == "schema-invalid" && node != nullptr &&
+               (node->contains("minLength") || node->contains("minItems"))) {
+      d.message = name + " is " + shown + ": it must not be empty";
+    } else if (!expected.empty() && rule != "schema-invalid") {
       d.message = name + " is " + shown + ", but DeepSpeed expects " + expected;
     } else {
       d.message = name + " is " + shown + ": " + error.description;

@@ -41,6 +41,15 @@ TEST(SchemaCheckTest, RangeError) {
   EXPECT_DIAG(r, "schema-range", "/zero_optimization/offload_optimizer/ratio");
 }
 
+TEST(SchemaCheckTest, PatternViolationIsSchemaInvalid) {
+  auto r = Validate(R"({"checkpoint": {"tag_validation": "explode"}})");
+  const Diagnostic* d = FindAt(r, "schema-invalid", "/checkpoint/tag_validation");
+  ASSERT_NE(d, nullptr) << testing::Dump(r);
+  EXPECT_NE(d->message.find("does not match the accepted form"), std::string::npos) << d->message;
+  EXPECT_NE(d->hint.find("Ignore, Warn or Fail"), std::string::npos) << d->hint;
+  EXPECT_NO_DIAG(Validate(R"({"checkpoint": {"tag_validation": "warn"}})"), "schema-invalid");
+}
+
 TEST(SchemaCheckTest, PydanticLaxValuesAreWarningsOnlyInPydanticSections) {
   auto lax = Validate(R"({"fp16": {"enabled": 1}})");
   const Diagnostic* d = FindAt(lax, "schema-type", "/fp16/enabled");

@@ -1,0 +1,45 @@
+// A cluster description: what one GPU can do and how fast its links are. Read from cluster.json
+// (schemas/cluster.schema.json); presets under samples/clusters/. Units are in the names.
+#pragma once
+
+#include <string>
+
+#include "core/json/document.h"
+#include "core/util/result.h"
+
+namespace dsp::sim {
+
+struct GpuSpec {
+  std::string name;                      // "H100 SXM"
+  double peak_bf16_flops_per_second = 0; // dense tensor-core peak (not the sparse figure)
+  double hbm_bytes = 0;                  // usable device memory
+  double hbm_bytes_per_second = 0;       // HBM bandwidth
+};
+
+// One level of the network, as NCCL sees it: bus bandwidth per GPU (nccl-tests' busbw, what a
+// large collective achieves) and a per-call latency.
+struct LinkSpec {
+  double busbw_bytes_per_second = 0;
+  double latency_seconds = 0;
+};
+
+// Measured efficiency factors (1.0 = datasheet peak); defaults come from performance-model.md.
+struct Efficiency {
+  double matmul = 0.0;     // achieved / peak for large GEMMs
+  double memory = 0.0;     // achieved / peak HBM bandwidth for memory-bound operators
+};
+
+struct Cluster {
+  std::string name;
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  LinkSpec intra_node;     // NVLink / NVSwitch
+  LinkSpec inter_node;     // network, per GPU (one rail per GPU)
+  double host_to_device_bytes_per_second = 0;  // PCIe, for CPU offload traffic
+  Efficiency efficiency;
+};
+
+// Errors name the missing or invalid key (JSON pointer).
+Result<Cluster> ParseCluster(const Json& json);
+
+}  // namespace dsp::sim

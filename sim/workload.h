@@ -1,0 +1,26 @@
+// What one training step does, beyond the parallel layout: sequence length, batch, recompute,
+// optimizer and memory accounting convention.
+#pragma once
+
+#include <cstdint>
+
+namespace dsp::sim {
+
+enum class Recompute { kNone, kSelective, kFull };
+
+// How model-state bytes per parameter are counted.
+enum class MemoryConvention {
+  kZeroPaper,            // mixed-precision Adam: 2 (fp16/bf16 params) + 2 (grads) + 12 (fp32 master, m, v)
+  kDeepSpeedEstimator,   // deepspeed.runtime.zero estimate_zero{2,3}_model_states_mem_needs conventions
+};
+
+struct Workload {
+  int64_t seq_len = 4096;
+  int64_t micro_batch = 1;          // per GPU
+  int64_t grad_accum = 1;           // micro-steps per optimizer step
+  Recompute recompute = Recompute::kNone;
+  MemoryConvention convention = MemoryConvention::kZeroPaper;
+  int bytes_per_param = 2;          // bf16/fp16 weights and activations
+};
+
+}  // namespace dsp::sim

@@ -5,4 +5,6 @@ namespace dsp::schemas {
 extern const char* const k_ds_config_schema_json;
 extern const char* const k_validate_report_schema_json;
 extern const char* const k_groups_report_schema_json;
+extern const char* const k_cluster_schema_json;
+extern const char* const k_simulate_report_schema_json;
 }  // namespace dsp::schemas

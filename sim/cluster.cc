@@ -1,0 +1,149 @@
+// ParseCluster: reads a cluster description (schemas/cluster.schema.json) by hand rather than
+// through valijson, so that every error names the exact JSON pointer and the value that would work,
+// and so sim/ does not depend on the schema library. Keys starting with "_" are notes (sources,
+// comments) and are ignored; any other unknown key is an error, because a typo such as
+// "busbw_bytes_per_sec" would otherwise silently leave a figure at its default.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/util/text.h"
+#include "sim/cluster.h"
+
+namespace dsp::sim {
+namespace {
+
+// Efficiency defaults when the file has no "efficiency" section (see docs/simulate.md):
+// large bf16 GEMMs reach about three quarters of the dense tensor-core peak on H100-class parts,
+// and memory-bound kernels about 80 % of HBM bandwidth (llm-analysis calls 0.9 "aggressive").
+constexpr double kDefaultMatmulEfficiency = 0.75;
+constexpr double kDefaultMemoryEfficiency = 0.8;
+
+std::string TypeName(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+// Walks one object: typed reads that record the first error, then an unknown-key check.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& obj, std::string pointer, std::string* error)
+      : obj_(obj), pointer_(std::move(pointer)), error_(error) {}
+
+  bool ok() const { return error_->empty(); }
+
+  const Json* Get(const std::string& key, bool required) {
+    known_.push_back(key);
+    if (!ok()) return nullptr;
+    auto it = obj_.find(key);
+    if (it == obj_.end()) {
+      if (required) Fail(PointerJoin(pointer_, key), "required key is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  // A finite number > 0 (or in (0, 1] when `fraction`).
+  void Number(const std::string& key, double* out, bool required, bool fraction = false) {
+    const Json* v = Get(key, required);
+    if (v == nullptr) return;
+    std::string p = PointerJoin(pointer_, key);
+    if (!v->is_number()) return Fail(p, "expected a number, got " + TypeName(*v));
+    double x = v->get<double>();
+    if (!std::isfinite(x) || x <= 0) return Fail(p, "must be greater than 0, got " + v->dump());
+    if (fraction && x > 1) return Fail(p, "is a fraction of the peak: must be in (0, 1], got " + v->dump());
+    *out = x;
+  }
+
+  void Integer(const std::string& key, int* out, int max) {
+    const Json* v = Get(key, true);
+    if (v == nullptr) return;
+    std::string p = PointerJoin(pointer_, key);
+    if (!v->is_number_integer()) return Fail(p, "expected an integer, got " + TypeName(*v) + " " + v->dump());
+    auto x = v->get<long long>();
+    if (x < 1 || x > max) return Fail(p, "must be between 1 and " + std::to_string(max) + ", got " + v->dump());
+    *out = static_cast<int>(x);
+  }
+
+  void String(const std::string& key, std::string* out) {
+    const Json* v = Get(key, true);
+    if (v == nullptr) return;
+    if (!v->is_string()) return Fail(PointerJoin(pointer_, key), "expected a string, got " + TypeName(*v));
+    *out = v->get<std::string>();
+  }
+
+  // Runs `read` on the sub-object `key`.
+  void Object(const std::string& key, bool required, const std::function<void(ObjectReader&)>& read) {
+    const Json* v = Get(key, required);
+    if (v == nullptr) return;
+    std::string p = PointerJoin(pointer_, key);
+    if (!v->is_object()) return Fail(p, "expected an object, got " + TypeName(*v));
+    ObjectReader sub(*v, p, error_);
+    read(sub);
+    sub.RejectUnknownKeys();
+  }
+
+  void RejectUnknownKeys() {
+    if (!ok()) return;
+    for (const auto& [key, value] : obj_.items()) {
+      if (!key.empty() && key[0] == '_') continue;  // a note, e.g. "_source"
+      bool known = false;
+      for (const auto& k : known_) known = known || k == key;
+      if (known) continue;
+      std::string guess = ClosestMatch(key, known_);
+      return Fail(PointerJoin(pointer_, key),
+                  "unknown key" + (guess.empty() ? std::string() : ", did you mean \"" + guess + "\"?") +
+                      " (notes go in keys starting with \"_\")");
+    }
+  }
+
+ private:
+  void Fail(const std::string& pointer, const std::string& message) {
+    if (error_->empty()) *error_ = (pointer.empty() ? "/" : pointer) + ": " + message;
+  }
+
+  const Json& obj_;
+  std::string pointer_;
+  std::string* error_;
+  std::vector<std::string> known_;
+};
+
+void ReadLink(ObjectReader& r, LinkSpec* link) {
+  r.Number("busbw_bytes_per_second", &link->busbw_bytes_per_second, true);
+  r.Number("latency_seconds", &link->latency_seconds, true);
+}
+
+}  // namespace
+
+Result<Cluster> ParseCluster(const Json& json) {
+  if (!json.is_object()) return Error{"/: a cluster description is a JSON object, got " + TypeName(json)};
+  Cluster c;
+  c.efficiency = {kDefaultMatmulEfficiency, kDefaultMemoryEfficiency};
+  std::string error;
+  ObjectReader root(json, "", &error);
+  root.String("name", &c.name);
+  root.Object("gpu", true, [&](ObjectReader& r) {
+    r.String("name", &c.gpu.name);
+    r.Number("peak_bf16_flops_per_second", &c.gpu.peak_bf16_flops_per_second, true);
+    r.Number("hbm_bytes", &c.gpu.hbm_bytes, true);
+    r.Number("hbm_bytes_per_second", &c.gpu.hbm_bytes_per_second, true);
+  });
+  root.Integer("gpus_per_node", &c.gpus_per_node, 1024);
+  root.Object("intra_node", true, [&](ObjectReader& r) { ReadLink(r, &c.intra_node); });
+  root.Object("inter_node", true, [&](ObjectReader& r) { ReadLink(r, &c.inter_node); });
+  root.Number("host_to_device_bytes_per_second", &c.host_to_device_bytes_per_second, true);
+  root.Object("efficiency", false, [&](ObjectReader& r) {
+    r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
+    r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);
+  });
+  root.RejectUnknownKeys();
+  if (!error.empty()) return Error{error};
+  return c;
+}
+
+}  // namespace dsp::sim

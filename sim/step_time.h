@@ -1,6 +1,7 @@
 // Step time: FLOPs per operator, compute time from peak x efficiency with a roofline for
 // memory-bound operators, every collective the plan implies (costed on its real group, intra- or
 // inter-node from the rank lists), and DeepSpeed's overlap of gradient reduction and ZeRO-3 prefetch.
+// Formulas, sources and limits: docs/cost-model.md "Step time".
 #pragma once
 
 #include <map>
@@ -8,17 +9,18 @@
 #include <vector>
 
 #include "core/layout/groups.h"
+#include "sim/collectives.h"  // CollectiveKind, CollectiveKindName: one source of truth per collective
 #include "sim/sim_input.h"
 
 namespace dsp::sim {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
-std::string_view CollectiveKindName(CollectiveKind kind);  // "all_reduce", "all_gather", ...
-
 struct CollectiveCall {
   std::string purpose;          // "tp_all_reduce", "ulysses_all_to_all", "ep_dispatch", "ep_combine",
                                 // "fold_restore_all_gather", "dp_grad_reduce", "edp_grad_reduce",
-                                // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather"
+                                // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather";
+                                // also "tp_sp_all_gather", "tp_sp_reduce_scatter" (Megatron-style
+                                // sequence parallelism), "fold_restore_backward_all_reduce" and
+                                // "fold_tp_grad_all_reduce" (AutoEP folding, deepspeed-config.md §4.1)
   CollectiveKind kind = CollectiveKind::kAllReduce;
   GroupKind group = GroupKind::kDp;
   int group_size = 1;
@@ -38,8 +40,28 @@ struct TimeReport {
   double mfu = 0;               // model FLOPs (6 x active params x tokens + attention) / (peak x step x world)
   double model_flops_per_step = 0;
   std::vector<CollectiveCall> collectives;
+
+  // Additions (the fields above are the stable contract).
+  double forward_seconds_per_micro_step = 0;    // compute only, one rank
+  double backward_seconds_per_micro_step = 0;   // compute only, including recompute
+  double memory_bound_seconds = 0;              // part of compute_seconds spent in operators below
+                                                // the ridge point (costed bytes / HBM bandwidth)
+  double pipeline_bubble_seconds = 0;           // (pp - 1) idle micro-step slots of 1F1B
+  double hardware_flops_per_step = 0;           // all ranks, including recompute
+  double hfu = 0;                               // hardware FLOPs / (peak x step x world)
+};
+
+/// Choices DeepSpeed's config does not carry; the defaults describe DeepSpeed as shipped.
+struct StepTimeOptions {
+  // Megatron-style sequence parallelism inside TP: each TP all-reduce becomes an all-gather plus a
+  // reduce-scatter of the same S. DeepSpeed AutoTP has no such mode; for comparisons.
+  bool tp_sequence_parallel = false;
+  // Hide TP/Ulysses/EP collectives behind compute (DeepSpeed does not by default:
+  // tensor_parallel.tp_overlap_comm is rejected by the compile pass, §3.1).
+  bool overlap_critical_path_comm = false;
 };
 
 TimeReport EstimateStepTime(const SimInput& input);
+TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& options);
 
 }  // namespace dsp::sim

@@ -1,0 +1,231 @@
+// EstimateStepTime: the worked example of docs/cost-model.md, the folding sample's collectives
+// (groups and intra/inter-node placement from the rank lists), overlap, and monotonicity.
+#include "sim/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/flops.h"
+#include "tests/sim/time_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+using testing::LoadSampleConfig;
+using testing::ParseJsonOrDie;
+using testing::SimCase;
+
+const CollectiveCall* Find(const TimeReport& r, std::string_view purpose, GroupKind group) {
+  for (const CollectiveCall& c : r.collectives) {
+    if (c.purpose == purpose && c.group == group) return &c;
+  }
+  return nullptr;
+}
+
+Json Zero1Dp8() {
+  return ParseJsonOrDie(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                            "zero_optimization": {"stage": 1}})");
+}
+
+// docs/cost-model.md, "Worked example": Llama-3-8B, 8 x H100 in one node, pure DP, ZeRO-1,
+// one 4096-token sequence per GPU, matmul efficiency 0.5.
+TEST(StepTimeTest, WorkedExampleLlama3_8BZero1) {
+  SimCase c(Zero1Dp8(), 8, 8, "llama-3-8b.json");
+  c.input.workload.seq_len = 4096;
+  const TimeReport r = EstimateStepTime(c.input);
+  // Forward 70,274,254,897,152 FLOPs per rank, every operator above the ridge point.
+  EXPECT_DOUBLE_EQ(r.forward_seconds_per_micro_step, 70'274'254'897'152.0 / (989e12 * 0.5));
+  EXPECT_NEAR(r.compute_seconds, 0.426335216767, 1e-12);
+  EXPECT_EQ(r.memory_bound_seconds, 0.0);
+  // Gradient all-reduce: 8,030,261,248 bf16 gradients in ceil(N / 5e8) = 17 buckets over NVLink.
+  const CollectiveCall* ar = Find(r, "dp_grad_reduce", GroupKind::kDp);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(ar->calls_per_step, 17);
+  EXPECT_FALSE(ar->inter_node);
+  EXPECT_NEAR(ar->seconds, 0.076131930724, 1e-12);
+  EXPECT_DOUBLE_EQ(ar->exposed_seconds, ar->seconds);  // overlap_comm off
+  // Post-step parameter all-gather, same buckets, half the bus traffic.
+  const CollectiveCall* ag = Find(r, "zero_param_all_gather", GroupKind::kDp);
+  ASSERT_NE(ag, nullptr);
+  EXPECT_NEAR(ag->seconds, 0.038150965362, 1e-12);
+  EXPECT_EQ(r.collectives.size(), 2u);
+  EXPECT_NEAR(r.step_seconds, 0.540618112854, 1e-12);
+  EXPECT_NEAR(r.tokens_per_second, 60612.1016, 1e-3);
+  EXPECT_NEAR(r.mfu, 0.394303489497, 1e-11);
+  EXPECT_DOUBLE_EQ(r.model_flops_per_step, 8 * ModelTrainingFlops(c.model, 1, 4096));
+
+  // overlap_comm: the reduction hides behind the 0.284 s backward except its last bucket.
+  c.input.zero.overlap_comm = true;
+  const TimeReport o = EstimateStepTime(c.input);
+  EXPECT_NEAR(o.exposed_seconds_by_purpose.at("dp_grad_reduce"), 0.076131930724 / 17, 1e-12);
+  EXPECT_NEAR(o.step_seconds, 0.468964530996, 1e-12);
+}
+
+TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
+  // AutoTP 2 x AutoEP 4 on 2 nodes of 4: tp [0,1].., ep [0-3] [4-7], dp [0,2,4,6]*, edp [0,4]*.
+  SimCase c(LoadSampleConfig("folding-tp2-ep4.json"), 8, 4, "mixtral-8x7b.json");
+  c.input.workload = {.seq_len = 4096, .micro_batch = 2, .grad_accum = 4};
+  c.input.zero.overlap_comm = true;
+  const TimeReport r = EstimateStepTime(c.input);
+
+  const CollectiveCall* tp = Find(r, "tp_all_reduce", GroupKind::kTp);
+  ASSERT_NE(tp, nullptr);
+  EXPECT_EQ(tp->group_size, 2);
+  EXPECT_FALSE(tp->inter_node);
+  EXPECT_EQ(tp->bytes_per_call, 8192.0 * 4096 * 2);  // b s h bf16
+  EXPECT_EQ(tp->calls_per_step, 32 * 2 * 4);         // attention only: MoE blocks are folded
+  for (std::string_view purpose : {"ep_dispatch", "ep_combine"}) {
+    const CollectiveCall* a2a = Find(r, purpose, GroupKind::kEp);
+    ASSERT_NE(a2a, nullptr) << purpose;
+    EXPECT_EQ(a2a->kind, CollectiveKind::kAllToAll);
+    EXPECT_EQ(a2a->group_size, 4);
+    EXPECT_FALSE(a2a->inter_node) << "ep [0-3] stays in node 0";
+    EXPECT_EQ(a2a->bytes_per_call, 8192.0 * 2 / 2 * 4096 * 2);  // tokens x top-k / tp rows of h
+    EXPECT_EQ(a2a->calls_per_step, 32 * 2 * 4);
+    EXPECT_DOUBLE_EQ(a2a->seconds, 256 * (10e-6 + a2a->bytes_per_call * 0.75 / 370e9));
+    EXPECT_DOUBLE_EQ(a2a->exposed_seconds, a2a->seconds);  // critical path
+  }
+  const CollectiveCall* restore = Find(r, "fold_restore_all_gather", GroupKind::kTp);
+  ASSERT_NE(restore, nullptr);
+  EXPECT_EQ(restore->kind, CollectiveKind::kAllGather);
+  EXPECT_FALSE(restore->inter_node);
+  ASSERT_NE(Find(r, "fold_restore_backward_all_reduce", GroupKind::kTp), nullptr);
+  ASSERT_NE(Find(r, "fold_tp_grad_all_reduce", GroupKind::kTp), nullptr);
+
+  // Same group size as ep (4), but the strided dense-DP groups cross the node boundary.
+  const CollectiveCall* dp = Find(r, "dp_grad_reduce", GroupKind::kDp);
+  ASSERT_NE(dp, nullptr);
+  EXPECT_EQ(dp->group_size, 4);
+  EXPECT_TRUE(dp->inter_node);
+  EXPECT_EQ(dp->kind, CollectiveKind::kAllReduce);  // ZeRO-1
+  const CollectiveCall* edp = Find(r, "edp_grad_reduce", GroupKind::kEdp);
+  ASSERT_NE(edp, nullptr);
+  EXPECT_EQ(edp->group_size, 2);
+  EXPECT_TRUE(edp->inter_node);
+  ASSERT_NE(Find(r, "zero_param_all_gather", GroupKind::kDp), nullptr);
+  ASSERT_NE(Find(r, "zero_param_all_gather", GroupKind::kEdp), nullptr);
+  EXPECT_EQ(Find(r, "ulysses_all_to_all", GroupKind::kSp), nullptr);
+  EXPECT_EQ(Find(r, "zero3_all_gather_fwd", GroupKind::kDp), nullptr);
+  // The router's 8 columns are below the ridge point.
+  EXPECT_GT(r.memory_bound_seconds, 0.0);
+  // 2 x 4 x dp 4 = 32 samples per step: the TP peers share theirs.
+  EXPECT_DOUBLE_EQ(r.tokens_per_second, 32.0 * 4096 / r.step_seconds);
+
+  // With 8 GPUs per node every group is intra-node.
+  SimCase one_node(LoadSampleConfig("folding-tp2-ep4.json"), 8, 8, "mixtral-8x7b.json");
+  for (const CollectiveCall& call : EstimateStepTime(one_node.input).collectives) {
+    EXPECT_FALSE(call.inter_node) << call.purpose;
+  }
+}
+
+TEST(StepTimeTest, OverlapCommHidesGradientReductionBehindBackward) {
+  // ZeRO-2, 16 GPUs on 2 nodes: the reduce-scatter runs every micro-step over the network.
+  SimCase c(ParseJsonOrDie(R"({"zero_optimization": {"stage": 2}})"), 16, 8, "llama-3-8b.json");
+  c.input.workload = {.seq_len = 4096, .micro_batch = 1, .grad_accum = 4};
+  c.input.zero.overlap_comm = false;
+  const TimeReport off = EstimateStepTime(c.input);
+  c.input.zero.overlap_comm = true;
+  const TimeReport on = EstimateStepTime(c.input);
+
+  const CollectiveCall* rs_off = Find(off, "dp_grad_reduce", GroupKind::kDp);
+  const CollectiveCall* rs_on = Find(on, "dp_grad_reduce", GroupKind::kDp);
+  ASSERT_NE(rs_off, nullptr);
+  ASSERT_NE(rs_on, nullptr);
+  EXPECT_EQ(rs_on->kind, CollectiveKind::kReduceScatter);
+  EXPECT_TRUE(rs_on->inter_node);
+  EXPECT_EQ(rs_on->calls_per_step, 17 * 4);  // every micro-step
+  EXPECT_DOUBLE_EQ(rs_off->seconds, rs_on->seconds);
+  EXPECT_DOUBLE_EQ(rs_off->exposed_seconds, rs_off->seconds);
+  // Hidden up to the backward compute, never below the last bucket.
+  const double per_micro = rs_on->seconds / 4, bucket = rs_on->seconds / rs_on->calls_per_step;
+  EXPECT_DOUBLE_EQ(rs_on->exposed_seconds,
+                   4 * std::max(per_micro - on.backward_seconds_per_micro_step, bucket));
+  EXPECT_NEAR(off.step_seconds - on.step_seconds, rs_off->exposed_seconds - rs_on->exposed_seconds, 1e-12);
+  EXPECT_LT(on.step_seconds, off.step_seconds);
+
+  // ZeRO-0 reduces after backward whatever overlap_comm says.
+  c.input.zero.stage = 0;
+  const TimeReport z0 = EstimateStepTime(c.input);
+  const CollectiveCall* ar = Find(z0, "dp_grad_reduce", GroupKind::kDp);
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(ar->calls_per_step, 17);  // once, at the accumulation boundary
+  EXPECT_DOUBLE_EQ(ar->exposed_seconds, ar->seconds);
+}
+
+TEST(StepTimeTest, Zero3PrefetchHidesGathersBehindCompute) {
+  SimCase c(ParseJsonOrDie(R"({"zero_optimization": {"stage": 3}})"), 16, 8, "llama-3-8b.json");
+  c.input.workload = {.seq_len = 4096, .micro_batch = 1, .grad_accum = 2};
+  c.input.zero.overlap_comm = true;
+  const TimeReport prefetch = EstimateStepTime(c.input);
+  const CollectiveCall* fwd = Find(prefetch, "zero3_all_gather_fwd", GroupKind::kDp);
+  const CollectiveCall* bwd = Find(prefetch, "zero3_all_gather_bwd", GroupKind::kDp);
+  ASSERT_NE(fwd, nullptr);
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_EQ(fwd->calls_per_step, (32 + 1) * 2);  // one gather per layer plus the head, per micro-step
+  EXPECT_TRUE(fwd->inter_node);
+  EXPECT_LT(fwd->exposed_seconds, fwd->seconds);
+  EXPECT_GE(fwd->exposed_seconds, fwd->seconds / fwd->calls_per_step * 2 - 1e-15);  // first layer
+  EXPECT_EQ(Find(prefetch, "zero_param_all_gather", GroupKind::kDp), nullptr);
+
+  c.input.zero.prefetch_bucket_size = 0;  // no prefetch: gathers sit on the critical path
+  const TimeReport serial = EstimateStepTime(c.input);
+  EXPECT_DOUBLE_EQ(Find(serial, "zero3_all_gather_fwd", GroupKind::kDp)->exposed_seconds, fwd->seconds);
+  EXPECT_GT(serial.step_seconds, prefetch.step_seconds);
+}
+
+TEST(StepTimeTest, UlyssesAllToAllsOnTheSpGroup) {
+  SimCase c(LoadSampleConfig("autosp-sp4.json"), 8, 8, "llama-3-8b.json");
+  c.input.workload = {.seq_len = 8192, .micro_batch = 1, .grad_accum = 2};
+  const TimeReport r = EstimateStepTime(c.input);
+  int entries = 0;
+  double calls = 0;
+  for (const CollectiveCall& call : r.collectives) {
+    if (call.purpose != "ulysses_all_to_all") continue;
+    ++entries;
+    calls += call.calls_per_step;
+    EXPECT_EQ(call.group, GroupKind::kSp);
+    EXPECT_EQ(call.group_size, 4);
+  }
+  EXPECT_EQ(entries, 2);                  // q/o and k/v buffers
+  EXPECT_EQ(calls, 4 * 32 * 2 * 2);       // q, k, v, o; forward and backward; 2 micro-steps
+  // Dense gradients reduce over sequence-data-parallel (all 8 ranks), samples over dp = 2.
+  const CollectiveCall* dp = Find(r, "dp_grad_reduce", GroupKind::kSpDp);
+  ASSERT_NE(dp, nullptr);
+  EXPECT_EQ(dp->group_size, 8);
+  EXPECT_DOUBLE_EQ(r.tokens_per_second, 1.0 * 2 * 2 * 8192 / r.step_seconds);
+  EXPECT_DOUBLE_EQ(r.mfu, r.model_flops_per_step / (989e12 * r.step_seconds * 8));
+}
+
+TEST(StepTimeTest, FullRecomputeAddsAForward) {
+  SimCase c(Zero1Dp8(), 8, 8, "llama-3-8b.json");
+  const TimeReport none = EstimateStepTime(c.input);
+  c.input.workload.recompute = Recompute::kFull;
+  const TimeReport full = EstimateStepTime(c.input);
+  // The layers run forward again; lm_head is outside the checkpointed layers.
+  const double head = HeadForwardOperators(c.model, ShardShape{}).front().flops / (989e12 * 0.5);
+  EXPECT_NEAR(full.compute_seconds - none.compute_seconds, none.forward_seconds_per_micro_step - head, 1e-12);
+  EXPECT_DOUBLE_EQ(full.model_flops_per_step, none.model_flops_per_step);  // MFU excludes recompute
+  EXPECT_LT(full.mfu, none.mfu);
+  EXPECT_GT(full.hfu, full.mfu);
+}
+
+TEST(StepTimeTest, MoreInterNodeBandwidthNeverSlowsTheStep) {
+  struct Case { const char* config; int world, gpn; const char* model; };
+  for (const Case& k : {Case{"folding-tp2-ep4.json", 8, 4, "mixtral-8x7b.json"},
+                        Case{"autosp-sp4.json", 16, 8, "llama-3-8b.json"},
+                        Case{"zero3-offload.json", 16, 4, "llama-3-8b.json"}}) {
+    SimCase c(LoadSampleConfig(k.config), k.world, k.gpn, k.model);
+    c.input.zero.overlap_comm = true;
+    double previous = std::numeric_limits<double>::infinity();
+    for (double busbw = 5e9; busbw <= 800e9; busbw *= 1.5) {
+      c.cluster.inter_node.busbw_bytes_per_second = busbw;
+      const double step = EstimateStepTime(c.input).step_seconds;
+      EXPECT_LE(step, previous) << k.config << " at " << busbw;
+      previous = step;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -58,7 +58,8 @@ class Planner {
     const GroupLinkInfo g = DescribeGroups(in_, group, kind);
     if (!g.present || g.size <= 1) return;
     const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link);
-    const double units = PerMicroStep(schedule) ? static_cast<double>(in_.workload.grad_accum) : 1.0;
+    const double units =
+        PerMicroStep(schedule) ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1)) : 1.0;
     PlannedCollective p;
     p.call.purpose = std::move(purpose);
     p.call.kind = kind;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "core/model/model_spec.h"
 #include "sim/sim_input.h"
@@ -20,15 +21,29 @@ struct MemoryReport {
   double parameters_bytes = 0;        // on the GPU, per rank
   double gradients_bytes = 0;
   double optimizer_states_bytes = 0;
-  double activations_bytes = 0;       // saved for backward at the peak (all layers, one micro-batch)
+  double activations_bytes = 0;       // saved for backward at the peak (the stage's layers, every
+                                      // micro-batch in flight, plus the recompute working set)
   double buffers_bytes = 0;           // ZeRO buckets, gathered ZeRO-3 params, all-to-all buffers
   double peak_bytes = 0;
   double hbm_bytes = 0;               // the GPU's memory
   bool fits = false;
   double cpu_bytes = 0;               // moved to host memory by offload
-  std::map<ParamFamily, FamilyMemory> by_family;
+  std::map<ParamFamily, FamilyMemory> by_family;  // every family present, 0 where the model has none
+
+  // Breakdown of the figures above.
+  int pipeline_stage = 0;             // the stage reported: the one with the highest peak
+  int64_t in_flight_micro_batches = 1;        // 1F1B: min(pp - stage, grad_accum)
+  std::vector<double> layer_activations_bytes;  // the stage's layers, one micro-batch each
+  double output_activations_bytes = 0;          // final norm, lm_head and loss (last stage)
+  double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
+  double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
+  double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers
+  int64_t zero_group_size = 1;                  // ZeRO partition group of dense parameters
+  int64_t expert_zero_group_size = 1;           // ... and of routed experts
 };
 
+// Memory of the most loaded pipeline stage (first or last) of one rank. Needs input.plan and
+// input.model; fits is false without input.cluster.
 MemoryReport EstimateMemory(const SimInput& input);
 
 }  // namespace dsp::sim

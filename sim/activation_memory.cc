@@ -1,0 +1,113 @@
+// Korthikanti et al. 2022 §4.1 count, term by term (T = tokens on this rank, S = full sequence,
+// t = TP size; "replicated" tensors are divided by t only with Megatron SP):
+//   attention: norm output feeding q/k/v 2Th (replicated); Q 2T·a·d/t; K 2T·kv·d/t; softmax output
+//              2aST/t, its dropout mask aST/t and dropout output 2aST/t (without dropout only the
+//              softmax output); V 2T·kv·d/t; attention output feeding o_proj
+//              2T·a·d/t; output dropout mask Th (replicated)
+//              -> GPT (kv = a, a·d = h): 3Th + 8Th/t + 5aST/t, Korthikanti's 11sbh + 5as²b at t=1.
+//   MLP:       input 2Th (replicated); the ffn-wide tensors 2Tf/t each: GeLU input and fc2 input
+//              (two), or gate output, up output and the product fed to down_proj (three, SwiGLU);
+//              dropout mask Th (replicated) -> 3Th + 16Th/t at f = 4h, Korthikanti's 19sbh.
+//   norms:     two inputs of 2Th (replicated) -> 4Th.
+// Sum at f = 4h with dropout: 10Th + 24Th/t + 5aST/t; every replicated term over t with SP.
+// Selective recompute drops the softmax output and its mask (the 5aST/t term; FlashAttention
+// stores neither, so it is also the right choice for models trained with it).
+#include "sim/activation_memory.h"
+
+#include <algorithm>
+
+namespace dsp::sim {
+namespace {
+
+constexpr double kActivationBytes = 2;  // 16-bit activations
+constexpr double kMaskBytes = 1;        // dropout masks are bytes (Korthikanti §4.1)
+constexpr double kRouterProbBytes = 4;  // routers take the softmax in fp32 (HF Mixtral/Qwen MoE)
+
+double Div(double x, int by) { return x / std::max(by, 1); }
+
+// Saved ffn-wide tensors of one token through an MLP of width `ffn_per_rank` (already TP-split).
+double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
+  const double ffn_tensors = shape.gated_mlp ? 3 : 2;
+  return ffn_tensors * kActivationBytes * ffn_per_rank;
+}
+
+}  // namespace
+
+double LocalTokens(const LayerShape& shape) {
+  return Div(static_cast<double>(shape.seq_len) * static_cast<double>(shape.micro_batch),
+             shape.ulysses_sp);
+}
+
+double ExpertAssignmentsPerRank(const LayerShape& shape) {
+  double assignments = LocalTokens(shape) * static_cast<double>(shape.top_k);
+  if (shape.capacity_factor > 0) assignments *= shape.capacity_factor;
+  if (shape.expert_parallel) assignments = Div(assignments, shape.tp);
+  return assignments;
+}
+
+LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompute) {
+  const double tokens = LocalTokens(shape);
+  const double h = static_cast<double>(shape.hidden);
+  const double seq = static_cast<double>(shape.seq_len);
+  const int t = std::max(shape.tp, 1);
+  // Divisor of the tensors outside the tensor-parallel regions.
+  const int replicated = shape.megatron_sp ? t : 1;
+  const double mask = shape.dropout ? kMaskBytes : 0;
+
+  LayerActivations out;
+  if (recompute == Recompute::kFull) {
+    // Korthikanti §4.3: only the input of each layer is checkpointed, 2sbh (2sbh/t with SP).
+    out.checkpoint_bytes = Div(kActivationBytes * tokens * h, replicated);
+    return out;
+  }
+
+  const double q_cols = static_cast<double>(shape.heads * shape.head_dim);
+  const double kv_cols = static_cast<double>(shape.kv_heads * shape.head_dim);
+  double attention = Div(kActivationBytes * tokens * h, replicated);            // q/k/v input
+  attention += Div(kActivationBytes * tokens * (2 * q_cols + 2 * kv_cols), t);  // Q, K, V, output
+  attention += Div(mask * tokens * h, replicated);                              // output dropout
+  if (recompute != Recompute::kSelective) {
+    // Scores of a heads over the full sequence for this rank's tokens: a·S·T entries. Saved: the
+    // softmax output (16-bit); with dropout also its 1-byte mask and the dropout output (16-bit)
+    // that multiplies V, Korthikanti's 5as²b. Under Ulysses each rank has a/sp heads of all S
+    // tokens, the same a·S·T.
+    const double scores = static_cast<double>(shape.heads) * seq * tokens;
+    const double per_score = kActivationBytes + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
+    attention += Div(per_score * scores, t);
+  }
+  out.attention_bytes = attention;
+  out.norm_bytes = Div(2 * kActivationBytes * tokens * h, replicated);
+
+  double mlp = Div(kActivationBytes * tokens * h, replicated);  // input of the MLP / MoE block
+  mlp += Div(mask * tokens * h, replicated);                    // output dropout
+  if (shape.num_experts <= 0) {
+    mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
+  } else {
+    // Router probabilities: every rank routes all of its tokens (TP peers route the same ones).
+    mlp += kRouterProbBytes * tokens * static_cast<double>(shape.num_experts);
+    // Each assignment saves its dispatched input row (2h), the expert's ffn-wide tensors and the
+    // expert output the routing weight multiplies (2h, needed for the router's gradient). AutoEP
+    // keeps experts whole; AutoTP alone splits every expert's width by t.
+    const int expert_tp = shape.expert_parallel ? 1 : t;
+    const double per_assignment =
+        2 * kActivationBytes * h + FfnBytesPerToken(shape, Div(static_cast<double>(shape.expert_ffn), expert_tp));
+    mlp += ExpertAssignmentsPerRank(shape) * per_assignment;
+    // The shared expert sees every token; it shares the block input saved above.
+    if (shape.shared_expert_ffn > 0) {
+      mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.shared_expert_ffn), expert_tp));
+    }
+  }
+  out.mlp_bytes = mlp;
+  return out;
+}
+
+double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
+  const double tokens = LocalTokens(shape);
+  const int t = std::max(shape.tp, 1);
+  const int replicated = shape.megatron_sp ? t : 1;
+  const double hidden_part = Div(4.0 * tokens * static_cast<double>(shape.hidden), replicated);
+  const double vocab_part = Div(4.0 * tokens * static_cast<double>(vocab_size), t);
+  return hidden_part + vocab_part;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,239 @@
+// Per-rank memory: model states per parameter family (sim/model_states.h), activations per layer
+// (sim/activation_memory.h), communication buffers, and the peak of the most loaded pipeline
+// stage. docs/cost-model.md ("Memory") states every formula with its source.
+#include "sim/memory_model.h"
+
+#include <algorithm>
+
+#include "sim/activation_memory.h"
+#include "sim/model_states.h"
+
+namespace dsp::sim {
+namespace {
+
+// engine.py MEMORY_OPT_ALLREDUCE_SIZE: the stage-0 gradient all-reduce flattens up to this many
+// elements at a time (buffered_allreduce_fallback).
+constexpr double kStage0AllreduceElements = 5e8;
+
+int64_t GroupSize(const Plan& plan, GroupKind kind) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
+  return static_cast<int64_t>(it->second.front().size());
+}
+
+// How many ranks share one copy of a family before ZeRO: AutoTP splits attention and dense MLP
+// weights (column/row) and embedding/lm_head (vocab-parallel); norms and routers stay replicated;
+// AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
+// shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
+int ShardDivisor(ParamFamily family, const ParallelSizes& s) {
+  const int tp = EffectiveTp(s.tp);
+  switch (family) {
+    case ParamFamily::kEmbedding:
+    case ParamFamily::kAttention:
+    case ParamFamily::kDenseMlp:
+    case ParamFamily::kLmHead:
+      return tp;
+    case ParamFamily::kNorm:
+    case ParamFamily::kRouter:
+      return 1;
+    case ParamFamily::kRoutedExperts:
+      return s.expert_parallel ? s.ep * s.etp : tp;
+    case ParamFamily::kSharedExperts:
+      return s.expert_parallel ? 1 : tp;
+  }
+  return 1;
+}
+
+// Parameters one rank of a pipeline stage holds (after TP/EP, before ZeRO).
+struct StageParams {
+  std::map<ParamFamily, double> count;
+  std::map<ParamFamily, double> persistent;  // ZeRO-3 tensors under param_persistence_threshold
+  double largest_tensor = 0;                 // DeepSpeed's "largest layer" (one module's weight)
+  double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
+};
+
+StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t end_layer,
+                               bool first_stage, bool last_stage) {
+  const ModelSpec& m = *in.model;
+  StageParams out;
+  std::map<int, double> per_layer;
+  for (const ParamTensor& p : ParameterTensors(m)) {
+    bool held = false;
+    if (p.layer >= 0) {
+      held = p.layer >= first_layer && p.layer < end_layer;
+    } else if (p.family == ParamFamily::kEmbedding) {
+      // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
+      held = first_stage || (last_stage && m.tie_word_embeddings);
+    } else {
+      held = last_stage;  // final norm and lm_head
+    }
+    if (!held) continue;
+    const double numel =
+        static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes);
+    out.count[p.family] += numel;
+    out.largest_tensor = std::max(out.largest_tensor, numel);
+    if (numel < in.zero.param_persistence_threshold) out.persistent[p.family] += numel;
+    if (p.layer >= 0) {
+      per_layer[p.layer] += numel;
+    } else {
+      out.largest_unit = std::max(out.largest_unit, numel);
+    }
+  }
+  for (const auto& [layer, numel] : per_layer) out.largest_unit = std::max(out.largest_unit, numel);
+  return out;
+}
+
+LayerShape BaseShape(const SimInput& in) {
+  const ModelSpec& m = *in.model;
+  const ParallelSizes& s = in.plan->sizes;
+  LayerShape shape;
+  shape.seq_len = in.workload.seq_len;
+  shape.micro_batch = in.workload.micro_batch;
+  shape.hidden = m.hidden_size;
+  shape.heads = m.num_attention_heads;
+  shape.kv_heads = m.num_key_value_heads;
+  shape.head_dim = m.head_dim;
+  shape.ffn = m.intermediate_size;
+  shape.gated_mlp = true;  // every supported model_type has a SwiGLU MLP
+  shape.dropout = false;   // and trains without dropout (attention_dropout 0, no hidden dropout)
+  shape.tp = EffectiveTp(s.tp);
+  shape.ulysses_sp = s.sp;
+  shape.top_k = m.num_experts_per_tok;
+  shape.expert_ffn = m.moe_intermediate_size;
+  shape.shared_expert_ffn = m.shared_expert_intermediate_size;
+  shape.expert_parallel = s.expert_parallel;
+  return shape;
+}
+
+LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t layer) {
+  LayerShape shape = base;
+  shape.num_experts = in.model->IsMoeLayer(layer) ? in.model->num_experts : 0;
+  return shape;
+}
+
+// Ulysses: q, k and v go through one all-to-all before attention and the output through one
+// after; send and receive buffers of the q/k/v block are live together (DeepSpeed-Ulysses
+// DistributedAttention / ulysses_sp.py).
+double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
+  if (shape.ulysses_sp <= 1) return 0;
+  const double cols = static_cast<double>((shape.heads + 2 * shape.kv_heads) * shape.head_dim);
+  return 2 * bytes_per_value * LocalTokens(shape) * cols;
+}
+
+// EP dispatch: send and receive buffers of every assignment's hidden row (the combine reuses them).
+double ExpertAllToAllBytes(const LayerShape& moe_shape, double bytes_per_value) {
+  if (!moe_shape.expert_parallel || moe_shape.num_experts <= 0) return 0;
+  return 2 * bytes_per_value * ExpertAssignmentsPerRank(moe_shape) *
+         static_cast<double>(moe_shape.hidden);
+}
+
+MemoryReport EstimateStage(const SimInput& in, int stage) {
+  const ModelSpec& m = *in.model;
+  const Plan& plan = *in.plan;
+  const int pp = std::max(plan.sizes.pp, 1);
+  const int64_t layers = m.num_hidden_layers;
+  // Uniform split; the first layers % pp stages take one extra layer.
+  const int64_t base = layers / pp, extra = layers % pp;
+  const int64_t first = stage * base + std::min<int64_t>(stage, extra);
+  const int64_t end = first + base + (stage < extra ? 1 : 0);
+  const bool first_stage = stage == 0, last_stage = stage == pp - 1;
+
+  MemoryReport r;
+  r.pipeline_stage = stage;
+  r.zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, false));
+  r.expert_zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, true));
+  const MemoryConvention conv = in.workload.convention;
+  const double bpv = in.workload.bytes_per_param;
+  const int zero_stage = std::clamp(in.zero.stage, 0, 3);
+
+  // Model states, family by family.
+  const StageParams params = CollectStageParams(in, first, end, first_stage, last_stage);
+  double total_params = 0;
+  for (ParamFamily f : kAllParamFamilies) {
+    auto it = params.count.find(f);
+    const double count = it == params.count.end() ? 0 : it->second;
+    total_params += count;
+    const int64_t n = f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size : r.zero_group_size;
+    ModelStateBytes st = ModelStatesPerRank(count, n, in.zero, conv);
+    if (zero_stage == 3 && conv == MemoryConvention::kZeroPaper) {
+      // Parameters below param_persistence_threshold are never released after being gathered:
+      // each rank keeps the whole 16-bit tensor on the GPU (stage3 persistent_parameters).
+      auto p = params.persistent.find(f);
+      if (p != params.persistent.end()) {
+        const double kept_partition = in.zero.offload_param ? 0 : 2 * p->second / static_cast<double>(n);
+        st.parameters_bytes += 2 * p->second - kept_partition;
+      }
+    }
+    r.by_family[f] = FamilyMemory{st.parameters_bytes, st.gradients_bytes, st.optimizer_states_bytes};
+    r.parameters_bytes += st.parameters_bytes;
+    r.gradients_bytes += st.gradients_bytes;
+    r.optimizer_states_bytes += st.optimizer_states_bytes;
+    r.cpu_bytes += st.cpu_bytes;
+  }
+
+  // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage.
+  const LayerShape base_shape = BaseShape(in);
+  r.in_flight_micro_batches =
+      std::max<int64_t>(1, std::min<int64_t>(pp - stage, std::max<int64_t>(in.workload.grad_accum, 1)));
+  double per_micro_batch = 0, working = 0, all_to_all = 0;
+  for (int64_t layer = first; layer < end; ++layer) {
+    const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
+    const double bytes = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
+    r.layer_activations_bytes.push_back(bytes);
+    per_micro_batch += bytes;
+    if (in.workload.recompute == Recompute::kFull) {
+      working = std::max(working, LayerActivationBytes(shape, Recompute::kNone).total_bytes());
+    }
+    all_to_all = std::max(all_to_all, UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv));
+  }
+  if (last_stage) {
+    r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);
+    per_micro_batch += r.output_activations_bytes;
+  }
+  r.recompute_working_bytes = working;
+  r.activations_bytes = per_micro_batch * static_cast<double>(r.in_flight_micro_batches) + working;
+
+  // ZeRO communication buffers.
+  const double reduce_bucket = in.zero.reduce_bucket_size;
+  if (conv == MemoryConvention::kDeepSpeedEstimator) {
+    // The estimators count no buckets; at stage 3 they add 4 x the largest module.
+    if (zero_stage == 3) r.zero_buffers_bytes = DeepSpeedZero3LayerBytes(params.largest_tensor);
+  } else if (zero_stage == 0) {
+    r.zero_buffers_bytes = bpv * std::min(kStage0AllreduceElements, total_params);
+  } else if (zero_stage <= 2) {
+    // stage_1_and_2.py setup_buckets: one reduce_bucket_size buffer, two with overlap_comm.
+    r.zero_buffers_bytes = bpv * reduce_bucket * (in.zero.overlap_comm ? 2 : 1);
+  } else {
+    // stage3.py: one reduce bucket, plus the gathered 16-bit parameters in flight: the unit being
+    // computed and the prefetch bucket ahead of it, capped by max_live_parameters but never below
+    // the largest single module.
+    const double live = std::max(params.largest_tensor,
+                                 std::min(in.zero.max_live_parameters,
+                                          params.largest_unit + in.zero.prefetch_bucket_size));
+    r.zero_buffers_bytes = bpv * reduce_bucket + bpv * live;
+  }
+  r.all_to_all_bytes = all_to_all;
+  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes;
+
+  r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
+                 r.activations_bytes + r.buffers_bytes;
+  r.hbm_bytes = in.cluster != nullptr ? in.cluster->gpu.hbm_bytes : 0;
+  r.fits = in.cluster != nullptr && r.peak_bytes <= r.hbm_bytes;
+  return r;
+}
+
+}  // namespace
+
+MemoryReport EstimateMemory(const SimInput& input) {
+  if (input.plan == nullptr || input.model == nullptr) return MemoryReport{};
+  const int pp = std::max(input.plan->sizes.pp, 1);
+  MemoryReport best = EstimateStage(input, 0);
+  if (pp > 1) {
+    // The first stage holds the most micro-batches, the last one the lm_head and the logits.
+    MemoryReport last = EstimateStage(input, pp - 1);
+    if (last.peak_bytes > best.peak_bytes) best = std::move(last);
+  }
+  return best;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,79 @@
+// zero_optimization as DeepSpeedZeroConfig reads it (deepspeed/runtime/zero/config.py and
+// offload_config.py at edaa722; deepspeed-config.md §1.2): pydantic drops "auto" before
+// validation, so "auto" means the default; the legacy boolean form and the deprecated
+// cpu_offload / cpu_offload_param keys are folded in; the resolved values are what the ZeRO
+// optimizers use (offload_param only at stage 3, no offload at stage 0, ratio only at stage 3).
+#include "sim/sim_input.h"
+
+#include <string>
+
+#include "core/config/config_view.h"
+#include "core/config/parallel_config.h"
+#include "core/rules/ds_semantics.h"
+
+namespace dsp::sim {
+namespace {
+
+constexpr const char* kZero = "/zero_optimization/";
+
+// A pydantic number field with an optional alias; the alias (stage3_*) is read first, as pydantic
+// does when both spellings are given. Negative values are rejected by DeepSpeed (ge=0); keep the
+// default then.
+double ZeroNumber(const ConfigView& v, const std::string& name, const std::string& alias,
+                  double fallback) {
+  for (const std::string& key : {alias, name}) {
+    if (key.empty()) continue;
+    Setting<double> s = v.Number(kZero + key);
+    if (s.present() && s.value >= 0) return s.value;
+  }
+  return fallback;
+}
+
+bool OffloadsTo(const ConfigView& v, const std::string& section, const std::string& legacy_key) {
+  const std::string device = ds_semantics::OffloadDevice(v, section);
+  if (device == "cpu" || device == "nvme") return true;
+  // The deprecated boolean moves into the section only when the section is not given.
+  const Json* given = v.Get(kZero + section);
+  if (given != nullptr && !given->is_null()) return false;
+  return ds_semantics::PydanticBool(v, kZero + legacy_key, false).value_or(false);
+}
+
+}  // namespace
+
+ZeroSettings ReadZeroSettings(const Json& config) {
+  ConfigView v(config);
+  ZeroSettings z;
+  const ParallelConfig pc = ReadParallelConfig(v);
+  const int64_t stage = pc.zero_stage.or_default(0);
+  z.stage = stage >= 0 && stage <= 3 ? static_cast<int>(stage) : 0;
+
+  if (pc.zero_legacy_bool) {
+    // "zero_optimization": true -> stage 1 with allgather_bucket_size = top-level allgather_size.
+    Setting<double> size = v.Number("/allgather_size");
+    if (size.present() && size.value >= 0) z.allgather_bucket_size = size.value;
+    z.overlap_comm = false;
+    return z;
+  }
+
+  z.offload_optimizer = z.stage >= 1 && OffloadsTo(v, "offload_optimizer", "cpu_offload");
+  z.offload_param = z.stage == 3 && OffloadsTo(v, "offload_param", "cpu_offload_param");
+  if (z.stage == 3) {
+    Setting<double> ratio = v.Number(std::string(kZero) + "offload_optimizer/ratio");
+    if (ratio.present() && ratio.value >= 0 && ratio.value <= 1) z.offload_ratio = ratio.value;
+  }
+  // overlap_comm: None -> dynamic default (stage == 3), config.py overlap_comm_valid.
+  z.overlap_comm =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "overlap_comm", z.stage == 3).value_or(z.stage == 3);
+  z.reduce_bucket_size = ZeroNumber(v, "reduce_bucket_size", "", z.reduce_bucket_size);
+  z.allgather_bucket_size = ZeroNumber(v, "allgather_bucket_size", "", z.allgather_bucket_size);
+  z.prefetch_bucket_size =
+      ZeroNumber(v, "prefetch_bucket_size", "stage3_prefetch_bucket_size", z.prefetch_bucket_size);
+  z.max_live_parameters =
+      ZeroNumber(v, "max_live_parameters", "stage3_max_live_parameters", z.max_live_parameters);
+  z.param_persistence_threshold = ZeroNumber(v, "param_persistence_threshold",
+                                             "stage3_param_persistence_threshold",
+                                             z.param_persistence_threshold);
+  return z;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,82 @@
+// ReadZeroSettings: DeepSpeed's zero_optimization defaults, aliases, "auto", legacy forms and the
+// resolution of settings the ZeRO optimizers ignore (deepspeed-config.md §1.2).
+#include <gtest/gtest.h>
+
+#include "sim/sim_input.h"
+
+namespace dsp::sim {
+namespace {
+
+ZeroSettings Read(const char* json) { return ReadZeroSettings(Json::parse(json)); }
+
+TEST(ZeroSettingsTest, DefaultsWithoutASection) {
+  ZeroSettings z = Read("{}");
+  EXPECT_EQ(z.stage, 0);
+  EXPECT_FALSE(z.offload_optimizer);
+  EXPECT_FALSE(z.offload_param);
+  EXPECT_DOUBLE_EQ(z.offload_ratio, 1.0);
+  EXPECT_FALSE(z.overlap_comm);
+  EXPECT_DOUBLE_EQ(z.reduce_bucket_size, 5e8);
+  EXPECT_DOUBLE_EQ(z.allgather_bucket_size, 5e8);
+  EXPECT_DOUBLE_EQ(z.prefetch_bucket_size, 5e7);
+  EXPECT_DOUBLE_EQ(z.max_live_parameters, 1e9);
+  EXPECT_DOUBLE_EQ(z.param_persistence_threshold, 1e5);
+}
+
+TEST(ZeroSettingsTest, OverlapCommDefaultsToStageThree) {
+  EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 2}})").overlap_comm);
+  EXPECT_TRUE(Read(R"({"zero_optimization": {"stage": 3}})").overlap_comm);
+  EXPECT_TRUE(Read(R"({"zero_optimization": {"stage": 3, "overlap_comm": "auto"}})").overlap_comm);
+  EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 3, "overlap_comm": false}})").overlap_comm);
+  EXPECT_TRUE(Read(R"({"zero_optimization": {"stage": 1, "overlap_comm": "yes"}})").overlap_comm);
+}
+
+TEST(ZeroSettingsTest, BucketsAndAliases) {
+  ZeroSettings z = Read(R"({"zero_optimization": {
+      "stage": 3, "reduce_bucket_size": 2e8, "allgather_bucket_size": 3e8,
+      "stage3_prefetch_bucket_size": 1e7, "max_live_parameters": 3e8,
+      "stage3_param_persistence_threshold": 1e4}})");
+  EXPECT_DOUBLE_EQ(z.reduce_bucket_size, 2e8);
+  EXPECT_DOUBLE_EQ(z.allgather_bucket_size, 3e8);
+  EXPECT_DOUBLE_EQ(z.prefetch_bucket_size, 1e7);
+  EXPECT_DOUBLE_EQ(z.max_live_parameters, 3e8);
+  EXPECT_DOUBLE_EQ(z.param_persistence_threshold, 1e4);
+  // "auto" (filled in by the Hugging Face Trainer) means the default here.
+  ZeroSettings a = Read(R"({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto",
+                            "stage3_prefetch_bucket_size": "auto"}})");
+  EXPECT_DOUBLE_EQ(a.reduce_bucket_size, 5e8);
+  EXPECT_DOUBLE_EQ(a.prefetch_bucket_size, 5e7);
+}
+
+TEST(ZeroSettingsTest, Offload) {
+  ZeroSettings z = Read(R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu", "ratio": 0.4}, "offload_param": {"device": "nvme"}}})");
+  EXPECT_TRUE(z.offload_optimizer);
+  EXPECT_TRUE(z.offload_param);
+  EXPECT_DOUBLE_EQ(z.offload_ratio, 0.4);
+  // device "none" does not offload.
+  EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "none"}}})")
+                   .offload_optimizer);
+  // offload_param is only read at stage 3; offload_optimizer needs a ZeRO optimizer (stage >= 1).
+  ZeroSettings s2 = Read(R"({"zero_optimization": {"stage": 2,
+      "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}})");
+  EXPECT_TRUE(s2.offload_optimizer);
+  EXPECT_FALSE(s2.offload_param);
+  EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}}})")
+                   .offload_optimizer);
+}
+
+TEST(ZeroSettingsTest, DeprecatedAndLegacyForms) {
+  ZeroSettings dep = Read(R"({"zero_optimization": {"stage": 3, "cpu_offload": true,
+                             "cpu_offload_param": true}})");
+  EXPECT_TRUE(dep.offload_optimizer);
+  EXPECT_TRUE(dep.offload_param);
+  ZeroSettings legacy = Read(R"({"zero_optimization": true, "allgather_size": 2e8})");
+  EXPECT_EQ(legacy.stage, 1);
+  EXPECT_DOUBLE_EQ(legacy.allgather_bucket_size, 2e8);
+  EXPECT_EQ(Read(R"({"zero_optimization": false})").stage, 0);
+  EXPECT_EQ(Read(R"({"zero_optimization": {"stage": "auto"}})").stage, 0);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -11,11 +11,16 @@ namespace dsp::sim {
 
 std::string_view CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
   }
   return "unknown";
 }
@@ -24,11 +29,14 @@ double BusBwFactor(CollectiveKind kind, int ranks) {
   if (ranks <= 1) return 0.0;
   const double n = ranks;
   switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (n - 1.0) / n;
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (n - 1.0) / n;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (n - 1.0) / n;
-    case CollectiveKind::kBroadcast: return 1.0;
+    case CollectiveKind::kAllToAll:
+      return (n - 1.0) / n;
+    case CollectiveKind::kBroadcast:
+      return 1.0;
   }
   return 0.0;
 }
@@ -54,7 +62,8 @@ LinkSpec GroupLink(CollectiveKind kind, const std::vector<int>& group, int gpus_
   const double n = static_cast<double>(group.size());
   // Ring channels: one per rail, so k rails carry the ring in parallel. All-to-all: each rank's
   // off-node share (n-k)/n goes through its own rail; scaled to nccl-tests' (n-1)/n convention.
-  const double rails = kind == CollectiveKind::kAllToAll ? (n - 1.0) / (n - k) : static_cast<double>(k);
+  const double rails =
+      kind == CollectiveKind::kAllToAll ? (n - 1.0) / (n - k) : static_cast<double>(k);
   LinkSpec link = inter_node;
   link.busbw_bytes_per_second =
       std::min(intra_node.busbw_bytes_per_second, inter_node.busbw_bytes_per_second * rails);

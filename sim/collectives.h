@@ -5,8 +5,9 @@
 //
 // Conventions (nccl-tests): S is the full buffer. For all-reduce and broadcast that is the
 // per-rank buffer; for all-gather the gathered output (sendcount x n); for reduce-scatter the input
-// (recvcount x n); for all-to-all a rank's whole send buffer. algbw = S / t, busbw = algbw x factor,
-// and busbw is what a link sustains independently of n, so t = latency + S x factor / busbw.
+// (recvcount x n); for all-to-all a rank's whole send buffer. algbw = S / t, busbw = algbw x
+// factor, and busbw is what a link sustains independently of n, so t = latency + S x factor /
+// busbw.
 #pragma once
 
 #include <string_view>
@@ -37,8 +38,8 @@ double MeasuredBusBwBytesPerSecond(CollectiveKind kind, int ranks, double bytes,
 /// owns one rail of inter_node.busbw, and NCCL runs one ring channel per rail, so ring-based kinds
 /// reach k x rail busbw when every node holds k ranks of the group (k = the fewest on any node);
 /// an all-to-all sends the (n-k)/n of its buffer that leaves the node through the rank's own rail,
-/// i.e. busbw = rail x (n-1)/(n-k). Never faster than the intra-node link. Latency is the network's.
-/// gpus_per_node <= 0 means unknown: treated as one node.
+/// i.e. busbw = rail x (n-1)/(n-k). Never faster than the intra-node link. Latency is the
+/// network's. gpus_per_node <= 0 means unknown: treated as one node.
 LinkSpec GroupLink(CollectiveKind kind, const std::vector<int>& group, int gpus_per_node,
                    const LinkSpec& intra_node, const LinkSpec& inter_node);
 

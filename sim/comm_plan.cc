@@ -58,8 +58,9 @@ class Planner {
     const GroupLinkInfo g = DescribeGroups(in_, group, kind);
     if (!g.present || g.size <= 1) return;
     const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link);
-    const double units =
-        PerMicroStep(schedule) ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1)) : 1.0;
+    const double units = PerMicroStep(schedule)
+                             ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1))
+                             : 1.0;
     PlannedCollective p;
     p.call.purpose = std::move(purpose);
     p.call.kind = kind;
@@ -94,10 +95,10 @@ class Planner {
 
 // Parameters (elements) one rank holds before ZeRO partitions them, per reduction group.
 struct RankParams {
-  double dense = 0;            // reduced over dp (or sp_dp): everything but AutoEP's routed experts
-  double routed = 0;           // AutoEP routed experts, reduced over edp
-  double tp_replicated = 0;    // replicated across TP under folding: router, norms, shared experts
-  double zero3_persistent = 0; // tensors below stage3_param_persistence_threshold: never gathered
+  double dense = 0;          // reduced over dp (or sp_dp): everything but AutoEP's routed experts
+  double routed = 0;         // AutoEP routed experts, reduced over edp
+  double tp_replicated = 0;  // replicated across TP under folding: router, norms, shared experts
+  double zero3_persistent = 0;  // tensors below stage3_param_persistence_threshold: never gathered
 };
 
 RankParams CountRankParams(const SimInput& in) {
@@ -108,12 +109,13 @@ RankParams CountRankParams(const SimInput& in) {
   const bool autoep = in.plan->sizes.expert_parallel;
   RankParams r;
   // AutoTP splits attention, dense MLPs, the embedding and lm_head; norms and routers stay whole.
-  const double shared = autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
-  r.dense = (family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp) +
-             family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead)) / tp +
-            shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter);
-  const double routed = autoep ? family(ParamFamily::kRoutedExperts) / ep
-                               : family(ParamFamily::kRoutedExperts) / tp;
+  const double shared =
+      autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
+  const double tp_split = family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp) +
+                          family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead);
+  r.dense = tp_split / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter);
+  const double routed =
+      autoep ? family(ParamFamily::kRoutedExperts) / ep : family(ParamFamily::kRoutedExperts) / tp;
   if (autoep) {
     r.routed = routed;
   } else {
@@ -126,7 +128,9 @@ RankParams CountRankParams(const SimInput& in) {
   const double threshold = in.zero.param_persistence_threshold;
   const double h = static_cast<double>(m.hidden_size);
   if (h < threshold) r.zero3_persistent += family(ParamFamily::kNorm);
-  if (h * static_cast<double>(m.num_experts) < threshold) r.zero3_persistent += family(ParamFamily::kRouter);
+  if (h * static_cast<double>(m.num_experts) < threshold) {
+    r.zero3_persistent += family(ParamFamily::kRouter);
+  }
   // Pipeline stages hold about 1/pp of the layers each.
   r.dense /= pp;
   r.routed /= pp;
@@ -142,7 +146,8 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
   const double bpe = in.workload.bytes_per_param;
-  const double tokens = static_cast<double>(in.workload.micro_batch * in.workload.seq_len) / sizes.sp;
+  const double tokens =
+      static_cast<double>(in.workload.micro_batch * in.workload.seq_len) / sizes.sp;
   const double h = static_cast<double>(m.hidden_size);
   const double d = static_cast<double>(m.head_dim);
   const double top_k = static_cast<double>(m.num_experts_per_tok);
@@ -163,24 +168,31 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   const double tp_pairs = layers + dense_layers + (autoep ? 0.0 : moe_layers);
   const double tp_calls = tp_pairs * (fwd_passes + 1.0);
   if (options.tp_sequence_parallel) {
-    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, tokens * h * bpe, tp_calls, critical);
-    plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, tokens * h * bpe, tp_calls, critical);
+    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, tokens * h * bpe,
+             tp_calls, critical);
+    plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp,
+             tokens * h * bpe, tp_calls, critical);
   } else {
-    plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, tp_calls, critical);
+    plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe,
+             tp_calls, critical);
   }
   // lm_head is row-parallel (LmHeadLinearAllreduce): the logits are all-reduced forward, the
   // hidden-state gradient backward. Last stage only; not recomputed.
   plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
            tokens * static_cast<double>(m.vocab_size) * bpe, 1, critical);
-  plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, 1, critical);
+  plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, 1,
+           critical);
 
   // Ulysses/AutoSP: all-to-alls after q, k, v and on the attention output, mirrored in backward.
   // A rank's send buffer is its s/sp tokens of every head; K/V heads are repeated up to sp.
   const double ulysses_calls = 2.0 * layers * (fwd_passes + 1.0);
   const double q_width = static_cast<double>(m.num_attention_heads) * d;
-  const double kv_width = std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp) * d;
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * q_width * bpe, ulysses_calls, critical);
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * kv_width * bpe, ulysses_calls, critical);
+  const double kv_width =
+      std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp) * d;
+  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * q_width * bpe,
+           ulysses_calls, critical);
+  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * kv_width * bpe,
+           ulysses_calls, critical);
 
   if (autoep && m.is_moe()) {
     // Dispatch and combine carry k x tokens rows of h (split over the TP peers when folded),
@@ -188,13 +200,17 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     const double fold = folding ? sizes.tp : 1.0;
     const double a2a_bytes = tokens * top_k / fold * h * bpe;
     const double a2a_calls = moe_layers * (fwd_passes + 1.0);
-    plan.Add("ep_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, a2a_bytes, a2a_calls, critical);
-    plan.Add("ep_combine", CollectiveKind::kAllToAll, GroupKind::kEp, a2a_bytes, a2a_calls, critical);
+    plan.Add("ep_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, a2a_bytes, a2a_calls,
+             critical);
+    plan.Add("ep_combine", CollectiveKind::kAllToAll, GroupKind::kEp, a2a_bytes, a2a_calls,
+             critical);
     if (folding) {
       // restore_combined all-gathers the k x tokens expert rows over TP; its backward all-reduces.
       const double rows_bytes = tokens * top_k * h * bpe;
-      plan.Add("fold_restore_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, rows_bytes, moe_layers * fwd_passes, critical);
-      plan.Add("fold_restore_backward_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, rows_bytes, moe_layers, critical);
+      plan.Add("fold_restore_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, rows_bytes,
+               moe_layers * fwd_passes, critical);
+      plan.Add("fold_restore_backward_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
+               rows_bytes, moe_layers, critical);
     }
   }
 
@@ -203,7 +219,8 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   // Folding: TP-replicated gradients are AVERAGEd over TP in an fp32 copy at the boundary (§4.1).
   if (folding) {
     plan.AddBucketed("fold_tp_grad_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
-                     params.tp_replicated, 4.0, zero.reduce_bucket_size, CommSchedule::kStepExposed);
+                     params.tp_replicated, 4.0, zero.reduce_bucket_size,
+                     CommSchedule::kStepExposed);
   }
 
   // Gradient reduction: all-reduce once per step at ZeRO 0/1 (gradients are not partitioned, the
@@ -212,22 +229,25 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   // engine all-reduce starts after backward).
   const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
   const bool partitioned_grads = zero.stage >= 2;
-  const CollectiveKind grad_kind = partitioned_grads ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  const CollectiveKind grad_kind =
+      partitioned_grads ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   CommSchedule grad_schedule = CommSchedule::kStepExposed;
   if (partitioned_grads) {
     grad_schedule = zero.overlap_comm ? CommSchedule::kBackwardOverlap : critical;
   } else if (zero.stage == 1 && zero.overlap_comm) {
     grad_schedule = CommSchedule::kBoundaryOverlap;
   }
-  plan.AddBucketed("dp_grad_reduce", grad_kind, dense_group, params.dense, bpe, zero.reduce_bucket_size, grad_schedule);
-  plan.AddBucketed("edp_grad_reduce", grad_kind, GroupKind::kEdp, params.routed, bpe, zero.reduce_bucket_size, grad_schedule);
+  plan.AddBucketed("dp_grad_reduce", grad_kind, dense_group, params.dense, bpe,
+                   zero.reduce_bucket_size, grad_schedule);
+  plan.AddBucketed("edp_grad_reduce", grad_kind, GroupKind::kEdp, params.routed, bpe,
+                   zero.reduce_bucket_size, grad_schedule);
 
   if (zero.stage == 1 || zero.stage == 2) {
     // Each rank steps its partition, then the updated bf16 parameters are all-gathered.
-    plan.AddBucketed("zero_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense, bpe,
-                     zero.allgather_bucket_size, CommSchedule::kStepExposed);
-    plan.AddBucketed("zero_param_all_gather", CollectiveKind::kAllGather, GroupKind::kEdp, params.routed, bpe,
-                     zero.allgather_bucket_size, CommSchedule::kStepExposed);
+    plan.AddBucketed("zero_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense,
+                     bpe, zero.allgather_bucket_size, CommSchedule::kStepExposed);
+    plan.AddBucketed("zero_param_all_gather", CollectiveKind::kAllGather, GroupKind::kEdp,
+                     params.routed, bpe, zero.allgather_bucket_size, CommSchedule::kStepExposed);
   } else if (zero.stage == 3) {
     // Parameters are gathered module by module (about one call per layer, plus embedding and
     // head) before forward and again before backward; prefetching hides them behind compute.
@@ -236,10 +256,13 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     const CommSchedule bwd = prefetch ? CommSchedule::kBackwardOverlap : critical;
     const double gathered = params.dense - params.zero3_persistent;
     const double dense_calls = layers + 1.0;
-    for (auto [purpose, schedule] : {std::pair{"zero3_all_gather_fwd", fwd}, std::pair{"zero3_all_gather_bwd", bwd}}) {
-      plan.Add(purpose, CollectiveKind::kAllGather, dense_group, gathered * bpe / dense_calls, dense_calls, schedule);
+    for (auto [purpose, schedule] :
+         {std::pair{"zero3_all_gather_fwd", fwd}, std::pair{"zero3_all_gather_bwd", bwd}}) {
+      plan.Add(purpose, CollectiveKind::kAllGather, dense_group, gathered * bpe / dense_calls,
+               dense_calls, schedule);
       if (moe_layers > 0) {
-        plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp, params.routed * bpe / moe_layers, moe_layers, schedule);
+        plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp,
+                 params.routed * bpe / moe_layers, moe_layers, schedule);
       }
     }
   }

@@ -1,7 +1,8 @@
 // The collectives a plan implies for one training step, with their message sizes (nccl-tests S),
 // groups (from the real rank tables) and how DeepSpeed schedules them relative to compute. Sources:
 // performance-model.md §2.4 (Megatron TP, Ulysses, EP, DP/ZeRO volumes), deepspeed-config.md §3-§4
-// (what AutoTP/AutoSP/AutoEP insert and which group reduces which gradients), parallel-groups.md §2.
+// (what AutoTP/AutoSP/AutoEP insert and which group reduces which gradients), parallel-groups.md
+// §2.
 #pragma once
 
 #include <vector>
@@ -12,15 +13,16 @@ namespace dsp::sim {
 
 /// When a collective runs and what compute, if any, can hide it.
 enum class CommSchedule {
-  kCritical,       // every micro-step, on the critical path (TP, Ulysses, EP, folding restore)
-  kForwardOverlap, // every micro-step, prefetched behind forward compute (ZeRO-3 gather)
-  kBackwardOverlap,// every micro-step, behind backward compute (ZeRO-3 gather, ZeRO-2/3 reduction)
-  kBoundaryOverlap,// once per step, behind the last micro-step's backward (ZeRO-1 reduction)
-  kStepExposed,    // once per step, nothing to hide behind (ZeRO-0 reduction, post-step gather)
+  kCritical,         // every micro-step, on the critical path (TP, Ulysses, EP, folding restore)
+  kForwardOverlap,   // every micro-step, prefetched behind forward compute (ZeRO-3 gather)
+  kBackwardOverlap,  // every micro-step, behind backward compute (ZeRO-3 gather, ZeRO-2/3
+                     // reduction)
+  kBoundaryOverlap,  // once per step, behind the last micro-step's backward (ZeRO-1 reduction)
+  kStepExposed,      // once per step, nothing to hide behind (ZeRO-0 reduction, post-step gather)
 };
 
 struct PlannedCollective {
-  CollectiveCall call;          // seconds = total per step; exposed_seconds left 0 here
+  CollectiveCall call;  // seconds = total per step; exposed_seconds left 0 here
   CommSchedule schedule = CommSchedule::kCritical;
   double calls_per_unit = 0;    // per micro-step for the per-micro schedules, else per step
   double seconds_per_unit = 0;  // calls_per_unit x seconds of one call
@@ -28,6 +30,7 @@ struct PlannedCollective {
 };
 
 /// Every collective of one step on one rank. Empty when the input lacks a plan, model or cluster.
-std::vector<PlannedCollective> PlanCollectives(const SimInput& input, const StepTimeOptions& options);
+std::vector<PlannedCollective> PlanCollectives(const SimInput& input,
+                                               const StepTimeOptions& options);
 
 }  // namespace dsp::sim

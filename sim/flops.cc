@@ -83,8 +83,9 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   if (model.shared_expert_intermediate_size > 0) {
     // Under folding the shared expert is replicated over TP (gradients AVERAGEd, §4.1).
     const double split = shard.expert_parallel ? 1.0 : tp;
-    OperatorCost shared = GatedMlp(
-        "shared_expert", tokens, h, static_cast<double>(model.shared_expert_intermediate_size) / split, bpe);
+    OperatorCost shared =
+        GatedMlp("shared_expert", tokens, h,
+                 static_cast<double>(model.shared_expert_intermediate_size) / split, bpe);
     Accumulate(shared, Matmul("shared_expert", tokens, h, 1, bpe), 1);  // sigmoid gate
     ops.push_back(shared);
   }

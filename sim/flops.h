@@ -8,7 +8,8 @@
 //     square, as Megatron and PaLM count it), and touch only Q, K, V and O in HBM;
 //   * SwiGLU/gated MLP: three matrices (gate, up, down) = 6 h f per token; GQA: k/v projections of
 //     num_key_value_heads x head_dim columns;
-//   * MoE: only the top-k routed experts a token visits, plus the router (h x E) and shared experts;
+//   * MoE: only the top-k routed experts a token visits, plus the router (h x E) and shared
+//   experts;
 //   * embedding lookups, norms, rotary and activations are not counted (no matmul; small);
 //   * backward = 2 x forward (input and weight gradients), recompute adds the forward again.
 #pragma once
@@ -23,13 +24,13 @@ namespace dsp::sim {
 
 /// How one rank's share of a layer is cut. The unsharded model is the default {tp = sp = ep = 1}.
 struct ShardShape {
-  int64_t micro_batch = 1;          // sequences per rank per micro-step (shared by the TP group)
-  int64_t seq_len = 4096;           // full sequence length before Ulysses splits it
-  int tp = 1;                       // AutoTP: heads, MLP width and lm_head split tp ways
-  int sp = 1;                       // Ulysses: tokens split sp ways outside attention, heads inside
-  int ep = 1;                       // AutoEP: routed experts split ep ways
-  bool expert_parallel = false;     // AutoEP on; with tp > 1 this is folding (experts not TP-split)
-  double bytes_per_element = 2;     // bf16/fp16 activations and weights
+  int64_t micro_batch = 1;       // sequences per rank per micro-step (shared by the TP group)
+  int64_t seq_len = 4096;        // full sequence length before Ulysses splits it
+  int tp = 1;                    // AutoTP: heads, MLP width and lm_head split tp ways
+  int sp = 1;                    // Ulysses: tokens split sp ways outside attention, heads inside
+  int ep = 1;                    // AutoEP: routed experts split ep ways
+  bool expert_parallel = false;  // AutoEP on; with tp > 1 this is folding (experts not TP-split)
+  double bytes_per_element = 2;  // bf16/fp16 activations and weights
 };
 
 /// One operator's forward work on one rank.
@@ -37,7 +38,7 @@ struct OperatorCost {
   std::string_view name;  // "q_proj", "k_proj", "v_proj", "o_proj", "attention", "mlp_gate",
                           // "mlp_up", "mlp_down", "router", "experts", "shared_expert", "lm_head"
   double flops = 0;
-  double bytes = 0;       // HBM traffic of the operator (inputs, weights, outputs)
+  double bytes = 0;  // HBM traffic of the operator (inputs, weights, outputs)
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte
 };
 

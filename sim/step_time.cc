@@ -43,9 +43,9 @@ OpTime Roofline(const std::vector<OperatorCost>& ops, const Rates& r) {
 // Compute of one micro-step on one rank (the pipeline stage with the head).
 struct MicroCompute {
   double forward = 0;
-  double backward = 0;            // 2 x forward, plus recomputed forward work
-  double memory_bound = 0;        // of forward + backward
-  double hardware_flops = 0;      // forward + backward + recompute, this rank
+  double backward = 0;        // 2 x forward, plus recomputed forward work
+  double memory_bound = 0;    // of forward + backward
+  double hardware_flops = 0;  // forward + backward + recompute, this rank
 };
 
 MicroCompute ComputeMicroStep(const SimInput& in) {
@@ -89,9 +89,11 @@ MicroCompute ComputeMicroStep(const SimInput& in) {
   c.forward = layers.seconds / pp + head.seconds;
   const double recompute_seconds = recompute.seconds / pp;
   c.backward = kBackwardFlopsPerForward * c.forward + recompute_seconds;
-  c.memory_bound = (1.0 + kBackwardFlopsPerForward) * (layers.memory_bound_seconds / pp + head.memory_bound_seconds) +
+  c.memory_bound = (1.0 + kBackwardFlopsPerForward) *
+                       (layers.memory_bound_seconds / pp + head.memory_bound_seconds) +
                    recompute.memory_bound_seconds / pp;
-  c.hardware_flops = (1.0 + kBackwardFlopsPerForward) * (layer_flops / pp + SumFlops(head_ops)) + recompute_flops / pp;
+  c.hardware_flops = (1.0 + kBackwardFlopsPerForward) * (layer_flops / pp + SumFlops(head_ops)) +
+                     recompute_flops / pp;
   return c;
 }
 
@@ -105,7 +107,9 @@ double ExposeAgainst(double comm, double floor, double& window) {
 
 }  // namespace
 
-TimeReport EstimateStepTime(const SimInput& input) { return EstimateStepTime(input, StepTimeOptions{}); }
+TimeReport EstimateStepTime(const SimInput& input) {
+  return EstimateStepTime(input, StepTimeOptions{});
+}
 
 TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& options) {
   TimeReport report;
@@ -134,7 +138,8 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     micro_exposed += exposed;
   };
   for (PlannedCollective& p : planned) {
-    if (p.schedule == CommSchedule::kCritical || p.schedule == CommSchedule::kForwardOverlap) expose_per_micro(p);
+    if (p.schedule == CommSchedule::kCritical || p.schedule == CommSchedule::kForwardOverlap)
+      expose_per_micro(p);
   }
   for (const bool gathers : {true, false}) {
     for (PlannedCollective& p : planned) {
@@ -174,12 +179,15 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
 
   // Throughput counts distinct samples: TP and SP ranks share theirs, so only dp replicas add.
   const double world = plan.sizes.world;
-  const double samples = static_cast<double>(input.workload.micro_batch) * grad_accum * plan.derived.dp;
-  report.model_flops_per_step = ModelTrainingFlops(*input.model, 1, input.workload.seq_len) * samples;
+  const double samples =
+      static_cast<double>(input.workload.micro_batch) * grad_accum * plan.derived.dp;
+  report.model_flops_per_step =
+      ModelTrainingFlops(*input.model, 1, input.workload.seq_len) * samples;
   report.hardware_flops_per_step = micro.hardware_flops * grad_accum * world;
   if (report.step_seconds > 0) {
     const double peak = input.cluster->gpu.peak_bf16_flops_per_second;
-    report.tokens_per_second = samples * static_cast<double>(input.workload.seq_len) / report.step_seconds;
+    report.tokens_per_second =
+        samples * static_cast<double>(input.workload.seq_len) / report.step_seconds;
     report.mfu = report.model_flops_per_step / (peak * report.step_seconds * world);
     report.hfu = report.hardware_flops_per_step / (peak * report.step_seconds * world);
   }

@@ -1,7 +1,7 @@
 // Step time: FLOPs per operator, compute time from peak x efficiency with a roofline for
 // memory-bound operators, every collective the plan implies (costed on its real group, intra- or
-// inter-node from the rank lists), and DeepSpeed's overlap of gradient reduction and ZeRO-3 prefetch.
-// Formulas, sources and limits: docs/cost-model.md "Step time".
+// inter-node from the rank lists), and DeepSpeed's overlap of gradient reduction and ZeRO-3
+// prefetch. Formulas, sources and limits: docs/cost-model.md "Step time".
 #pragma once
 
 #include <map>
@@ -15,20 +15,20 @@
 namespace dsp::sim {
 
 struct CollectiveCall {
-  std::string purpose;          // "tp_all_reduce", "ulysses_all_to_all", "ep_dispatch", "ep_combine",
-                                // "fold_restore_all_gather", "dp_grad_reduce", "edp_grad_reduce",
-                                // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather";
-                                // also "tp_sp_all_gather", "tp_sp_reduce_scatter" (Megatron-style
-                                // sequence parallelism), "fold_restore_backward_all_reduce" and
-                                // "fold_tp_grad_all_reduce" (AutoEP folding, deepspeed-config.md §4.1)
+  std::string purpose;  // "tp_all_reduce", "ulysses_all_to_all", "ep_dispatch", "ep_combine",
+                        // "fold_restore_all_gather", "dp_grad_reduce", "edp_grad_reduce",
+                        // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather";
+                        // also "tp_sp_all_gather", "tp_sp_reduce_scatter" (Megatron-style
+                        // sequence parallelism), "fold_restore_backward_all_reduce" and
+                        // "fold_tp_grad_all_reduce" (AutoEP folding, deepspeed-config.md §4.1)
   CollectiveKind kind = CollectiveKind::kAllReduce;
   GroupKind group = GroupKind::kDp;
   int group_size = 1;
-  double bytes_per_call = 0;    // nccl-tests "S": the full buffer size
+  double bytes_per_call = 0;  // nccl-tests "S": the full buffer size
   double calls_per_step = 0;
-  bool inter_node = false;      // decided from the real rank lists
-  double seconds = 0;           // total per step (all calls)
-  double exposed_seconds = 0;   // not hidden behind compute
+  bool inter_node = false;     // decided from the real rank lists
+  double seconds = 0;          // total per step (all calls)
+  double exposed_seconds = 0;  // not hidden behind compute
 };
 
 struct TimeReport {
@@ -37,18 +37,18 @@ struct TimeReport {
   double exposed_communication_seconds = 0;
   double step_seconds = 0;
   double tokens_per_second = 0;
-  double mfu = 0;               // model FLOPs (6 x active params x tokens + attention) / (peak x step x world)
+  double mfu = 0;  // model FLOPs (6 x active params x tokens + attention) / (peak x step x world)
   double model_flops_per_step = 0;
   std::vector<CollectiveCall> collectives;
 
   // Additions (the fields above are the stable contract).
-  double forward_seconds_per_micro_step = 0;    // compute only, one rank
-  double backward_seconds_per_micro_step = 0;   // compute only, including recompute
-  double memory_bound_seconds = 0;              // part of compute_seconds spent in operators below
-                                                // the ridge point (costed bytes / HBM bandwidth)
-  double pipeline_bubble_seconds = 0;           // (pp - 1) idle micro-step slots of 1F1B
-  double hardware_flops_per_step = 0;           // all ranks, including recompute
-  double hfu = 0;                               // hardware FLOPs / (peak x step x world)
+  double forward_seconds_per_micro_step = 0;   // compute only, one rank
+  double backward_seconds_per_micro_step = 0;  // compute only, including recompute
+  double memory_bound_seconds = 0;             // part of compute_seconds spent in operators below
+                                               // the ridge point (costed bytes / HBM bandwidth)
+  double pipeline_bubble_seconds = 0;          // (pp - 1) idle micro-step slots of 1F1B
+  double hardware_flops_per_step = 0;          // all ranks, including recompute
+  double hfu = 0;                              // hardware FLOPs / (peak x step x world)
 };
 
 /// Choices DeepSpeed's config does not carry; the defaults describe DeepSpeed as shipped.

@@ -7,7 +7,8 @@ namespace dsp::sim {
 namespace {
 
 TEST(CollectivesTest, BusBwFactorsAreNcclTestsDefinitions) {
-  // doc/PERFORMANCE.md: AllReduce 2(n-1)/n; ReduceScatter, AllGather, AlltoAll (n-1)/n; Broadcast 1.
+  // doc/PERFORMANCE.md: AllReduce 2(n-1)/n; ReduceScatter, AllGather, AlltoAll (n-1)/n;
+  // Broadcast 1.
   for (int n : {2, 3, 4, 8, 16, 64, 1024}) {
     EXPECT_EQ(BusBwFactor(CollectiveKind::kAllReduce, n), 2.0 * (n - 1) / n) << n;
     EXPECT_EQ(BusBwFactor(CollectiveKind::kAllGather, n), static_cast<double>(n - 1) / n) << n;
@@ -31,7 +32,8 @@ TEST(CollectivesTest, OneGibAllReduceOnEightH100s) {
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllGather, 8, 1073741824.0, nvlink),
                    10e-6 + 1073741824.0 * 0.875 / 370e9);
   // Measuring the predicted time gives the busbw back.
-  EXPECT_DOUBLE_EQ(MeasuredBusBwBytesPerSecond(CollectiveKind::kAllReduce, 8, 1073741824.0, t - 10e-6), 370e9);
+  EXPECT_DOUBLE_EQ(
+      MeasuredBusBwBytesPerSecond(CollectiveKind::kAllReduce, 8, 1073741824.0, t - 10e-6), 370e9);
   EXPECT_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, 1, 1e9, nvlink), 0.0);
   EXPECT_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, 8, 0, nvlink), 0.0);
 }
@@ -54,17 +56,24 @@ TEST(CollectivesTest, GroupLinkIsRailAware) {
   l = GroupLink(CollectiveKind::kAllReduce, {0, 4}, 4, nvlink, ndr);
   EXPECT_EQ(l.busbw_bytes_per_second, 48e9);
   EXPECT_EQ(l.latency_seconds, 20e-6);
-  EXPECT_EQ(GroupLink(CollectiveKind::kAllToAll, {0, 4}, 4, nvlink, ndr).busbw_bytes_per_second, 48e9);
+  EXPECT_EQ(GroupLink(CollectiveKind::kAllToAll, {0, 4}, 4, nvlink, ndr).busbw_bytes_per_second,
+            48e9);
   // Two ranks per node: two ring channels on two rails; an all-to-all's off-node half of the
   // buffer (2 of 4 peers) through one rail: busbw = 48e9 x (4-1)/(4-2).
-  EXPECT_EQ(GroupLink(CollectiveKind::kAllReduce, {0, 2, 4, 6}, 4, nvlink, ndr).busbw_bytes_per_second, 96e9);
-  EXPECT_EQ(GroupLink(CollectiveKind::kAllToAll, {0, 2, 4, 6}, 4, nvlink, ndr).busbw_bytes_per_second, 72e9);
+  EXPECT_EQ(
+      GroupLink(CollectiveKind::kAllReduce, {0, 2, 4, 6}, 4, nvlink, ndr).busbw_bytes_per_second,
+      96e9);
+  EXPECT_EQ(
+      GroupLink(CollectiveKind::kAllToAll, {0, 2, 4, 6}, 4, nvlink, ndr).busbw_bytes_per_second,
+      72e9);
   // Eight rails beat NVLink on paper; never faster than the intra-node link.
   std::vector<int> all16(16);
   for (int i = 0; i < 16; ++i) all16[i] = i;
-  EXPECT_EQ(GroupLink(CollectiveKind::kAllGather, all16, 8, nvlink, ndr).busbw_bytes_per_second, 370e9);
+  EXPECT_EQ(GroupLink(CollectiveKind::kAllGather, all16, 8, nvlink, ndr).busbw_bytes_per_second,
+            370e9);
   // Unknown node size: one node.
-  EXPECT_EQ(GroupLink(CollectiveKind::kAllReduce, {0, 4}, 0, nvlink, ndr).busbw_bytes_per_second, 370e9);
+  EXPECT_EQ(GroupLink(CollectiveKind::kAllReduce, {0, 4}, 0, nvlink, ndr).busbw_bytes_per_second,
+            370e9);
 }
 
 }  // namespace

@@ -42,10 +42,12 @@ TEST(FlopsTest, Llama3_8BLayerWithGqaAndSwiGlu) {
   shard.seq_len = 8192;
   const std::vector<OperatorCost> ops = LayerForwardOperators(llama, 0, shard);
   const double T = 8192, h = 4096, ad = 32 * 128, gd = 8 * 128, f = 14336;
-  EXPECT_DOUBLE_EQ(SumFlops(ops), 2 * T * h * (2 * ad + 2 * gd) + 6 * T * h * f + 4 * T * 8192 * ad);
+  EXPECT_DOUBLE_EQ(SumFlops(ops),
+                   2 * T * h * (2 * ad + 2 * gd) + 6 * T * h * f + 4 * T * 8192 * ad);
   EXPECT_DOUBLE_EQ(SumFlops(ops), 4'672'924'418'048.0);
   EXPECT_DOUBLE_EQ(OpFlops(ops, "k_proj"), 2 * T * h * gd);
-  EXPECT_DOUBLE_EQ(OpFlops(ops, "mlp_gate") + OpFlops(ops, "mlp_up") + OpFlops(ops, "mlp_down"), 6 * T * h * f);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "mlp_gate") + OpFlops(ops, "mlp_up") + OpFlops(ops, "mlp_down"),
+                   6 * T * h * f);
 }
 
 TEST(FlopsTest, Llama3_8BFollowsSixNTWithinTheAttentionTerm) {
@@ -54,8 +56,8 @@ TEST(FlopsTest, Llama3_8BFollowsSixNTWithinTheAttentionTerm) {
   const ModelSpec llama = ParsePresetOrDie("llama-3-8b.json");
   const ParamCounts c = CountParameters(llama);
   const double s = 4096, L = 32, h = 4096;
-  const double matmul_params = static_cast<double>(c.total - c.by_family.at(ParamFamily::kEmbedding) -
-                                                   c.by_family.at(ParamFamily::kNorm));
+  const double matmul_params = static_cast<double>(
+      c.total - c.by_family.at(ParamFamily::kEmbedding) - c.by_family.at(ParamFamily::kNorm));
   EXPECT_EQ(matmul_params, 7'504'658'432.0);
   const double training = ModelTrainingFlops(llama, 1, 4096);
   EXPECT_DOUBLE_EQ(training, 6 * matmul_params * s + 12 * L * s * h * s);
@@ -79,8 +81,9 @@ TEST(FlopsTest, MixtralCountsOnlyTopKExperts) {
   EXPECT_DOUBLE_EQ(OpFlops(ops, "router"), 2 * T * h * 8);
   // Everything but attention is 2 FLOPs per active matmul weight per token.
   const double attention = 32 * 4 * T * T * h;
-  const double matmul_active = static_cast<double>(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding) -
-                                                   c.by_family.at(ParamFamily::kNorm));
+  const double matmul_active =
+      static_cast<double>(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding) -
+                          c.by_family.at(ParamFamily::kNorm));
   EXPECT_DOUBLE_EQ(ModelTrainingFlops(mixtral, 1, 4096) / 3, 2 * matmul_active * T + attention);
 }
 
@@ -106,7 +109,8 @@ TEST(FlopsTest, ShardingSplitsWorkPerRank) {
   ShardShape fold = ep;
   fold.tp = 2;
   const double router = 32 * 2 * 4096.0 * 4096 * 8;
-  EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, fold), (ModelForwardFlops(mixtral, whole) - router) / 2 + router);
+  EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, fold),
+                   (ModelForwardFlops(mixtral, whole) - router) / 2 + router);
 }
 
 TEST(FlopsTest, RouterIsBelowTheRidgePoint) {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <limits>
+#include <sstream>
+
 #include "sim/flops.h"
 #include "tests/sim/time_test_util.h"
 
@@ -59,6 +63,18 @@ TEST(StepTimeTest, WorkedExampleLlama3_8BZero1) {
   const TimeReport o = EstimateStepTime(c.input);
   EXPECT_NEAR(o.exposed_seconds_by_purpose.at("dp_grad_reduce"), 0.076131930724 / 17, 1e-12);
   EXPECT_NEAR(o.step_seconds, 0.468964530996, 1e-12);
+}
+
+TEST(StepTimeTest, WorkedExampleNumbersAreInTheDocs) {
+  // docs/cost-model.md quotes the numbers WorkedExampleLlama3_8BZero1 checks.
+  std::ifstream in(std::string(DSP_SOURCE_DIR) + "/docs/cost-model.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char* quoted : {"70,274,254,897,152", "compute 0.426335 s", "0.076132 s", "0.038151 s",
+                             "Step 0.540618 s", "60,612 tokens/s", "39.43 %", "step 0.468965 s"}) {
+    EXPECT_NE(text.str().find(quoted), std::string::npos) << quoted;
+  }
 }
 
 TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
@@ -140,7 +156,8 @@ TEST(StepTimeTest, OverlapCommHidesGradientReductionBehindBackward) {
   const double per_micro = rs_on->seconds / 4, bucket = rs_on->seconds / rs_on->calls_per_step;
   EXPECT_DOUBLE_EQ(rs_on->exposed_seconds,
                    4 * std::max(per_micro - on.backward_seconds_per_micro_step, bucket));
-  EXPECT_NEAR(off.step_seconds - on.step_seconds, rs_off->exposed_seconds - rs_on->exposed_seconds, 1e-12);
+  EXPECT_NEAR(off.step_seconds - on.step_seconds, rs_off->exposed_seconds - rs_on->exposed_seconds,
+              1e-12);
   EXPECT_LT(on.step_seconds, off.step_seconds);
 
   // ZeRO-0 reduces after backward whatever overlap_comm says.
@@ -162,7 +179,8 @@ TEST(StepTimeTest, Zero3PrefetchHidesGathersBehindCompute) {
   const CollectiveCall* bwd = Find(prefetch, "zero3_all_gather_bwd", GroupKind::kDp);
   ASSERT_NE(fwd, nullptr);
   ASSERT_NE(bwd, nullptr);
-  EXPECT_EQ(fwd->calls_per_step, (32 + 1) * 2);  // one gather per layer plus the head, per micro-step
+  EXPECT_EQ(fwd->calls_per_step,
+            (32 + 1) * 2);  // one gather per layer plus the head, per micro-step
   EXPECT_TRUE(fwd->inter_node);
   EXPECT_LT(fwd->exposed_seconds, fwd->seconds);
   EXPECT_GE(fwd->exposed_seconds, fwd->seconds / fwd->calls_per_step * 2 - 1e-15);  // first layer
@@ -170,7 +188,8 @@ TEST(StepTimeTest, Zero3PrefetchHidesGathersBehindCompute) {
 
   c.input.zero.prefetch_bucket_size = 0;  // no prefetch: gathers sit on the critical path
   const TimeReport serial = EstimateStepTime(c.input);
-  EXPECT_DOUBLE_EQ(Find(serial, "zero3_all_gather_fwd", GroupKind::kDp)->exposed_seconds, fwd->seconds);
+  EXPECT_DOUBLE_EQ(Find(serial, "zero3_all_gather_fwd", GroupKind::kDp)->exposed_seconds,
+                   fwd->seconds);
   EXPECT_GT(serial.step_seconds, prefetch.step_seconds);
 }
 
@@ -187,8 +206,8 @@ TEST(StepTimeTest, UlyssesAllToAllsOnTheSpGroup) {
     EXPECT_EQ(call.group, GroupKind::kSp);
     EXPECT_EQ(call.group_size, 4);
   }
-  EXPECT_EQ(entries, 2);                  // q/o and k/v buffers
-  EXPECT_EQ(calls, 4 * 32 * 2 * 2);       // q, k, v, o; forward and backward; 2 micro-steps
+  EXPECT_EQ(entries, 2);             // q/o and k/v buffers
+  EXPECT_EQ(calls, 4 * 32 * 2 * 2);  // q, k, v, o; forward and backward; 2 micro-steps
   // Dense gradients reduce over sequence-data-parallel (all 8 ranks), samples over dp = 2.
   const CollectiveCall* dp = Find(r, "dp_grad_reduce", GroupKind::kSpDp);
   ASSERT_NE(dp, nullptr);
@@ -204,14 +223,19 @@ TEST(StepTimeTest, FullRecomputeAddsAForward) {
   const TimeReport full = EstimateStepTime(c.input);
   // The layers run forward again; lm_head is outside the checkpointed layers.
   const double head = HeadForwardOperators(c.model, ShardShape{}).front().flops / (989e12 * 0.5);
-  EXPECT_NEAR(full.compute_seconds - none.compute_seconds, none.forward_seconds_per_micro_step - head, 1e-12);
+  EXPECT_NEAR(full.compute_seconds - none.compute_seconds,
+              none.forward_seconds_per_micro_step - head, 1e-12);
   EXPECT_DOUBLE_EQ(full.model_flops_per_step, none.model_flops_per_step);  // MFU excludes recompute
   EXPECT_LT(full.mfu, none.mfu);
   EXPECT_GT(full.hfu, full.mfu);
 }
 
 TEST(StepTimeTest, MoreInterNodeBandwidthNeverSlowsTheStep) {
-  struct Case { const char* config; int world, gpn; const char* model; };
+  struct Case {
+    const char* config;
+    int world, gpn;
+    const char* model;
+  };
   for (const Case& k : {Case{"folding-tp2-ep4.json", 8, 4, "mixtral-8x7b.json"},
                         Case{"autosp-sp4.json", 16, 8, "llama-3-8b.json"},
                         Case{"zero3-offload.json", 16, 4, "llama-3-8b.json"}}) {

@@ -55,8 +55,10 @@ struct SimCase {
     inputs.world_size = world;
     inputs.gpus_per_node = gpus_per_node;
     Result<Plan> built = BuildPlan(config, inputs);
-    if (!built.ok()) ADD_FAILURE() << built.error().message;
-    else plan = *built;
+    if (!built.ok())
+      ADD_FAILURE() << built.error().message;
+    else
+      plan = *built;
     model = ParsePresetOrDie(model_file);
     cluster = H100Cluster(gpus_per_node);
     input.plan = &plan;

@@ -62,7 +62,10 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   }
 
   const double q_cols = static_cast<double>(shape.heads * shape.head_dim);
-  const double kv_cols = static_cast<double>(shape.kv_heads * shape.head_dim);
+  // Ulysses with more ranks than k/v heads replicates k/v heads up to sp (ulysses_sp.py).
+  const int64_t kv_heads = shape.ulysses_sp > 1 ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp)
+                                                : shape.kv_heads;
+  const double kv_cols = static_cast<double>(kv_heads * shape.head_dim);
   double attention = Div(kActivationBytes * tokens * h, replicated);            // q/k/v input
   attention += Div(kActivationBytes * tokens * (2 * q_cols + 2 * kv_cols), t);  // Q, K, V, output
   attention += Div(mask * tokens * h, replicated);                              // output dropout

@@ -116,7 +116,9 @@ LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t laye
 // DistributedAttention / ulysses_sp.py).
 double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
   if (shape.ulysses_sp <= 1) return 0;
-  const double cols = static_cast<double>((shape.heads + 2 * shape.kv_heads) * shape.head_dim);
+  // k/v heads are replicated up to sp when there are fewer of them than ranks.
+  const int64_t kv_heads = std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
+  const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
   return 2 * bytes_per_value * LocalTokens(shape) * cols;
 }
 

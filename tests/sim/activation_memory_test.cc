@@ -101,6 +101,13 @@ TEST(ActivationMemoryTest, UlyssesDividesEveryTermBySp) {
                      LayerActivationBytes(one, r).total_bytes() / 4);
   }
   EXPECT_DOUBLE_EQ(LocalTokens(four), 1024);
+  // sp = 16 > 8 k/v heads: k/v heads are replicated up to 16, so K and V hold 16 heads of the
+  // 256 local tokens instead of 8/16 of them.
+  LayerShape sixteen = one;
+  sixteen.ulysses_sp = 16;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(sixteen, Recompute::kNone).attention_bytes,
+                   LayerActivationBytes(one, Recompute::kNone).attention_bytes / 16 +
+                       2 * 256.0 * 2 * (16 - 8) * 128);
 }
 
 // Mixtral-8x7B MoE layer, s = 4096: 8 experts of width 14336, top-2.

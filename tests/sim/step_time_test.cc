@@ -124,6 +124,8 @@ TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
   EXPECT_EQ(Find(r, "zero3_all_gather_fwd", GroupKind::kDp), nullptr);
   // The router's 8 columns are below the ridge point.
   EXPECT_GT(r.memory_bound_seconds, 0.0);
+  // Without pipeline stages the step is compute plus exposed communication.
+  EXPECT_NEAR(r.step_seconds, r.compute_seconds + r.exposed_communication_seconds, 1e-12);
   // 2 x 4 x dp 4 = 32 samples per step: the TP peers share theirs.
   EXPECT_DOUBLE_EQ(r.tokens_per_second, 32.0 * 4096 / r.step_seconds);
 
@@ -228,6 +230,24 @@ TEST(StepTimeTest, FullRecomputeAddsAForward) {
   EXPECT_DOUBLE_EQ(full.model_flops_per_step, none.model_flops_per_step);  // MFU excludes recompute
   EXPECT_LT(full.mfu, none.mfu);
   EXPECT_GT(full.hfu, full.mfu);
+}
+
+TEST(StepTimeTest, PipelineStagesSplitLayersAndAddTheBubble) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 1}})");
+  SimCase flat(config, 8, 8, "llama-3-8b.json");
+  SimCase piped(config, 8, 8, "llama-3-8b.json", /*pp=*/2);
+  for (SimCase* c : {&flat, &piped}) c->input.workload.grad_accum = 8;
+  const TimeReport f = EstimateStepTime(flat.input), p = EstimateStepTime(piped.input);
+  // Half the layers per stage (the head stays on the last one).
+  const double head = HeadForwardOperators(flat.model, ShardShape{}).front().flops / (989e12 * 0.5);
+  EXPECT_NEAR(p.forward_seconds_per_micro_step - head,
+              (f.forward_seconds_per_micro_step - head) / 2, 1e-12);
+  // 1F1B: 8 micro-steps through 2 stages take 9 slots.
+  const double micro = p.forward_seconds_per_micro_step + p.backward_seconds_per_micro_step;
+  EXPECT_NEAR(p.pipeline_bubble_seconds, micro, 1e-12);
+  EXPECT_NEAR(p.step_seconds, 9 * micro + p.exposed_communication_seconds, 1e-12);
+  // dp halves, so do the samples per step.
+  EXPECT_DOUBLE_EQ(p.tokens_per_second, 1.0 * 8 * 4 * 4096 / p.step_seconds);
 }
 
 TEST(StepTimeTest, MoreInterNodeBandwidthNeverSlowsTheStep) {

@@ -50,10 +50,12 @@ struct SimCase {
   sim::Cluster cluster;
   sim::SimInput input;
 
-  SimCase(const Json& config, int world, int gpus_per_node, const std::string& model_file) {
+  SimCase(const Json& config, int world, int gpus_per_node, const std::string& model_file,
+          int pp = 1) {
     PlanInputs inputs;
     inputs.world_size = world;
     inputs.gpus_per_node = gpus_per_node;
+    inputs.pp = pp;
     Result<Plan> built = BuildPlan(config, inputs);
     if (!built.ok())
       ADD_FAILURE() << built.error().message;

@@ -25,6 +25,7 @@ Command AddValidateCommand(CLI::App& root);
 Command AddGroupsCommand(CLI::App& root);
 Command AddRulesCommand(CLI::App& root);
 Command AddExplainCommand(CLI::App& root);
+Command AddSimulateCommand(CLI::App& root);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ds-plan: check, lay out and simulate DeepSpeed parallel training before launch", "ds-plan"};
   app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
   app.require_subcommand(1);
-  std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddRulesCommand(app),
-                                   AddExplainCommand(app)};
+  std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
+                                   AddRulesCommand(app), AddExplainCommand(app)};
 
   // An unknown subcommand gets an edit-distance suggestion before CLI11's generic message.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,54 @@
+// Renders the result of `ds-plan simulate`: a text report for people (memory per rank with a
+// FITS / DOES NOT FIT verdict, step time, breakdown, collectives) and JSON following
+// schemas/simulate-report.schema.json for tools. It lives in sim/ rather than core/report/ because
+// core must not depend on sim.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json/document.h"
+#include "core/model/model_spec.h"
+#include "core/validate/layout_summary.h"
+#include "sim/cluster.h"
+#include "sim/memory_model.h"
+#include "sim/sim_input.h"
+#include "sim/step_time.h"
+#include "sim/workload.h"
+
+namespace dsp::sim {
+
+/// Everything one simulate run produced, plus the context the text report names.
+struct SimulateResult {
+  std::string config_path;
+  std::string model_path;
+  std::string model_type;          // ModelSpec::model_type
+  const Cluster* cluster = nullptr;
+  int64_t world_size = 0;
+  int64_t gpus_per_node = 0;
+  LayoutSummary layout;            // as validate reports it
+  Workload workload;
+  ZeroSettings zero;
+  int64_t samples_per_step = 0;    // distinct samples per optimizer step (micro x accum x dp)
+  ParamCounts params;
+  MemoryReport memory;
+  TimeReport time;
+  std::vector<std::string> notes;  // assumptions the estimate made, printed under the header
+};
+
+/// Exposed communication per collective kind, every kind present ("all_reduce", ... in
+/// CollectiveKind order), summed from the collectives' exposed seconds.
+std::vector<std::pair<std::string, double>> ExposedByKind(const TimeReport& time);
+
+/// The human-readable report.
+std::string RenderSimulateText(const SimulateResult& result);
+
+/// The machine-readable report (schemas/simulate-report.schema.json, schema_version 1).
+Json SimulateToJson(const SimulateResult& result);
+
+/// "none", "selective", "full"; "zero-paper", "deepspeed".
+std::string_view RecomputeName(Recompute recompute);
+std::string_view ConventionName(MemoryConvention convention);
+
+}  // namespace dsp::sim

@@ -1,0 +1,170 @@
+// ds-plan simulate: exit codes (0 even when the plan does not fit, 1 for config errors, 2 for
+// usage and unreadable or malformed inputs) and the JSON report against its schema.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "core/json/document.h"
+#include "core/schema/embedded.h"
+#include "tests/apps/cli_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::RunCli;
+
+constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
+constexpr const char* kMixtral = " --model samples/models/mixtral-8x7b.json";
+constexpr const char* kH100 = " --cluster samples/clusters/h100-sxm.json";
+
+std::string SchemaErrors(const Json& doc) {
+  Json schema_json = Json::parse(schemas::k_simulate_report_schema_json);
+  valijson::Schema schema;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(doc);
+  validator.validate(schema, target, &results);
+  std::string out;
+  valijson::ValidationResults::Error e;
+  while (results.popError(e)) {
+    for (const auto& c : e.context) out += c;
+    out += ": " + e.description + "\n";
+  }
+  return out;
+}
+
+// Runs simulate with --format json (stdout only) and parses the result.
+Json RunJson(const std::string& args) {
+  auto r = RunCli("simulate " + args + " --format json", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+  Json doc = Json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(doc.is_discarded()) << r.output;
+  return doc;
+}
+
+TEST(SimulateCliTest, FoldingSampleOnH100) {
+  auto r = RunCli(std::string("simulate ") + kFolding + kMixtral + kH100 + " --world-size 8");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("world 8: tp=2 dp=4 sp=1 pp=1 ep=4 etp=1 edp=2 zero=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verdict: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MFU"), std::string::npos);
+  EXPECT_NE(r.output.find("ep_dispatch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("32 samples, 131072 tokens per step"), std::string::npos) << r.output;
+}
+
+TEST(SimulateCliTest, JsonMatchesSchemaAndIsConsistent) {
+  Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --world-size 8");
+  EXPECT_EQ(SchemaErrors(doc), "") << doc.dump(2);
+  EXPECT_EQ(doc["layout"]["tp"], 2);
+  EXPECT_EQ(doc["layout"]["ep"], 4);
+  EXPECT_EQ(doc["params"]["total"], 46702792704);  // Mixtral 8x7B, exact
+  EXPECT_EQ(doc["memory"]["hbm_bytes"], 80e9);
+  const Json& m = doc["memory"];
+  EXPECT_EQ(m["fits"].get<bool>(), m["peak_bytes"].get<double>() <= m["hbm_bytes"].get<double>());
+  // The family split adds up to the category totals.
+  double params = 0;
+  for (const auto& [family, f] : m["by_family"].items()) params += f["parameters_bytes"].get<double>();
+  EXPECT_NEAR(params, m["parameters_bytes"].get<double>(), 1e-6 * params + 1);
+  // Step = compute + exposed communication (+ a pipeline bubble, none here).
+  const Json& t = doc["time"];
+  double exposed = 0;
+  for (const auto& [kind, s] : t["exposed_communication_seconds"].items()) exposed += s.get<double>();
+  EXPECT_NEAR(t["step_seconds"].get<double>(), t["compute_seconds"].get<double>() + exposed,
+              1e-9 * t["step_seconds"].get<double>());
+  EXPECT_GT(t["exposed_communication_seconds"]["all_to_all"].get<double>(), 0);  // EP dispatch/combine
+  EXPECT_GT(t["mfu"].get<double>(), 0);
+  EXPECT_LT(t["mfu"].get<double>(), 1);
+  ASSERT_FALSE(doc["collectives"].empty());
+  for (const Json& c : doc["collectives"]) EXPECT_FALSE(c["inter_node"].get<bool>()) << c;  // one node
+}
+
+TEST(SimulateCliTest, InterNodeGroupsOnTwoNodes) {
+  // 2 nodes of 4: the dp groups {0,2,4,6} cross the node boundary, tp pairs do not.
+  Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --nodes 2 --gpus-per-node 4");
+  EXPECT_EQ(SchemaErrors(doc), "");
+  bool dp_inter = false;
+  for (const Json& c : doc["collectives"]) {
+    if (c["group"] == "tp") EXPECT_FALSE(c["inter_node"].get<bool>()) << c;
+    if (c["group"] == "dp") dp_inter = dp_inter || c["inter_node"].get<bool>();
+  }
+  EXPECT_TRUE(dp_inter) << doc["collectives"].dump(2);
+}
+
+TEST(SimulateCliTest, DoesNotFitIsAnAnswer) {
+  // Mixtral with ZeRO-1: each rank holds a quarter of the experts (EP 4) in bf16 with their
+  // gradients, ~45 GB before optimizer states and activations, so 80 GB cannot hold it.
+  std::string args = std::string(kFolding) + kMixtral + kH100 + " --world-size 8";
+  auto r = RunCli("simulate " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verdict: DOES NOT FIT"), std::string::npos) << r.output;
+  Json doc = RunJson(args);
+  EXPECT_FALSE(doc["memory"]["fits"].get<bool>());
+  EXPECT_GT(doc["memory"]["peak_bytes"].get<double>(), doc["memory"]["hbm_bytes"].get<double>());
+}
+
+TEST(SimulateCliTest, SmallModelFits) {
+  std::string args = "samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json" + std::string(kH100) +
+                     " --world-size 8 --seq-len 8192 --recompute full";
+  auto r = RunCli("simulate " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verdict: FITS"), std::string::npos) << r.output;
+  Json doc = RunJson(args);
+  EXPECT_EQ(SchemaErrors(doc), "");
+  EXPECT_TRUE(doc["memory"]["fits"].get<bool>());
+  EXPECT_EQ(doc["layout"]["sp"], 4);
+}
+
+TEST(SimulateCliTest, BiggerHbmChangesOnlyTheVerdictInputs) {
+  std::string base = std::string(kFolding) + kMixtral + " --world-size 8";
+  Json h100 = RunJson(base + kH100);
+  Json h200 = RunJson(base + " --cluster samples/clusters/h200.json");
+  EXPECT_EQ(h200["memory"]["hbm_bytes"], 141e9);
+  EXPECT_EQ(h100["memory"]["peak_bytes"], h200["memory"]["peak_bytes"]);  // same plan, same bytes
+}
+
+TEST(SimulateCliTest, ConfigErrorsExitOne) {
+  auto r = RunCli("simulate samples/configs/invalid/folding-rejected.json" + std::string(kMixtral) + kH100 +
+                  " --world-size 8");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("[ep-fold-zero3]"), std::string::npos) << r.output;
+  // The batch triple checked against the simulated world size.
+  EXPECT_EQ(RunCli(std::string("simulate ") + kFolding + kMixtral + kH100 + " --world-size 16").exit_code, 1);
+  EXPECT_EQ(RunCli("simulate samples/configs/invalid/json-syntax.json" + std::string(kMixtral) + kH100).exit_code, 1);
+}
+
+TEST(SimulateCliTest, UsageAndInputProblemsExitTwo) {
+  std::string f = std::string("simulate ") + kFolding;
+  EXPECT_EQ(RunCli(f + kH100).exit_code, 2);                               // no --model
+  EXPECT_EQ(RunCli(f + kMixtral).exit_code, 2);                            // no --cluster
+  EXPECT_EQ(RunCli(f + kMixtral + " --cluster does/not/exist.json").exit_code, 2);
+  EXPECT_EQ(RunCli(f + " --model does/not/exist.json" + kH100).exit_code, 2);
+  EXPECT_EQ(RunCli("simulate does/not/exist.json" + std::string(kMixtral) + kH100).exit_code, 2);
+  EXPECT_EQ(RunCli(f + kMixtral + kH100 + " --recompute some").exit_code, 2);
+  EXPECT_EQ(RunCli(f + kMixtral + kH100 + " --convention megatron").exit_code, 2);
+  EXPECT_EQ(RunCli(f + kMixtral + kH100 + " --format sarif").exit_code, 2);
+  EXPECT_EQ(RunCli(f + kMixtral + kH100 + " --world-size 8 --nodes 2 --gpus-per-node 8").exit_code, 2);
+  // "auto" batch values need --set.
+  auto hf = RunCli("simulate samples/configs/hf-auto.json" + std::string(kMixtral) + kH100);
+  EXPECT_EQ(hf.exit_code, 2) << hf.output;
+  EXPECT_NE(hf.output.find("--set train_batch_size=N"), std::string::npos) << hf.output;
+  // A file that is not a cluster description: the message names the file and the JSON pointer.
+  auto bad = RunCli(f + kMixtral + " --cluster samples/models/tiny-llama.json");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("tiny-llama.json:1:1: /name: required key is missing"), std::string::npos) << bad.output;
+}
+
+TEST(SimulateCliTest, NodesAloneTakesGpusPerNodeFromTheCluster) {
+  Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --nodes 1");
+  EXPECT_EQ(doc["layout"]["world_size"], 8);
+}
+
+}  // namespace
+}  // namespace dsp

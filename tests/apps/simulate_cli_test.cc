@@ -92,7 +92,9 @@ TEST(SimulateCliTest, InterNodeGroupsOnTwoNodes) {
   EXPECT_EQ(SchemaErrors(doc), "");
   bool dp_inter = false;
   for (const Json& c : doc["collectives"]) {
-    if (c["group"] == "tp") EXPECT_FALSE(c["inter_node"].get<bool>()) << c;
+    if (c["group"] == "tp") {
+      EXPECT_FALSE(c["inter_node"].get<bool>()) << c;
+    }
     if (c["group"] == "dp") dp_inter = dp_inter || c["inter_node"].get<bool>();
   }
   EXPECT_TRUE(dp_inter) << doc["collectives"].dump(2);

@@ -4,6 +4,8 @@
 #include "sim/memory_model.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "sim/activation_memory.h"
 #include "sim/model_states.h"
@@ -52,34 +54,62 @@ struct StageParams {
   double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
 };
 
+// One layer's tensors (or the tensors outside the layers), as per-rank shares.
+using TensorShares = std::vector<std::pair<ParamFamily, double>>;
+
+// Decoder layers differ only in being MoE or dense (ModelSpec::IsMoeLayer), so the tensors of a
+// one-layer copy of the model, built once as MoE and once as dense, stand for every layer; this
+// avoids naming every tensor of a 128-expert model on each estimate.
+TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
+                      bool in_layer) {
+  TensorShares out;
+  for (const ParamTensor& p : tensors) {
+    if ((p.layer >= 0) != in_layer) continue;
+    out.emplace_back(p.family, static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes));
+  }
+  return out;
+}
+
 StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t end_layer,
                                bool first_stage, bool last_stage) {
   const ModelSpec& m = *in.model;
-  StageParams out;
-  std::map<int, double> per_layer;
-  for (const ParamTensor& p : ParameterTensors(m)) {
-    bool held = false;
-    if (p.layer >= 0) {
-      held = p.layer >= first_layer && p.layer < end_layer;
-    } else if (p.family == ParamFamily::kEmbedding) {
-      // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
-      held = first_stage || (last_stage && m.tie_word_embeddings);
-    } else {
-      held = last_stage;  // final norm and lm_head
-    }
-    if (!held) continue;
-    const double numel =
-        static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes);
-    out.count[p.family] += numel;
-    out.largest_tensor = std::max(out.largest_tensor, numel);
-    if (numel < in.zero.param_persistence_threshold) out.persistent[p.family] += numel;
-    if (p.layer >= 0) {
-      per_layer[p.layer] += numel;
-    } else {
-      out.largest_unit = std::max(out.largest_unit, numel);
-    }
+  const ParallelSizes& sizes = in.plan->sizes;
+  ModelSpec one = m;
+  one.num_hidden_layers = 1;
+  one.decoder_sparse_step = 1;
+  one.mlp_only_layers = {0};
+  const std::vector<ParamTensor> dense_tensors = ParameterTensors(one);
+  const TensorShares dense = SharesOf(dense_tensors, sizes, true);
+  const TensorShares outside = SharesOf(dense_tensors, sizes, false);
+  TensorShares moe;
+  if (m.is_moe()) {
+    one.mlp_only_layers.clear();
+    moe = SharesOf(ParameterTensors(one), sizes, true);
   }
-  for (const auto& [layer, numel] : per_layer) out.largest_unit = std::max(out.largest_unit, numel);
+
+  StageParams out;
+  auto add = [&](ParamFamily family, double numel) {
+    out.count[family] += numel;
+    out.largest_tensor = std::max(out.largest_tensor, numel);
+    if (numel < in.zero.param_persistence_threshold) out.persistent[family] += numel;
+  };
+  for (const auto& [family, numel] : outside) {
+    // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
+    const bool held = family == ParamFamily::kEmbedding
+                          ? first_stage || (last_stage && m.tie_word_embeddings)
+                          : last_stage;  // final norm and lm_head
+    if (!held) continue;
+    add(family, numel);
+    out.largest_unit = std::max(out.largest_unit, numel);
+  }
+  for (int64_t layer = first_layer; layer < end_layer; ++layer) {
+    double layer_numel = 0;
+    for (const auto& [family, numel] : m.IsMoeLayer(layer) ? moe : dense) {
+      add(family, numel);
+      layer_numel += numel;
+    }
+    out.largest_unit = std::max(out.largest_unit, layer_numel);
+  }
   return out;
 }
 

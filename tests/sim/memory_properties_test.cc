@@ -23,6 +23,19 @@ constexpr const char* kPresets[] = {"llama-3-8b.json", "mixtral-8x7b.json", "qwe
 constexpr MemoryConvention kConventions[] = {MemoryConvention::kZeroPaper,
                                              MemoryConvention::kDeepSpeedEstimator};
 
+// The one-layer templates EstimateMemory uses reproduce the exact per-family counts.
+TEST(MemoryPropertiesTest, FamiliesMatchExactParameterCounts) {
+  for (const char* preset : dsp::testing::kModelPresets) {
+    MemoryCase c(Config(0, 1), 1, preset);
+    MemoryReport r = c.Run();
+    ParamCounts counts = CountParameters(c.model);
+    for (ParamFamily f : kAllParamFamilies) {
+      EXPECT_DOUBLE_EQ(r.by_family[f].parameters_bytes, 2.0 * static_cast<double>(counts.by_family[f]))
+          << preset << " " << ParamFamilyName(f);
+    }
+  }
+}
+
 // At a fixed data-parallel size (world = tp x dp), every stage.
 TEST(MemoryPropertiesTest, MoreTpNeverRaisesParameterMemory) {
   for (const char* preset : kPresets) {

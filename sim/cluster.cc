@@ -14,6 +14,11 @@
 namespace dsp::sim {
 namespace {
 
+// Order of magnitude, not a measurement: the ZeRO-Offload paper (Ren et al. 2021) reports its
+// CPU-Adam updating about a billion parameters in a few tenths of a second on a two-socket host;
+// shared by 8 GPU processes that is a few hundred million parameters per second each.
+constexpr double kDefaultCpuOptimizerParamsPerSecond = 5e8;
+
 // Efficiency defaults when the file has no "efficiency" section (see docs/simulate.md):
 // large bf16 GEMMs reach about three quarters of the dense tensor-core peak on H100-class parts,
 // and memory-bound kernels about 80 % of HBM bandwidth (llm-analysis calls 0.9 "aggressive").
@@ -137,6 +142,8 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Object("intra_node", true, [&](ObjectReader& r) { ReadLink(r, &c.intra_node); });
   root.Object("inter_node", true, [&](ObjectReader& r) { ReadLink(r, &c.inter_node); });
   root.Number("host_to_device_bytes_per_second", &c.host_to_device_bytes_per_second, true);
+  c.cpu_optimizer_params_per_second = kDefaultCpuOptimizerParamsPerSecond;
+  root.Number("cpu_optimizer_params_per_second", &c.cpu_optimizer_params_per_second, false);
   root.Object("efficiency", false, [&](ObjectReader& r) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);

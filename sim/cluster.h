@@ -36,6 +36,9 @@ struct Cluster {
   LinkSpec intra_node;     // NVLink / NVSwitch
   LinkSpec inter_node;     // network, per GPU (one rail per GPU)
   double host_to_device_bytes_per_second = 0;  // PCIe, for CPU offload traffic
+  // Parameters per second that DeepSpeed's CPU Adam updates for one GPU's partition (the host's
+  // cores are shared by the node's GPUs). Used only with offload_optimizer.
+  double cpu_optimizer_params_per_second = 0;
   Efficiency efficiency;
 };
 

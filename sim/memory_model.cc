@@ -9,6 +9,7 @@
 
 #include "sim/activation_memory.h"
 #include "sim/model_states.h"
+#include "sim/param_sharding.h"
 
 namespace dsp::sim {
 namespace {
@@ -21,29 +22,6 @@ int64_t GroupSize(const Plan& plan, GroupKind kind) {
   auto it = plan.groups.groups.find(kind);
   if (it == plan.groups.groups.end() || it->second.empty()) return 1;
   return static_cast<int64_t>(it->second.front().size());
-}
-
-// How many ranks share one copy of a family before ZeRO: AutoTP splits attention and dense MLP
-// weights (column/row) and embedding/lm_head (vocab-parallel); norms and routers stay replicated;
-// AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
-// shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
-int ShardDivisor(ParamFamily family, const ParallelSizes& s) {
-  const int tp = EffectiveTp(s.tp);
-  switch (family) {
-    case ParamFamily::kEmbedding:
-    case ParamFamily::kAttention:
-    case ParamFamily::kDenseMlp:
-    case ParamFamily::kLmHead:
-      return tp;
-    case ParamFamily::kNorm:
-    case ParamFamily::kRouter:
-      return 1;
-    case ParamFamily::kRoutedExperts:
-      return s.expert_parallel ? s.ep * s.etp : tp;
-    case ParamFamily::kSharedExperts:
-      return s.expert_parallel ? 1 : tp;
-  }
-  return 1;
 }
 
 // Parameters one rank of a pipeline stage holds (after TP/EP, before ZeRO).

@@ -134,8 +134,9 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
     exposed += s;
     if (s > 0) row("exposed " + kind, s);
   }
+  if (t.offload_seconds > 0) row("CPU offload (PCIe, CPU Adam)", t.offload_seconds);
   // Whatever the step holds beyond compute and exposed communication (the 1F1B pipeline bubble).
-  double other = t.step_seconds - t.compute_seconds - exposed;
+  double other = t.step_seconds - t.compute_seconds - exposed - t.offload_seconds;
   if (other > 1e-9 * std::max(1.0, t.step_seconds)) row("pipeline bubble / other", other);
   row("step", t.step_seconds);
 }
@@ -169,18 +170,7 @@ Json FamilyCounts(const ParamCounts& params) {
 
 }  // namespace
 
-std::string_view RecomputeName(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
 
-std::string_view ConventionName(MemoryConvention convention) {
-  return convention == MemoryConvention::kZeroPaper ? "zero-paper" : "deepspeed";
-}
 
 std::vector<std::pair<std::string, double>> ExposedByKind(const TimeReport& time) {
   std::vector<std::pair<std::string, double>> out;
@@ -234,6 +224,7 @@ Json SimulateToJson(const SimulateResult& r) {
   for (const auto& [kind, s] : ExposedByKind(r.time)) exposed[kind] = s;
   root["time"] = {{"compute_seconds", r.time.compute_seconds},
                   {"exposed_communication_seconds", std::move(exposed)},
+                  {"offload_seconds", r.time.offload_seconds},
                   {"step_seconds", r.time.step_seconds},
                   {"tokens_per_second", r.time.tokens_per_second},
                   {"mfu", r.time.mfu}};

@@ -48,7 +48,5 @@ std::string RenderSimulateText(const SimulateResult& result);
 Json SimulateToJson(const SimulateResult& result);
 
 /// "none", "selective", "full"; "zero-paper", "deepspeed".
-std::string_view RecomputeName(Recompute recompute);
-std::string_view ConventionName(MemoryConvention convention);
 
 }  // namespace dsp::sim

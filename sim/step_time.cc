@@ -2,6 +2,8 @@
 // DeepSpeed's overlap of gradient reduction and ZeRO-3 prefetch with compute.
 #include "sim/step_time.h"
 
+#include "sim/offload_time.h"
+
 #include <algorithm>
 
 #include "sim/comm_plan.h"
@@ -169,7 +171,9 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   report.backward_seconds_per_micro_step = micro.backward;
   report.memory_bound_seconds = grad_accum * micro.memory_bound;
   report.pipeline_bubble_seconds = bubble_slots * micro_seconds;
-  report.step_seconds = (grad_accum + bubble_slots) * micro_seconds + step_exposed;
+  const OffloadTime offload = EstimateOffloadTime(input, micro.forward, micro.backward);
+  report.offload_seconds = offload.total_seconds();
+  report.step_seconds = (grad_accum + bubble_slots) * micro_seconds + step_exposed + report.offload_seconds;
 
   for (const PlannedCollective& p : planned) {
     report.exposed_seconds_by_purpose[p.call.purpose] += p.call.exposed_seconds;

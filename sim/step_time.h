@@ -35,6 +35,7 @@ struct TimeReport {
   double compute_seconds = 0;
   std::map<std::string, double> exposed_seconds_by_purpose;
   double exposed_communication_seconds = 0;
+  double offload_seconds = 0;   // CPU offload: PCIe copies and the CPU optimizer (sim/offload_time.h)
   double step_seconds = 0;
   double tokens_per_second = 0;
   double mfu = 0;  // model FLOPs (6 x active params x tokens + attention) / (peak x step x world)

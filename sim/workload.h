@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace dsp::sim {
 
@@ -22,5 +23,8 @@ struct Workload {
   MemoryConvention convention = MemoryConvention::kZeroPaper;
   int bytes_per_param = 2;          // bf16/fp16 weights and activations
 };
+
+std::string_view RecomputeName(Recompute recompute);            // "none", "selective", "full"
+std::string_view ConventionName(MemoryConvention convention);   // "zero-paper", "deepspeed"
 
 }  // namespace dsp::sim

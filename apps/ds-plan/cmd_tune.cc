@@ -1,0 +1,149 @@
+// ds-plan tune: search every valid plan for a model on a cluster and rank the ones that fit.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "apps/ds-plan/command.h"
+#include "apps/ds-plan/model_input.h"
+#include "apps/ds-plan/world_options.h"
+#include "core/util/file_io.h"
+#include "sim/tune.h"
+
+namespace dsp::app {
+namespace {
+
+struct TuneArgs {
+  std::string model_path;
+  std::string cluster_path;
+  WorldOptions world;
+  int64_t seq_len = 4096;
+  int64_t global_batch = 0;
+  int top = 10;
+  std::string emit_config;
+  bool force = false;
+  std::string convention = "zero-paper";
+  std::string format = "text";
+};
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.insert(0, width - s.size(), ' ');
+  return s;
+}
+
+std::string Text(const sim::TuneResult& r) {
+  std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.valid) +
+                    " valid, " + std::to_string(r.fitting) + " fit in memory) in " + Fixed(r.seconds, 3) +
+                    " s; global batch " + std::to_string(r.global_batch) + " sequences\n";
+  if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
+  out += "rank  tp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s   tokens/s    MFU\n";
+  int rank = 1;
+  for (const auto& p : r.plans) {
+    std::string offload(sim::OffloadName(p.offload));
+    std::string recompute(sim::RecomputeName(p.recompute));
+    out += Pad(std::to_string(rank++), 4) + Pad(std::to_string(p.tp), 4) + Pad(std::to_string(p.sp), 4) +
+           Pad(std::to_string(p.ep), 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
+           "  " + offload + std::string(18 - offload.size(), ' ') + recompute +
+           std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
+           Pad(std::to_string(p.grad_accum), 6) + Pad(Fixed(p.peak_bytes / (1024.0 * 1024 * 1024), 1), 10) +
+           Pad(Fixed(p.step_seconds, 3), 9) + Pad(Fixed(p.tokens_per_second, 0), 11) +
+           Pad(Fixed(100 * p.mfu, 1) + "%", 7) + "\n";
+  }
+  return out;
+}
+
+Json ToJson(const sim::TuneResult& r) {
+  Json plans = Json::array();
+  for (const auto& p : r.plans) {
+    plans.push_back({{"layout", {{"tp", p.tp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
+                     {"zero_stage", p.zero_stage},
+                     {"offload", sim::OffloadName(p.offload)},
+                     {"recompute", sim::RecomputeName(p.recompute)},
+                     {"micro_batch", p.micro_batch},
+                     {"grad_accum", p.grad_accum},
+                     {"peak_bytes", p.peak_bytes},
+                     {"hbm_bytes", p.hbm_bytes},
+                     {"step_seconds", p.step_seconds},
+                     {"tokens_per_second", p.tokens_per_second},
+                     {"mfu", p.mfu}});
+  }
+  return {{"schema_version", 1}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
+          {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans}};
+}
+
+int RunTune(const TuneArgs& args) {
+  auto world = args.world.Resolve();
+  if (!world.ok()) return UsageError(world.error().message);
+  if (!world->world_size) return UsageError("tune needs --world-size N, or --nodes N --gpus-per-node G");
+  if (!args.emit_config.empty() && !args.force && std::filesystem::exists(args.emit_config)) {
+    return UsageError(args.emit_config + " exists; pass --force to replace it");
+  }
+  auto model = LoadModel(args.model_path);
+  if (!model.ok()) return UsageError("--model: " + model.error().message);
+  auto cluster_text = ReadFile(args.cluster_path);
+  if (!cluster_text.ok()) return UsageError("--cluster: " + cluster_text.error().message);
+  Json cluster_json = Json::parse(*cluster_text, nullptr, false, true);
+  if (cluster_json.is_discarded()) return UsageError("--cluster: " + args.cluster_path + " is not valid JSON");
+  auto cluster = sim::ParseCluster(cluster_json);
+  if (!cluster.ok()) return UsageError("--cluster: " + args.cluster_path + ": " + cluster.error().message);
+
+  sim::TuneOptions options;
+  options.world_size = *world->world_size;
+  if (world->gpus_per_node) options.gpus_per_node = *world->gpus_per_node;
+  options.seq_len = args.seq_len;
+  options.global_batch = args.global_batch;
+  options.top = args.top;
+  options.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator
+                                                      : sim::MemoryConvention::kZeroPaper;
+  bool bar = isatty(STDERR_FILENO) != 0;
+  auto progress = [bar](int64_t done, int64_t total) {
+    if (!bar || total == 0) return;
+    int width = 30;
+    int filled = static_cast<int>(width * done / total);
+    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/"
+              << total << " layouts" << (done == total ? "\n" : "") << std::flush;
+  };
+  auto result = sim::Tune(*model, *cluster, options, progress);
+  if (!result.ok()) return UsageError(result.error().message);
+  if (args.format == "json") {
+    std::cout << ToJson(*result).dump(2) << "\n";
+  } else {
+    std::cout << Text(*result);
+  }
+  if (!args.emit_config.empty()) {
+    if (result->plans.empty()) return UsageError("no plan fits, so there is no config to emit");
+    Status s = WriteFileAtomic(args.emit_config, result->plans.front().config.dump(2) + "\n");
+    if (!s.ok()) return UsageError(s.error().message);
+    if (args.format != "json") std::cout << "wrote the best plan to " << args.emit_config << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddTuneCommand(CLI::App& root) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* app = root.add_subcommand("tune", "search every valid plan for a model on a cluster and rank them");
+  app->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
+  app->add_option("--cluster", args->cluster_path, "cluster description (samples/clusters/*.json)")->required();
+  args->world.AddTo(app);
+  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::PositiveNumber);
+  app->add_option("--global-batch", args->global_batch, "sequences per optimizer step (default: 4M tokens)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--top", args->top, "how many plans to print")->check(CLI::Range(1, 1000));
+  app->add_option("--emit-config", args->emit_config, "write the best plan as a DeepSpeed config");
+  app->add_flag("--force", args->force, "let --emit-config replace an existing file");
+  app->add_option("--convention", args->convention, "memory accounting")->check(CLI::IsMember({"zero-paper", "deepspeed"}));
+  app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  return Command{app, [args] { return RunTune(*args); }};
+}
+
+}  // namespace dsp::app

@@ -1,0 +1,53 @@
+#include "sim/param_sharding.h"
+
+#include "core/plan/plan.h"
+
+namespace dsp::sim {
+namespace {
+
+double GroupSize(const Plan& plan, GroupKind kind) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
+  return static_cast<double>(it->second.front().size());
+}
+
+}  // namespace
+
+// How many ranks share one copy of a family before ZeRO: AutoTP splits attention and dense MLP
+// weights (column/row) and embedding/lm_head (vocab-parallel); norms and routers stay replicated;
+// AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
+// shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
+int ShardDivisor(ParamFamily family, const ParallelSizes& s) {
+  const int tp = EffectiveTp(s.tp);
+  switch (family) {
+    case ParamFamily::kEmbedding:
+    case ParamFamily::kAttention:
+    case ParamFamily::kDenseMlp:
+    case ParamFamily::kLmHead:
+      return tp;
+    case ParamFamily::kNorm:
+    case ParamFamily::kRouter:
+      return 1;
+    case ParamFamily::kRoutedExperts:
+      return s.expert_parallel ? s.ep * s.etp : tp;
+    case ParamFamily::kSharedExperts:
+      return s.expert_parallel ? 1 : tp;
+  }
+  return 1;
+}
+
+double PartitionedParamsPerRank(const SimInput& input) {
+  const Plan& plan = *input.plan;
+  const ParamCounts counts = CountParameters(*input.model);
+  const double dense_group = GroupSize(plan, ZeroPartitionGroup(plan, false));
+  const double expert_group = GroupSize(plan, ZeroPartitionGroup(plan, true));
+  double params = 0;
+  for (const auto& [family, count] : counts.by_family) {
+    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes) /
+                            static_cast<double>(plan.sizes.pp);
+    params += per_rank / (family == ParamFamily::kRoutedExperts ? expert_group : dense_group);
+  }
+  return params;
+}
+
+}  // namespace dsp::sim

@@ -4,6 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include "core/util/file_io.h"
+#include "core/plan/plan.h"
+#include "sim/group_links.h"
+#include "sim/sim_input.h"
 #include "sim/tune.h"
 
 namespace {
@@ -39,5 +42,36 @@ BENCHMARK(BM_TuneLlama70bOn4096)->Unit(benchmark::kMillisecond);
 
 void BM_TuneMixtralOn64(benchmark::State& state) { RunTune(state, "samples/models/mixtral-8x7b.json", 64); }
 BENCHMARK(BM_TuneMixtralOn64)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+namespace {
+
+// One cost-model evaluation (memory + step time) of a prepared plan: the inner loop of tune.
+void BM_CostModelEvaluation(benchmark::State& state) {
+  dsp::ModelSpec model = LoadModel("samples/models/llama-3-70b.json");
+  dsp::sim::Cluster cluster = LoadCluster("samples/clusters/h100-sxm.json");
+  dsp::Json config = dsp::Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})");
+  dsp::PlanInputs pin;
+  pin.world_size = 512;
+  pin.gpus_per_node = 8;
+  auto plan = dsp::BuildPlan(config, pin);
+  dsp::sim::SimInput input;
+  input.plan = &*plan;
+  input.model = &model;
+  input.cluster = &cluster;
+  input.zero = dsp::sim::ReadZeroSettings(config);
+  input.workload.seq_len = 4096;
+  input.workload.grad_accum = 4;
+  dsp::sim::GroupLinkCache links;  // as tune shares it across the evaluations of one plan
+  input.link_cache = &links;
+  for (auto _ : state) {
+    auto mem = dsp::sim::EstimateMemory(input);
+    auto time = dsp::sim::EstimateStepTime(input);
+    benchmark::DoNotOptimize(mem);
+    benchmark::DoNotOptimize(time);
+  }
+}
+BENCHMARK(BM_CostModelEvaluation)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -55,10 +55,16 @@ double MeasuredBusBwBytesPerSecond(CollectiveKind kind, int ranks, double bytes,
 LinkSpec GroupLink(CollectiveKind kind, const std::vector<int>& group, int gpus_per_node,
                    const LinkSpec& intra_node, const LinkSpec& inter_node) {
   if (!CrossesNode(group, gpus_per_node)) return intra_node;
-  std::map<int, int> ranks_per_node;
-  for (int r : group) ++ranks_per_node[r / gpus_per_node];
+  // Groups hold ascending ranks, so each node's members form one run: k = the shortest run.
   int k = std::numeric_limits<int>::max();
-  for (const auto& [node, count] : ranks_per_node) k = std::min(k, count);
+  int run = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    ++run;
+    if (i + 1 == group.size() || group[i + 1] / gpus_per_node != group[i] / gpus_per_node) {
+      k = std::min(k, run);
+      run = 0;
+    }
+  }
   const double n = static_cast<double>(group.size());
   // Ring channels: one per rail, so k rails carry the ring in parallel. All-to-all: each rank's
   // off-node share (n-k)/n goes through its own rail; scaled to nccl-tests' (n-1)/n convention.

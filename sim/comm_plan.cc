@@ -9,38 +9,10 @@
 #include <utility>
 
 #include "core/model/model_spec.h"
+#include "sim/group_links.h"
 
 namespace dsp::sim {
 namespace {
-
-// How a collective over one group kind is costed: the slowest group of the kind sets the pace,
-// since every group of the kind runs the collective at the same time.
-struct GroupLinkInfo {
-  bool present = false;
-  int size = 1;
-  bool inter_node = false;
-  LinkSpec link;
-};
-
-GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind coll) {
-  GroupLinkInfo info;
-  auto it = in.plan->groups.groups.find(kind);
-  if (it == in.plan->groups.groups.end() || it->second.empty()) return info;
-  info.present = true;
-  bool first = true;
-  for (const RankGroup& group : it->second) {
-    info.size = std::max(info.size, static_cast<int>(group.size()));
-    info.inter_node = info.inter_node || CrossesNode(group, in.cluster->gpus_per_node);
-    LinkSpec link = GroupLink(coll, group, in.cluster->gpus_per_node, in.cluster->intra_node,
-                              in.cluster->inter_node);
-    const bool slower = link.busbw_bytes_per_second < info.link.busbw_bytes_per_second ||
-                        (link.busbw_bytes_per_second == info.link.busbw_bytes_per_second &&
-                         link.latency_seconds > info.link.latency_seconds);
-    if (first || slower) info.link = link;
-    first = false;
-  }
-  return info;
-}
 
 bool PerMicroStep(CommSchedule s) {
   return s == CommSchedule::kCritical || s == CommSchedule::kForwardOverlap ||
@@ -55,7 +27,7 @@ class Planner {
   void Add(std::string purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
            CommSchedule schedule) {
     if (bytes <= 0 || calls <= 0) return;
-    const GroupLinkInfo g = DescribeGroups(in_, group, kind);
+    const GroupLinkInfo& g = Describe(group, kind);
     if (!g.present || g.size <= 1) return;
     const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link);
     const double units = PerMicroStep(schedule)
@@ -89,6 +61,14 @@ class Planner {
   std::vector<PlannedCollective> Take() { return std::move(out_); }
 
  private:
+  // Every group of a kind is scanned once per (kind, collective): per evaluation, or once per plan
+  // when the caller shares a cache across evaluations (tune).
+  const GroupLinkInfo& Describe(GroupKind group, CollectiveKind kind) {
+    GroupLinkCache& cache = in_.link_cache != nullptr ? *in_.link_cache : local_cache_;
+    return cache.Get(in_, group, kind);
+  }
+  GroupLinkCache local_cache_;
+
   const SimInput& in_;
   std::vector<PlannedCollective> out_;
 };

@@ -107,8 +107,14 @@ double SumFlops(const std::vector<OperatorCost>& ops) {
 
 double ModelForwardFlops(const ModelSpec& model, const ShardShape& shard) {
   double total = SumFlops(HeadForwardOperators(model, shard));
-  for (int64_t i = 0; i < model.num_hidden_layers; ++i) {
-    total += SumFlops(LayerForwardOperators(model, i, shard));
+  // Layers differ only in being MoE or dense: cost one of each and count them.
+  const int64_t moe_layers = model.NumMoeLayers();
+  for (const bool is_moe : {false, true}) {
+    const int64_t count = is_moe ? moe_layers : model.num_hidden_layers - moe_layers;
+    if (count <= 0) continue;
+    int64_t index = 0;
+    while (index < model.num_hidden_layers && model.IsMoeLayer(index) != is_moe) ++index;
+    total += static_cast<double>(count) * SumFlops(LayerForwardOperators(model, index, shard));
   }
   return total;
 }

@@ -25,12 +25,16 @@ struct ZeroSettings {
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
 ZeroSettings ReadZeroSettings(const Json& config);
 
+class GroupLinkCache;
+
 struct SimInput {
   const Plan* plan = nullptr;
   const ModelSpec* model = nullptr;
   const Cluster* cluster = nullptr;
   Workload workload;
   ZeroSettings zero;
+  // Optional: link answers shared across evaluations of the same plan and cluster (tune).
+  GroupLinkCache* link_cache = nullptr;
 };
 
 }  // namespace dsp::sim

@@ -64,12 +64,19 @@ MicroCompute ComputeMicroStep(const SimInput& in) {
 
   OpTime layers, recompute;
   double layer_flops = 0, recompute_flops = 0;
-  for (int64_t i = 0; i < in.model->num_hidden_layers; ++i) {
-    const std::vector<OperatorCost> ops = LayerForwardOperators(*in.model, i, shard);
+  // Layers differ only in being MoE or dense, so one of each is costed and counted.
+  const int64_t moe_layers = in.model->NumMoeLayers();
+  const int64_t dense_layers = in.model->num_hidden_layers - moe_layers;
+  for (const auto& [is_moe, count] : {std::pair{false, dense_layers}, std::pair{true, moe_layers}}) {
+    if (count <= 0) continue;
+    int64_t index = 0;
+    while (index < in.model->num_hidden_layers && in.model->IsMoeLayer(index) != is_moe) ++index;
+    const double n = static_cast<double>(count);
+    const std::vector<OperatorCost> ops = LayerForwardOperators(*in.model, index, shard);
     const OpTime t = Roofline(ops, rates);
-    layers.seconds += t.seconds;
-    layers.memory_bound_seconds += t.memory_bound_seconds;
-    layer_flops += SumFlops(ops);
+    layers.seconds += n * t.seconds;
+    layers.memory_bound_seconds += n * t.memory_bound_seconds;
+    layer_flops += n * SumFlops(ops);
     // Selective recompute re-runs the attention core only (Korthikanti et al.); full, the layer.
     std::vector<OperatorCost> again;
     for (const OperatorCost& op : ops) {
@@ -79,9 +86,9 @@ MicroCompute ComputeMicroStep(const SimInput& in) {
       }
     }
     const OpTime r = Roofline(again, rates);
-    recompute.seconds += r.seconds;
-    recompute.memory_bound_seconds += r.memory_bound_seconds;
-    recompute_flops += SumFlops(again);
+    recompute.seconds += n * r.seconds;
+    recompute.memory_bound_seconds += n * r.memory_bound_seconds;
+    recompute_flops += n * SumFlops(again);
   }
   // Each pipeline stage runs 1/pp of the layers; the head sits on the last stage.
   const double pp = plan.sizes.pp;

@@ -7,6 +7,7 @@
 
 #include "core/plan/plan.h"
 #include "core/validate/validator.h"
+#include "sim/group_links.h"
 #include "sim/sim_input.h"
 
 namespace dsp::sim {
@@ -123,6 +124,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     const int64_t dp = plan->derived.dp;
     if (result.global_batch % dp != 0) continue;
     const int64_t per_rank = result.global_batch / dp;
+    GroupLinkCache links;  // one plan, one cluster: shared by all its evaluations
 
     for (int zero = 0; zero <= 3; ++zero) {
       for (Offload offload : {Offload::kNone, Offload::kOptimizer, Offload::kOptimizerAndParams}) {
@@ -141,6 +143,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         if (!report.valid()) continue;
         result.valid += static_cast<int64_t>(variants.size());
         SimInput input;
+        input.link_cache = &links;
         input.plan = &*plan;
         input.model = &model;
         input.cluster = &cluster;

@@ -122,7 +122,7 @@ std::string UnmatchedHint(const SpecPattern& pat, const std::vector<ParamTensor>
   }
   if (!pat.regex.source.starts_with(".*")) {  // with a leading .* re.match is already unanchored
     for (size_t i : candidates) {
-      if (std::regex_search(params[i].name, *pat.regex.compiled)) {
+      if (pat.regex.Search(params[i].name)) {
         return "re.match anchors at the start of the name, so the pattern must match from its "
                "first "
                "character (it would match inside " +

@@ -1,5 +1,5 @@
 // layer_specs[i].patterns: a list of Python regular expressions (re.match against parameter
-// names). Each is translated and compiled once here, for the parse-time findings and for the
+// names). Each is checked and compiled once here, for the parse-time findings and for the
 // --model matching.
 #include <string>
 
@@ -80,6 +80,13 @@ void CheckSpecPatterns(RuleContext& ctx, const std::string& p, const Json& spec,
                      "--model checks",
                  "rewrite it without that construct to have it checked against the model");
       continue;
+    }
+    if (!sp.regex.python311.empty()) {  // still evaluated: it is valid on Python 3.11+
+      ctx.Report("tp-spec-pattern-unsupported", ip,
+                 "pattern \"" + sp.regex.source + "\" uses " + sp.regex.python311 +
+                     ", which Python's re accepts only from Python 3.11: on older Pythons "
+                     "re.match raises re.error when AutoTP matches the model's parameter names",
+                 "rewrite it without that construct if the job may run on Python 3.10 or older");
     }
     out->patterns.push_back(std::move(sp));
   }

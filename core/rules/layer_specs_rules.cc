@@ -351,14 +351,14 @@ std::vector<RuleInfo> LayerSpecRuleInfos() {
        "Patterns are Python `re` expressions, compiled when AutoTP first matches a parameter "
        "name; an invalid one raises re.error during engine initialisation. ds-plan parses the "
        "Python dialect (named groups are (?P<name>...), unknown letter escapes such as \\k are "
-       "errors, a brace that is not a quantifier is a literal) and evaluates the translation with "
-       "std::regex.",
+       "errors, a brace that is not a quantifier is a literal) and evaluates it with PCRE2.",
        ""},
       {"tp-spec-pattern-unsupported", Severity::kNote, "tensor_parallel",
-       "a pattern ds-plan cannot evaluate",
-       "Lookbehind, atomic groups, possessive quantifiers, conditionals and inline flags other "
-       "than a leading (?i) are valid Python but have no std::regex equivalent; such patterns are "
-       "left out of the --model checks.",
+       "a pattern ds-plan cannot evaluate, or that only Python 3.11+ accepts",
+       "A few valid Python constructs have no PCRE2 equivalent (named characters \\N{...}, a "
+       "scoped (?a:...), repeat counts above 65535); such patterns are left out of the --model "
+       "checks. Atomic groups (?>...) and possessive quantifiers (a*+) are evaluated, but Python's "
+       "re accepts them only from 3.11: older Pythons raise re.error.",
        ""},
   };
 }

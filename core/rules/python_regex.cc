@@ -1,336 +1,164 @@
 #include "core/rules/python_regex.h"
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include <algorithm>
-#include <cctype>
-#include <map>
-#include <set>
-#include <vector>
+#include <optional>
+
+#include "core/rules/python_regex_dialect.h"
 
 namespace dsp {
 namespace {
 
-bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+struct CodeFree {
+  void operator()(pcre2_code* code) const { pcre2_code_free(code); }
+};
+struct ContextFree {
+  void operator()(pcre2_compile_context* context) const { pcre2_compile_context_free(context); }
+};
+struct MatchDataFree {
+  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
+};
+using Code = std::unique_ptr<pcre2_code, CodeFree>;
 
-std::string Hex2(unsigned value) {
-  static const char* digits = "0123456789abcdef";
-  std::string out = "\\x";
-  out += digits[(value >> 4) & 0xf];
-  out += digits[value & 0xf];
-  return out;
+// Python str patterns: UTF-8 text, Unicode \w \d \s \b unless (?a), '.' and '$' around "\n"
+// only. Not PCRE2_MATCH_INVALID_UTF: with JIT, 10.42 then misses non-ASCII \W and \D matches
+// (PCRE2 issue #224); a subject that is not UTF-8 (no JSON string is) just never matches.
+// ALT_CIRCUMFLEX: a (?m) ^ also matches after a final newline, as in Python.
+uint32_t Options(bool ascii) {
+  return PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_ALT_CIRCUMFLEX | (ascii ? 0 : PCRE2_UCP);
 }
 
-class Translator {
- public:
-  explicit Translator(std::string_view p) : p_(p) {}
+Code Compile(std::string_view pattern, uint32_t options, int* error, size_t* offset) {
+  static const std::unique_ptr<pcre2_compile_context, ContextFree> context = [] {
+    std::unique_ptr<pcre2_compile_context, ContextFree> c(pcre2_compile_context_create(nullptr));
+    pcre2_set_newline(c.get(), PCRE2_NEWLINE_LF);  // not the build's default: Python's newline
+    return c;
+  }();
+  PCRE2_SIZE at = 0;
+  Code code(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
+                          error, &at, context.get()));
+  *offset = at;
+  return code;
+}
 
-  void Run(PythonRegex* out) {
-    while (i_ < p_.size() && error_.empty() && unsupported_.empty()) {
-      if (in_class_) {
-        ClassChar();
-      } else {
-        Char();
-      }
-    }
-    if (error_.empty() && unsupported_.empty() && in_class_) {
-      Fail("unterminated character set", class_start_);
-    }
-    out->error = error_;
-    out->unsupported = unsupported_;
-    out->ecmascript = std::move(ecma_);
-    out->icase = icase_;
-  }
+std::string ErrorText(int error) {
+  PCRE2_UCHAR buffer[256];
+  if (pcre2_get_error_message(error, buffer, sizeof buffer) < 0) return "PCRE2 error";
+  return reinterpret_cast<const char*>(buffer);
+}
 
- private:
-  void Fail(const std::string& what, size_t at) {
-    if (error_.empty()) error_ = what + " at position " + std::to_string(at);
-  }
-  void Unsupported(const std::string& what) {
-    if (unsupported_.empty()) unsupported_ = what;
-  }
-  char Peek(size_t ahead = 0) const { return i_ + ahead < p_.size() ? p_[i_ + ahead] : '\0'; }
-
-  // An escape sequence; `in_class` changes what \b means and which punctuation needs escaping.
-  void Escape(bool in_class) {
-    size_t at = i_;
-    ++i_;  // the backslash
-    if (i_ >= p_.size()) return Fail("bad escape (end of pattern)", at);
-    char c = p_[i_++];
-    if (c == '0' || (in_class && IsDigit(c))) {
-      // Octal: up to three digits (Python reads \0 plus two more, and any digits in a class).
-      unsigned value = static_cast<unsigned>(c - '0');
-      for (int n = 0; n < 2 && Peek() >= '0' && Peek() <= '7'; ++n)
-        value = value * 8 + (p_[i_++] - '0');
-      if (value > 0xff) return Fail("octal escape value outside of range 0-0o377", at);
-      ecma_ += Hex2(value);
-      return;
-    }
-    if (IsDigit(c)) {  // a group reference outside a class
-      unsigned n = static_cast<unsigned>(c - '0');
-      if (IsDigit(Peek())) n = n * 10 + static_cast<unsigned>(p_[i_++] - '0');
-      if (n > open_groups_) return Fail("invalid group reference " + std::to_string(n), at + 1);
-      if (!closed_.contains(n)) return Fail("cannot refer to an open group", at);
-      ecma_ += "\\" + std::to_string(n);
-      return;
-    }
-    if (!in_class && c == 'A') return void(ecma_ += "^");
-    if (!in_class && c == 'Z') return void(ecma_ += "$");
-    if (in_class && c == 'b') return void(ecma_ += "\\x08");
-    if (c == 'a') return void(ecma_ += "\\x07");
-    switch (c) {
-      case 'd':
-      case 'D':
-      case 's':
-      case 'S':
-      case 'w':
-      case 'W':
-      case 'n':
-      case 't':
-      case 'r':
-      case 'f':
-      case 'v':
-        ecma_ += '\\';
-        ecma_ += c;
-        return;
-      case 'b':
-      case 'B':
-        ecma_ += '\\';
-        ecma_ += c;
-        return;
-      case 'x':
-        if (!IsHex(Peek()) || !IsHex(Peek(1))) return Fail("incomplete escape \\x", at);
-        ecma_ += "\\x";
-        ecma_ += p_.substr(i_, 2);
-        i_ += 2;
-        return;
-      case 'u':
-        for (size_t k = 0; k < 4; ++k) {
-          if (!IsHex(Peek(k))) return Fail("incomplete escape \\u", at);
-        }
-        ecma_ += "\\u";
-        ecma_ += p_.substr(i_, 4);
-        i_ += 4;
-        return;
-      case 'U':
-      case 'N':
-        return Unsupported(std::string("the \\") + c + " escape");
-      default:
-        break;
-    }
-    if (IsAsciiLetter(c)) return Fail(std::string("bad escape \\") + c, at);
-    // Python lets any other character be escaped to itself; ECMAScript only syntax characters.
-    static const std::string kSyntax = in_class ? "]\\^-[" : "^$\\.*+?()[]{}|/";
-    if (kSyntax.find(c) != std::string::npos) ecma_ += '\\';
-    ecma_ += c;
-  }
-
-  // {m}, {m,}, {,n}, {,}, {m,n} starting at i_; anything else is a literal brace in Python.
-  bool Quantifier() {
-    size_t j = i_ + 1;
-    std::string lo, hi;
-    while (j < p_.size() && IsDigit(p_[j])) lo += p_[j++];
-    bool comma = j < p_.size() && p_[j] == ',';
-    if (comma) {
-      ++j;
-      while (j < p_.size() && IsDigit(p_[j])) hi += p_[j++];
-    }
-    if (j >= p_.size() || p_[j] != '}' || (lo.empty() && !comma)) return false;
-    if (!lo.empty() && !hi.empty() && std::stoull(hi) < std::stoull(lo)) {
-      Fail("min repeat greater than max repeat", i_ + 1);
+// PCRE2 compile errors for sizes Python has no limit on (repeat counts above 65535, group names
+// over 32 bytes, nesting deeper than 250...): Python accepts such patterns.
+bool IsPcreLimit(int error) {
+  switch (error) {
+    case PCRE2_ERROR_QUANTIFIER_TOO_BIG:
+    case PCRE2_ERROR_SUBPATTERN_NAME_TOO_LONG:
+    case PCRE2_ERROR_PARENTHESES_NEST_TOO_DEEP:
+    case PCRE2_ERROR_PATTERN_TOO_LARGE:
+    case PCRE2_ERROR_PATTERN_TOO_COMPLICATED:
+    case PCRE2_ERROR_HEAP_FAILED:
+    case PCRE2_ERROR_LOOKBEHIND_TOO_COMPLICATED:
+    case PCRE2_ERROR_LOOKBEHIND_TOO_LONG:
+    case PCRE2_ERROR_TOO_MANY_NAMED_SUBPATTERNS:
+    case PCRE2_ERROR_TOO_MANY_CAPTURES:
       return true;
-    }
-    ecma_ += "{" + (lo.empty() ? std::string("0") : lo) + (comma ? "," + hi : "") + "}";
-    i_ = j + 1;
-    AfterQuantifier();
-    return true;
+    default:
+      return false;
   }
+}
 
-  void AfterQuantifier() {
-    if (Peek() == '+') Unsupported("a possessive quantifier (Python 3.11+)");
-    if (Peek() == '?') {
-      ecma_ += '?';
-      ++i_;
+// Python wants every alternative of a lookbehind to have the same width; PCRE2 10.42 only that
+// each has a fixed one. Each alternative is compiled on its own for its (exact) minimum length.
+// An alternative that does not compile alone (a reference to an outer group) is not judged.
+bool LookbehindWidthsDiffer(const pyre::Rewrite& rw, const pyre::Lookbehind& lb) {
+  std::optional<uint32_t> width;
+  for (auto [begin, end] : lb.branches) {
+    int error = 0;
+    size_t offset = 0;
+    Code branch = Compile(std::string_view(rw.pcre).substr(begin, end - begin),
+                          Options(rw.ascii) | (lb.verbose ? PCRE2_EXTENDED : 0), &error, &offset);
+    uint32_t length = 0;
+    if (!branch || pcre2_pattern_info(branch.get(), PCRE2_INFO_MINLENGTH, &length) != 0) {
+      return false;
     }
+    if (width && *width != length) return true;
+    width = length;
   }
+  return false;
+}
 
-  void Group() {
-    size_t at = i_;
-    if (Peek(1) != '?') {
-      stack_.push_back(++open_groups_);
-      ecma_ += '(';
-      ++i_;
-      return;
-    }
-    char k = Peek(2);
-    if (k == ':' || k == '=' || k == '!') {
-      ecma_ += std::string("(?") + k;
-      i_ += 3;
-      stack_.push_back(0);
-      return;
-    }
-    if (k == 'P' && Peek(3) == '<') {
-      size_t end = p_.find('>', i_ + 4);
-      if (end == std::string_view::npos) return Fail("missing >, unterminated name", at + 4);
-      std::string name(p_.substr(i_ + 4, end - i_ - 4));
-      if (name.empty() || IsDigit(name[0]))
-        return Fail("bad character in group name '" + name + "'", at + 4);
-      for (char c : name) {
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-          return Fail("bad character in group name '" + name + "'", at + 4);
-        }
-      }
-      if (names_.contains(name)) return Fail("redefinition of group name '" + name + "'", at + 4);
-      names_[name] = ++open_groups_;  // numbered in order of their opening parenthesis
-      stack_.push_back(open_groups_);
-      ecma_ += '(';
-      i_ = end + 1;
-      return;
-    }
-    if (k == 'P' && Peek(3) == '=') {
-      size_t end = p_.find(')', i_ + 4);
-      if (end == std::string_view::npos) return Fail("missing ), unterminated name", at + 4);
-      std::string name(p_.substr(i_ + 4, end - i_ - 4));
-      auto it = names_.find(name);
-      if (it == names_.end()) return Fail("unknown group name '" + name + "'", at + 4);
-      if (!closed_.contains(it->second)) return Fail("cannot refer to an open group", at);
-      ecma_ += "(?:\\" + std::to_string(it->second) + ")";
-      i_ = end + 1;
-      return;
-    }
-    if (k == '<' && (Peek(3) == '=' || Peek(3) == '!'))
-      return Unsupported("a lookbehind assertion (?<= / (?<!");
-    if (k == '<') return Fail(std::string("unknown extension ?<") + Peek(3), at + 1);
-    if (k == '#') {
-      size_t end = p_.find(')', i_);
-      if (end == std::string_view::npos) return Fail("missing ), unterminated comment", at);
-      i_ = end + 1;
-      return;
-    }
-    if (k == '>') return Unsupported("an atomic group (?>...) (Python 3.11+)");
-    if (k == '(') return Unsupported("a conditional group (?(...)...)");
-    // Inline flags: (?aiLmsux) at the very start, or scoped (?flags-flags:...).
-    size_t j = i_ + 2;
-    std::string flags;
-    while (j < p_.size() && std::string_view("aiLmsux-").find(p_[j]) != std::string_view::npos)
-      flags += p_[j++];
-    if (flags.empty() || j >= p_.size())
-      return Fail(std::string("unknown extension ?") + k, at + 1);
-    if (p_[j] == ')') {
-      if (at != 0) return Fail("global flags not at the start of the expression", at);
-      for (char f : flags) {
-        if (f == 'i') {
-          icase_ = true;
-        } else if (f != 'a' && f != 'u') {
-          return Unsupported(std::string("the inline flag (?") + f + ")");
-        }
-      }
-      i_ = j + 1;
-      return;
-    }
-    if (p_[j] == ':') return Unsupported("scoped inline flags (?" + flags + ":...)");
-    Fail(std::string("unknown extension ?") + k, at + 1);
-  }
-
-  void Char() {
-    char c = p_[i_];
-    switch (c) {
-      case '\\':
-        return Escape(false);
-      case '[':
-        ecma_ += '[';
-        class_start_ = i_++;
-        in_class_ = true;
-        if (Peek() == '^') {
-          ecma_ += '^';
-          ++i_;
-        }
-        if (Peek() == ']') {  // a leading ] is a literal in Python
-          ecma_ += "\\]";
-          ++i_;
-        }
-        return;
-      case '(':
-        return Group();
-      case ')':
-        if (!stack_.empty()) {
-          if (stack_.back() != 0) closed_.insert(stack_.back());
-          stack_.pop_back();
-        }
-        ecma_ += ')';
-        ++i_;
-        return;
-      case '{':
-        if (!Quantifier()) {
-          ecma_ += "\\{";
-          ++i_;
-        }
-        return;
-      case '}':
-      case ']':
-        ecma_ += '\\';
-        ecma_ += c;
-        ++i_;
-        return;
-      case '*':
-      case '+':
-      case '?':
-        ecma_ += c;
-        ++i_;
-        return AfterQuantifier();
-      default:
-        ecma_ += c;
-        ++i_;
-        return;
-    }
-  }
-
-  void ClassChar() {
-    char c = p_[i_];
-    if (c == '\\') return Escape(true);
-    if (c == ']') {
-      in_class_ = false;
-    } else if (c == '[') {
-      ecma_ += '\\';
-    }
-    ecma_ += c;
-    ++i_;
-  }
-
-  std::string_view p_;
-  size_t i_ = 0;
-  std::string ecma_;
-  std::string error_;
-  std::string unsupported_;
-  bool icase_ = false;
-  bool in_class_ = false;
-  size_t class_start_ = 0;
-  unsigned open_groups_ = 0;     // capturing groups opened so far (the last number given)
-  std::set<unsigned> closed_;    // capturing groups already closed (valid back-references)
-  std::vector<unsigned> stack_;  // open parentheses: group number, 0 when not capturing
-  std::map<std::string, unsigned> names_;
-};
+// One match-data block per thread, reused: ovector room for the whole match is all re.match
+// needs (back-references work without capture slots).
+bool MatchAt(const pcre2_code* code, std::string_view text, size_t start) {
+  thread_local const std::unique_ptr<pcre2_match_data, MatchDataFree> data(
+      pcre2_match_data_create(1, nullptr));
+  static const char kEmpty[] = "";
+  const char* subject = text.data() != nullptr ? text.data() : kEmpty;
+  // A match-limit error (catastrophic backtracking; Python would just run on) or a subject that
+  // is not UTF-8 reads as no match.
+  return pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject), text.size(), start, 0, data.get(),
+                     nullptr) >= 0;
+}
 
 }  // namespace
 
+struct PythonRegexCode {
+  Code code;  // compiled with PCRE2_ANCHORED: re.match from the start offset
+};
+
 bool PythonRegex::MatchPrefix(std::string_view text) const {
-  if (!compiled) return false;
-  return std::regex_search(text.begin(), text.end(), *compiled,
-                           std::regex_constants::match_continuous);
+  return compiled != nullptr && MatchAt(compiled->code.get(), text, 0);
+}
+
+bool PythonRegex::Search(std::string_view text) const {
+  if (compiled == nullptr) return false;
+  // An anchored match at every character start is re.search: lookbehinds still see the text
+  // before the start offset, and \A / ^ only match at offset 0.
+  for (size_t start = 0; start <= text.size(); ++start) {
+    if (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) continue;
+    if (MatchAt(compiled->code.get(), text, start)) return true;
+  }
+  return false;
 }
 
 PythonRegex CompilePythonRegex(std::string_view pattern) {
   PythonRegex out;
   out.source = std::string(pattern);
-  Translator(pattern).Run(&out);
-  if (!out.error.empty() || !out.unsupported.empty()) return out;
-  auto flags = std::regex::ECMAScript | std::regex::optimize;
-  if (out.icase) flags |= std::regex::icase;
-  try {
-    out.compiled = std::make_shared<const std::regex>(out.ecmascript, flags);
-  } catch (const std::regex_error& e) {
-    out.error = e.what();
+  const pyre::Rewrite rw = pyre::RewritePythonPattern(pattern);
+  if (!rw.error.empty()) {
+    out.error = rw.error;
+    return out;
   }
+  int error = 0;
+  size_t offset = 0;
+  Code code = Compile(rw.pcre, Options(rw.ascii) | PCRE2_ANCHORED, &error, &offset);
+  if (!code) {
+    if (IsPcreLimit(error)) {
+      out.unsupported = "a size PCRE2 cannot handle (" + ErrorText(error) + ")";
+    } else {
+      out.error = ErrorText(error) +
+                  pyre::AtPosition(pattern, rw.origin[std::min(offset, rw.origin.size() - 1)]);
+    }
+    return out;
+  }
+  for (const auto& lb : rw.lookbehinds) {
+    if (LookbehindWidthsDiffer(rw, lb)) {
+      out.error = "look-behind requires fixed-width pattern (its alternatives differ in width)" +
+                  pyre::AtPosition(pattern, lb.source_at);
+      return out;
+    }
+  }
+  if (!rw.unsupported.empty()) {
+    out.unsupported = rw.unsupported;
+    return out;
+  }
+  out.python311 = rw.python311;
+  pcre2_jit_compile(code.get(), PCRE2_JIT_COMPLETE);  // when JIT is unavailable, interpreted
+  auto compiled = std::make_shared<PythonRegexCode>();
+  compiled->code = std::move(code);
+  out.compiled = std::move(compiled);
   return out;
 }
 
@@ -341,7 +169,7 @@ std::string CanonicalIndexName(std::string_view name) {
     size_t end = out.find('.', start);
     if (end == std::string::npos) end = out.size();
     bool digits = end > start;
-    for (size_t i = start; i < end && digits; ++i) digits = IsDigit(out[i]);
+    for (size_t i = start; i < end && digits; ++i) digits = out[i] >= '0' && out[i] <= '9';
     if (digits)
       std::fill(out.begin() + static_cast<std::ptrdiff_t>(start),
                 out.begin() + static_cast<std::ptrdiff_t>(end), '0');
@@ -351,12 +179,15 @@ std::string CanonicalIndexName(std::string_view name) {
 }
 
 bool IsIndexBlind(std::string_view p) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto is_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
   bool in_class = false;
   bool prev_plain_letter = false;  // the previous pattern character is an unescaped letter or '_'
   for (size_t i = 0; i < p.size(); ++i) {
     char c = p[i];
+    if (p.substr(i).starts_with("(?P=")) return false;  // a named back-reference: "(\d)\.\1"
     if (c == '\\') {
-      if (i + 1 < p.size() && (IsDigit(p[i + 1]) ||
+      if (i + 1 < p.size() && (is_digit(p[i + 1]) ||
                                std::string_view("xuUN").find(p[i + 1]) != std::string_view::npos)) {
         return false;  // an escape that names a character code or a group: may match a digit
       }
@@ -364,11 +195,11 @@ bool IsIndexBlind(std::string_view p) {
       prev_plain_letter = false;
       continue;
     }
-    if (IsDigit(c) && (in_class || !prev_plain_letter)) return false;
+    if (is_digit(c) && (in_class || !prev_plain_letter)) return false;
     if (c == '[') in_class = true;
     if (c == ']') in_class = false;
     prev_plain_letter =
-        !in_class && (IsAsciiLetter(c) || c == '_' || (IsDigit(c) && prev_plain_letter));
+        !in_class && (is_letter(c) || c == '_' || (is_digit(c) && prev_plain_letter));
   }
   return true;
 }

@@ -1,36 +1,38 @@
-// Python `re` patterns evaluated with std::regex. DeepSpeed matches AutoTP layer_specs patterns
-// with re.match; std::regex's ECMAScript grammar is close but not equal, so patterns are first
-// rewritten: Python-only spellings that have an ECMAScript equivalent are translated
-// ((?P<name>...),
-// (?P=name), \A, \Z, a leading (?i), literal braces, identity escapes); constructs std::regex
-// cannot express are reported as unsupported, and what Python itself rejects is reported as an
-// error with re's own wording.
+// Python `re` patterns evaluated with PCRE2. DeepSpeed matches AutoTP layer_specs patterns and
+// AutoEP's moe_layer_pattern with re.match. PCRE2 already speaks most of Python's dialect
+// ((?P<name>...), (?P=name), lookbehind, inline flags, conditionals); python_regex_dialect.cc
+// rewrites the few spellings whose meaning differs (\Z, \v, \x/\u/\U, octal escapes, {,n}) and
+// rejects, with re's own wording, what PCRE2 would accept but Python raises re.error for.
 #pragma once
 
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 
 namespace dsp {
 
+struct PythonRegexCode;  // the compiled PCRE2 pattern (python_regex.cc)
+
 struct PythonRegex {
   std::string source;  // the Python pattern as written
   // Set when Python's re would raise re.error for the pattern ("bad escape \q at position 3").
   std::string error;
-  // Set when Python accepts the pattern but std::regex cannot evaluate it (lookbehind, possessive
-  // quantifiers, inline flags other than a leading (?i)); names the construct.
+  // Set when Python accepts the pattern but ds-plan cannot evaluate it as Python would (a named
+  // character \N{...}, a scoped (?a:...), a PCRE2 size limit Python does not have); names it.
   std::string unsupported;
-  std::string ecmascript;  // the translation; meaningful only when both of the above are empty
-  bool icase = false;
-  std::shared_ptr<const std::regex> compiled;  // null unless usable
+  // Set when only Python 3.11 and later accept the pattern (atomic groups, possessive
+  // quantifiers): older Pythons raise re.error. The pattern is still usable.
+  std::string python311;
+  std::shared_ptr<const PythonRegexCode> compiled;  // null unless usable
 
   bool usable() const { return compiled != nullptr; }
   // re.match semantics: anchored at the start of `text`, not at its end.
   bool MatchPrefix(std::string_view text) const;
+  // re.search semantics: a match starting anywhere in `text`.
+  bool Search(std::string_view text) const;
 };
 
-// Translates and compiles once; never throws.
+// Checks and compiles once; never throws.
 PythonRegex CompilePythonRegex(std::string_view pattern);
 
 // Parameter names with every all-digit dot-separated component (layer and expert indices) replaced

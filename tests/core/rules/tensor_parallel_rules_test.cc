@@ -284,10 +284,24 @@ TEST(TensorParallelRulesTest, InvalidAndPythonOnlyPatterns) {
       Validate(Specs(R"json({"patterns": [".*", ".*\\.(?P<proj>o)_proj\\.weight$"]})json"),
                World(8)),
       "tp-spec-pattern-invalid");
+  // Lookbehind is evaluated (PCRE2); a named character \N{...} is valid Python ds-plan cannot
+  // evaluate; a possessive quantifier needs Python 3.11.
   auto lookbehind =
       Validate(Specs(R"json({"patterns": [".*", ".*(?<=attn)\\.o_proj"]})json"), World(8));
-  EXPECT_DIAG(lookbehind, "tp-spec-pattern-unsupported", p);
+  EXPECT_NO_DIAG(lookbehind, "tp-spec-pattern-unsupported");
   EXPECT_NO_DIAG(lookbehind, "tp-spec-pattern-invalid");
+  auto named = Validate(
+      Specs(R"json({"patterns": [".*", ".*\\N{FULL STOP}o_proj\\.weight"]})json"), World(8));
+  EXPECT_DIAG(named, "tp-spec-pattern-unsupported", p);
+  EXPECT_NE(MessageOf(named, "tp-spec-pattern-unsupported").find("cannot evaluate"),
+            std::string::npos);
+  auto possessive =
+      Validate(Specs(R"json({"patterns": [".*", ".*\\.o_proj\\.weight$", "[a-z.]*+"]})json"),
+               World(8));
+  EXPECT_DIAG(possessive, "tp-spec-pattern-unsupported",
+              "/tensor_parallel/partition_config/layer_specs/0/patterns/2");
+  EXPECT_NE(MessageOf(possessive, "tp-spec-pattern-unsupported").find("Python 3.11"),
+            std::string::npos);
   EXPECT_NO_DIAG(Validate(Specs(kLlamaSpecs), World(8)), "tp-spec-pattern-unsupported");
 }
 

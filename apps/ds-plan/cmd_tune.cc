@@ -1,6 +1,7 @@
 // ds-plan tune: search every valid plan for a model on a cluster and rank the ones that fit.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -40,9 +41,10 @@ std::string Pad(std::string s, size_t width) {
 }
 
 std::string Text(const sim::TuneResult& r) {
+  // The search time goes to a terminal only (see RunTune), so the report itself is deterministic.
   std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.valid) +
-                    " valid, " + std::to_string(r.fitting) + " fit in memory) in " + Fixed(r.seconds, 3) +
-                    " s; global batch " + std::to_string(r.global_batch) + " sequences\n";
+                    " valid, " + std::to_string(r.fitting) + " fit in memory); global batch " +
+                    std::to_string(r.global_batch) + " sequences\n";
   if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
   out += "rank  tp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s   tokens/s    MFU\n";
   int rank = 1;
@@ -113,6 +115,10 @@ int RunTune(const TuneArgs& args) {
   };
   auto result = sim::Tune(*model, *cluster, options, progress);
   if (!result.ok()) return UsageError(result.error().message);
+  if (bar) {
+    std::cerr << "searched " << result->evaluated << " plans in " << Fixed(result->seconds, 3) << " s ("
+              << Fixed(result->evaluated / std::max(result->seconds, 1e-9), 0) << " plans/s)\n";
+  }
   if (args.format == "json") {
     std::cout << ToJson(*result).dump(2) << "\n";
   } else {

@@ -4,41 +4,20 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
 #include "core/json/document.h"
 #include "core/schema/embedded.h"
 #include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
 
 namespace dsp {
 namespace {
 
 using testing::RunCli;
+using testing::SchemaErrors;
 
 constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
 
-// Validates `doc` against one of the embedded report schemas; returns the errors.
-std::string SchemaErrors(const char* schema_text, const Json& doc) {
-  Json schema_json = Json::parse(schema_text);
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(doc);
-  validator.validate(schema, target, &results);
-  std::string out;
-  valijson::ValidationResults::Error e;
-  while (results.popError(e)) {
-    for (const auto& c : e.context) out += c;
-    out += ": " + e.description + "\n";
-  }
-  return out;
-}
 
 TEST(CliTest, ValidConfigExitsZero) {
   auto r = RunCli(std::string("validate ") + kFolding + " --world-size 8");

@@ -4,42 +4,22 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
 #include "core/json/document.h"
 #include "core/schema/embedded.h"
 #include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
 
 namespace dsp {
 namespace {
 
 using testing::RunCli;
+using testing::SchemaErrors;
 
 constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
 constexpr const char* kMixtral = " --model samples/models/mixtral-8x7b.json";
 constexpr const char* kH100 = " --cluster samples/clusters/h100-sxm.json";
 
-std::string SchemaErrors(const Json& doc) {
-  Json schema_json = Json::parse(schemas::k_simulate_report_schema_json);
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(doc);
-  validator.validate(schema, target, &results);
-  std::string out;
-  valijson::ValidationResults::Error e;
-  while (results.popError(e)) {
-    for (const auto& c : e.context) out += c;
-    out += ": " + e.description + "\n";
-  }
-  return out;
-}
 
 // Runs simulate with --format json (stdout only) and parses the result.
 Json RunJson(const std::string& args) {
@@ -62,7 +42,7 @@ TEST(SimulateCliTest, FoldingSampleOnH100) {
 
 TEST(SimulateCliTest, JsonMatchesSchemaAndIsConsistent) {
   Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --world-size 8");
-  EXPECT_EQ(SchemaErrors(doc), "") << doc.dump(2);
+  EXPECT_EQ(SchemaErrors(schemas::k_simulate_report_schema_json, doc), "") << doc.dump(2);
   EXPECT_EQ(doc["layout"]["tp"], 2);
   EXPECT_EQ(doc["layout"]["ep"], 4);
   EXPECT_EQ(doc["params"]["total"], 46702792704);  // Mixtral 8x7B, exact
@@ -89,7 +69,7 @@ TEST(SimulateCliTest, JsonMatchesSchemaAndIsConsistent) {
 TEST(SimulateCliTest, InterNodeGroupsOnTwoNodes) {
   // 2 nodes of 4: the dp groups {0,2,4,6} cross the node boundary, tp pairs do not.
   Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --nodes 2 --gpus-per-node 4");
-  EXPECT_EQ(SchemaErrors(doc), "");
+  EXPECT_EQ(SchemaErrors(schemas::k_simulate_report_schema_json, doc), "");
   bool dp_inter = false;
   for (const Json& c : doc["collectives"]) {
     if (c["group"] == "tp") {
@@ -119,7 +99,7 @@ TEST(SimulateCliTest, SmallModelFits) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verdict: FITS"), std::string::npos) << r.output;
   Json doc = RunJson(args);
-  EXPECT_EQ(SchemaErrors(doc), "");
+  EXPECT_EQ(SchemaErrors(schemas::k_simulate_report_schema_json, doc), "");
   EXPECT_TRUE(doc["memory"]["fits"].get<bool>());
   EXPECT_EQ(doc["layout"]["sp"], 4);
 }

@@ -84,6 +84,9 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   const int64_t world = options.world_size;
   if (world <= 0) return Error{"tune needs --world-size (or --nodes and --gpus-per-node)"};
   const int64_t gpn = options.gpus_per_node > 0 ? options.gpus_per_node : cluster.gpus_per_node;
+  // The cost model reads the node size from the cluster: keep it in step with --gpus-per-node.
+  Cluster machines = cluster;
+  machines.gpus_per_node = static_cast<int>(gpn);
   if (options.seq_len <= 0) return Error{"--seq-len must be positive"};
   TuneResult result;
   result.global_batch = options.global_batch > 0
@@ -146,7 +149,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         input.link_cache = &links;
         input.plan = &*plan;
         input.model = &model;
-        input.cluster = &cluster;
+        input.cluster = &machines;
         input.zero = ReadZeroSettings(config);
         input.workload.seq_len = options.seq_len;
         input.workload.convention = options.convention;

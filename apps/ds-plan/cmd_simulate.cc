@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "core/config/batch_triple.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/config/config_view.h"
@@ -37,26 +38,6 @@ struct SimulateArgs {
   std::string format = "text";
 };
 
-// Reads a cluster file; every problem is a usage error naming the file and the JSON pointer.
-Result<sim::Cluster> LoadCluster(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.error();
-  ParsedJson parsed = ParseJsonLenient(path, std::move(text).value());
-  if (!parsed.ok) {
-    const Diagnostic& d = parsed.diagnostics.back();
-    return Error{path + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + ": " + d.message};
-  }
-  auto cluster = sim::ParseCluster(parsed.doc.root);
-  if (!cluster.ok()) {
-    // The message starts with the pointer; add the line so editors can jump to it.
-    const std::string& msg = cluster.error().message;
-    std::string pointer = msg.substr(0, msg.find(':'));
-    SourceLoc loc = parsed.doc.LocateValue(pointer == "/" ? "" : pointer);
-    return Error{path + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + msg};
-  }
-  return cluster;
-}
-
 struct Batch {
   int64_t micro = 0;
   int64_t accum = 0;
@@ -80,27 +61,10 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp) {
     return Error{"the config sets neither train_batch_size nor train_micro_batch_size_per_gpu "
                  "(elasticity?): pass --set train_micro_batch_size_per_gpu=N"};
   }
-  int64_t ws = world;
-  auto dp_top = v.Int("/data_parallel_size"), sp_top = v.Int("/sequence_parallel_size");
-  if (sp_top.present() && dp_top.present()) {
-    ws = dp_top.value;
-  } else if (pp > 1) {
-    ws = world / pp;
-  } else if (sp_top.present() && sp_top.value > 0) {
-    ws = world / sp_top.value;
-  }
-  Batch out;
-  if (m.present() && g.present()) {
-    out = {m.value, g.value};
-  } else if (b.present() && m.present()) {
-    out = {m.value, (b.value / m.value) / ws};
-  } else if (b.present() && g.present()) {
-    out = {(b.value / ws) / g.value, g.value};
-  } else if (b.present()) {
-    out = {b.value / ws, 1};
-  } else {
-    out = {m.value, 1};
-  }
+  auto ws = BatchWorldSize(v, world, pp);
+  if (!ws) return Error{"no world size for the batch triple"};
+  const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), ws->ws);
+  Batch out{static_cast<int64_t>(t.micro), static_cast<int64_t>(t.gas)};
   if (out.micro <= 0 || out.accum <= 0) return Error{"the batch triple does not resolve to positive sizes"};
   return out;
 }

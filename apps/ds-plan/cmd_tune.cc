@@ -90,12 +90,8 @@ int RunTune(const TuneArgs& args) {
   }
   auto model = LoadModel(args.model_path);
   if (!model.ok()) return UsageError("--model: " + model.error().message);
-  auto cluster_text = ReadFile(args.cluster_path);
-  if (!cluster_text.ok()) return UsageError("--cluster: " + cluster_text.error().message);
-  Json cluster_json = Json::parse(*cluster_text, nullptr, false, true);
-  if (cluster_json.is_discarded()) return UsageError("--cluster: " + args.cluster_path + " is not valid JSON");
-  auto cluster = sim::ParseCluster(cluster_json);
-  if (!cluster.ok()) return UsageError("--cluster: " + args.cluster_path + ": " + cluster.error().message);
+  auto cluster = LoadCluster(args.cluster_path);
+  if (!cluster.ok()) return UsageError("--cluster: " + cluster.error().message);
 
   sim::TuneOptions options;
   options.world_size = *world->world_size;

@@ -18,4 +18,23 @@ Result<ModelSpec> LoadModel(const std::string& path) {
   return spec;
 }
 
+Result<sim::Cluster> LoadCluster(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.error();
+  ParsedJson parsed = ParseJsonLenient(path, std::move(text).value());
+  if (!parsed.ok) {
+    const Diagnostic& d = parsed.diagnostics.back();
+    return Error{path + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + ": " + d.message};
+  }
+  auto cluster = sim::ParseCluster(parsed.doc.root);
+  if (!cluster.ok()) {
+    // The message starts with the pointer; add the line so editors can jump to it.
+    const std::string& msg = cluster.error().message;
+    std::string pointer = msg.substr(0, msg.find(':'));
+    SourceLoc loc = parsed.doc.LocateValue(pointer == "/" ? "" : pointer);
+    return Error{path + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + msg};
+  }
+  return cluster;
+}
+
 }  // namespace dsp::app

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/batch_triple.h"
 #include "core/rules/rule_context.h"
 #include "core/rules/rule_sets.h"
 #include "core/util/text.h"
@@ -14,45 +15,6 @@ namespace {
 constexpr const char* kBatch = "/train_batch_size";
 constexpr const char* kMicro = "/train_micro_batch_size_per_gpu";
 constexpr const char* kGas = "/gradient_accumulation_steps";
-
-// The "world size" DeepSpeedConfig divides by (config.py ~L703-727), with how it was derived.
-struct BatchWorld {
-  double ws = 0;
-  std::string how;
-};
-
-std::optional<BatchWorld> BatchWorldSize(RuleContext& ctx) {
-  const ConfigView& v = ctx.view();
-  auto world = ctx.world();
-  auto dp_top = v.Int("/data_parallel_size");
-  auto sp_top = v.Int("/sequence_parallel_size");
-  bool has_sp_key = v.Has("/sequence_parallel_size");
-  if (has_sp_key && v.Has("/data_parallel_size") && dp_top.present()) {
-    // deepspeed.initialize builds a (dp, sp) mesh and the config uses its data_parallel dim.
-    return BatchWorld{static_cast<double>(dp_top.value),
-                      "data_parallel_size " + std::to_string(dp_top.value) + " (the (dp, sp) mesh)"};
-  }
-  if (!world) return std::nullopt;
-  if (ctx.options().pp > 1) {
-    int64_t dp = *world / ctx.options().pp;
-    return BatchWorld{static_cast<double>(dp),
-                      "the pipeline data-parallel size " + std::to_string(dp) + " (world " +
-                          std::to_string(*world) + " / pp " + std::to_string(ctx.options().pp) + ")"};
-  }
-  if (has_sp_key && sp_top.present() && sp_top.value > 0) {
-    return BatchWorld{static_cast<double>(*world) / static_cast<double>(sp_top.value),
-                      "world size " + std::to_string(*world) + " / sequence_parallel_size " +
-                          std::to_string(sp_top.value)};
-  }
-  return BatchWorld{static_cast<double>(*world), "world size " + std::to_string(*world)};
-}
-
-std::string Num(double x) {
-  if (std::floor(x) == x && std::fabs(x) < 1e15) return std::to_string(static_cast<long long>(x));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
 
 // Data-parallel sizes (1..limit) that make the given keys consistent after DeepSpeed's fill-in.
 std::vector<int64_t> ConsistentSizes(std::optional<int64_t> b, std::optional<int64_t> m,
@@ -131,7 +93,7 @@ void CheckBatch(RuleContext& ctx) {
     }
   }
 
-  auto world = BatchWorldSize(ctx);
+  auto world = BatchWorldSize(ctx.view(), ctx.world(), ctx.options().pp);
   if (!world) {
     auto sizes = ConsistentSizes(b.opt(), m.opt(), g.opt(), 4096);
     if (sizes.empty()) {
@@ -154,31 +116,9 @@ void CheckBatch(RuleContext& ctx) {
     return;
   }
 
-  // DeepSpeed's fill-in table (_set_batch_related_parameters), Python floor division.
-  double ws = world->ws;
-  double B = b.present() ? static_cast<double>(b.value) : 0;
-  double M = m.present() ? static_cast<double>(m.value) : 0;
-  double G = g.present() ? static_cast<double>(g.value) : 0;
-  std::string derived;
-  if (b.present() && m.present() && g.present()) {
-  } else if (b.present() && m.present()) {
-    G = std::floor(std::floor(B / M) / ws);
-    derived = "gradient_accumulation_steps = (train_batch_size // micro) // ws = " + Num(G);
-  } else if (b.present() && g.present()) {
-    M = std::floor(std::floor(B / ws) / G);
-    derived = "train_micro_batch_size_per_gpu = (train_batch_size // ws) // gas = " + Num(M);
-  } else if (m.present() && g.present()) {
-    B = M * G * ws;
-    derived = "train_batch_size = micro x gas x ws = " + Num(B);
-  } else if (b.present()) {
-    G = 1;
-    M = std::floor(B / ws);
-    derived = "train_micro_batch_size_per_gpu = train_batch_size // ws = " + Num(M);
-  } else {
-    G = 1;
-    B = M * ws;
-    derived = "train_batch_size = micro x ws = " + Num(B);
-  }
+  const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), world->ws);
+  const double ws = world->ws, B = t.batch, M = t.micro, G = t.gas;
+  const std::string& derived = t.derived;
   std::string where = " (ws = " + world->how + (derived.empty() ? "" : "; " + derived) + ")";
 
   struct Check {
@@ -192,7 +132,7 @@ void CheckBatch(RuleContext& ctx) {
                          Check{G, "Gradient accumulation steps", g.present() ? g.pointer : anchor}}) {
     if (c.value <= 0) {
       ctx.Report("batch-nonpositive", c.pointer,
-                 std::string(c.label) + ": " + Num(c.value) + " has to be greater than 0" + where,
+                 std::string(c.label) + ": " + FormatBatchNumber(c.value) + " has to be greater than 0" + where,
                  "train_batch_size must be at least micro batch x world size; lower the micro batch "
                  "or raise train_batch_size");
       return;
@@ -202,8 +142,8 @@ void CheckBatch(RuleContext& ctx) {
     double fit = M * G * ws;
     ctx.Report("batch-mismatch", anchor,
                "train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * "
-               "world_size: " + Num(B) + " != " + Num(M) + " * " + Num(G) + " * " + Num(ws) + where,
-               "set train_batch_size to " + Num(fit) +
+               "world_size: " + FormatBatchNumber(B) + " != " + FormatBatchNumber(M) + " * " + FormatBatchNumber(G) + " * " + FormatBatchNumber(ws) + where,
+               "set train_batch_size to " + FormatBatchNumber(fit) +
                    ", or drop one of the three keys and let DeepSpeed derive it");
     return;
   }
@@ -214,12 +154,12 @@ void CheckBatch(RuleContext& ctx) {
   if (pc.tp > 1 && !v.Has("/sequence_parallel_size") && ctx.options().pp == 1) {
     double distinct = B / static_cast<double>(pc.tp);
     ctx.Report("batch-autotp-world", anchor,
-               "DeepSpeed checks train_batch_size against the full world size (" + Num(ws) +
+               "DeepSpeed checks train_batch_size against the full world size (" + FormatBatchNumber(ws) +
                    ") because AutoTP groups do not exist yet when the config is read, but the " +
                    std::to_string(pc.tp) + " ranks of each tensor-parallel group see the same "
-                   "samples: each optimizer step consumes " + Num(distinct) + " distinct samples, "
-                   "not " + Num(B),
-               "size learning-rate schedules and token budgets with " + Num(distinct) +
+                   "samples: each optimizer step consumes " + FormatBatchNumber(distinct) + " distinct samples, "
+                   "not " + FormatBatchNumber(B),
+               "size learning-rate schedules and token budgets with " + FormatBatchNumber(distinct) +
                    " samples per step");
   }
 }

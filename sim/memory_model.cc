@@ -164,7 +164,7 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     const double count = it == params.count.end() ? 0 : it->second;
     total_params += count;
     const int64_t n = f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size : r.zero_group_size;
-    ModelStateBytes st = ModelStatesPerRank(count, n, in.zero, conv);
+    ModelStateBytes st = ModelStatesPerRank(count, n, in.zero, conv, in.workload.optimizer_state_bytes_per_param);
     if (zero_stage == 3 && conv == MemoryConvention::kZeroPaper) {
       // Parameters below param_persistence_threshold are never released after being gathered:
       // each rank keeps the whole 16-bit tensor on the GPU (stage3 persistent_parameters).

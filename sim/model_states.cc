@@ -26,9 +26,10 @@ StateBytesPerParam BytesPerParam(MemoryConvention convention) {
 }
 
 ModelStateBytes ModelStatesPerRank(double params, int64_t zero_group_size, const ZeroSettings& zero,
-                                   MemoryConvention convention) {
+                                   MemoryConvention convention, double optimizer_bytes) {
   const double n = static_cast<double>(std::max<int64_t>(zero_group_size, 1));
-  const StateBytesPerParam b = BytesPerParam(convention);
+  StateBytesPerParam b = BytesPerParam(convention);
+  b.optimizer = optimizer_bytes;
   const bool estimator = convention == MemoryConvention::kDeepSpeedEstimator;
   int stage = std::clamp(zero.stage, 0, 3);
   // DeepSpeed has one estimator for stages 1 and 2 (estimate_zero2_model_states_mem_needs).

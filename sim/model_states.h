@@ -54,8 +54,9 @@ struct ModelStateBytes {
 // the full 16-bit gradients stay on the GPU. At stage 3 `offload_ratio` offloads only that fraction.
 // offload_param (stage 3 only): the 16-bit parameter partition goes to the host.
 // kDeepSpeedEstimator host bytes carry DeepSpeed's additional_buffer_factor 1.5.
+// `optimizer_bytes` is K, the optimizer-state bytes per parameter (Workload::optimizer_state_bytes_per_param).
 ModelStateBytes ModelStatesPerRank(double params, int64_t zero_group_size, const ZeroSettings& zero,
-                                   MemoryConvention convention);
+                                   MemoryConvention convention, double optimizer_bytes = 12);
 
 // DeepSpeed's ZeRO-3 "largest_layer_memory = 4 * largest_layer_params": the gathered 16-bit
 // parameters and gradients of the largest module (estimate_zero3_model_states_mem_needs).

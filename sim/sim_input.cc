@@ -5,6 +5,8 @@
 // optimizers use (offload_param only at stage 3, no offload at stage 0, ratio only at stage 3).
 #include "sim/sim_input.h"
 
+#include <cctype>
+
 #include <string>
 
 #include "core/config/config_view.h"
@@ -74,6 +76,21 @@ ZeroSettings ReadZeroSettings(const Json& config) {
                                              "stage3_param_persistence_threshold",
                                              z.param_persistence_threshold);
   return z;
+}
+
+double ReadOptimizerStateBytes(const Json& config) {
+  ConfigView v(config);
+  auto type = v.String("/optimizer/type");
+  if (!type.present()) return 12;
+  std::string t = type.value;
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // fp32 master weights (4 bytes) plus the optimizer's own fp32 states.
+  if (t == "sgd") {
+    auto momentum = v.Number("/optimizer/params/momentum");
+    return momentum.present() && momentum.value != 0 ? 8 : 4;
+  }
+  if (t == "lion" || t == "adagrad" || t == "rmsprop") return 8;  // one state
+  return 12;  // Adam, AdamW, FusedAdam, CPUAdam, LAMB, 1-bit Adam/LAMB, 0/1 Adam: two states
 }
 
 }  // namespace dsp::sim

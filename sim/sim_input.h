@@ -25,6 +25,10 @@ struct ZeroSettings {
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
 ZeroSettings ReadZeroSettings(const Json& config);
 
+// Workload::optimizer_state_bytes_per_param for the config's optimizer section (12, Adam, when the
+// optimizer is absent or unknown: DeepSpeed's client optimizers are almost always Adam variants).
+double ReadOptimizerStateBytes(const Json& config);
+
 class GroupLinkCache;
 
 struct SimInput {

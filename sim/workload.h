@@ -22,6 +22,10 @@ struct Workload {
   Recompute recompute = Recompute::kNone;
   MemoryConvention convention = MemoryConvention::kZeroPaper;
   int bytes_per_param = 2;          // bf16/fp16 weights and activations
+  // The ZeRO paper's K: optimizer-state bytes per parameter for mixed precision (fp32 master
+  // weights plus the optimizer's fp32 states): Adam/AdamW/LAMB 12, SGD with momentum and Lion 8,
+  // plain SGD 4. ReadOptimizerStateBytes (sim/sim_input.h) reads it from the config.
+  double optimizer_state_bytes_per_param = 12;
 };
 
 std::string_view RecomputeName(Recompute recompute);            // "none", "selective", "full"

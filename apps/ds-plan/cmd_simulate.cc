@@ -145,6 +145,7 @@ int RunSimulate(const SimulateArgs& args) {
   input.cluster = &*cluster;
   input.workload.seq_len = seq_len;
   input.workload.micro_batch = batch->micro;
+  input.workload.optimizer_state_bytes_per_param = sim::ReadOptimizerStateBytes(config);
   input.workload.grad_accum = batch->accum;
   input.workload.recompute = args.recompute == "full"        ? sim::Recompute::kFull
                              : args.recompute == "selective" ? sim::Recompute::kSelective

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start, command 1: install, build, then run ds-plan on the bundled folding sample
-# (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs).
+# Quick start, command 1: install, build, then run ds-plan on the bundled samples: validate and
+# groups on the folding sample (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs), a rejected
+# config, simulate on the AutoSP sample, and tune for Llama-3-70B on 64 GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -13,3 +14,9 @@ echo "\$ ds-plan groups samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-pe
 echo
 echo "\$ ds-plan validate samples/configs/invalid/folding-rejected.json --world-size 8"
 "$bin" validate samples/configs/invalid/folding-rejected.json --world-size 8 || true
+echo
+echo "\$ ds-plan simulate samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --cluster samples/clusters/h100-sxm.json --world-size 8 --seq-len 8192 --recompute selective"
+"$bin" simulate samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --cluster samples/clusters/h100-sxm.json --world-size 8 --seq-len 8192 --recompute selective
+echo
+echo "\$ ds-plan tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5"
+"$bin" tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5

@@ -119,8 +119,12 @@ TEST(FlopsTest, RouterIsBelowTheRidgePoint) {
   const ModelSpec mixtral = ParsePresetOrDie("mixtral-8x7b.json");
   ShardShape shard;
   for (const OperatorCost& op : LayerForwardOperators(mixtral, 0, shard)) {
-    if (op.name == "router") EXPECT_LT(op.intensity(), 295) << op.name;
-    if (op.name == "q_proj" || op.name == "attention") EXPECT_GT(op.intensity(), 295) << op.name;
+    if (op.name == "router") {
+      EXPECT_LT(op.intensity(), 295) << op.name;
+    }
+    if (op.name == "q_proj" || op.name == "attention") {
+      EXPECT_GT(op.intensity(), 295) << op.name;
+    }
   }
 }
 

@@ -40,10 +40,12 @@ int RunGroups(const GroupsArgs& args) {
     std::cerr << RenderText({report});
     return kExitFindings;
   }
+  std::vector<Override> overrides;
   for (const auto& s : args.sets) {
     auto o = ParseOverride(s);
     if (!o.ok()) return UsageError(o.error().message);
     parsed.doc.root[Json::json_pointer(o->pointer)] = o->value;
+    overrides.push_back(std::move(o).value());
   }
 
   PlanInputs inputs;
@@ -60,12 +62,24 @@ int RunGroups(const GroupsArgs& args) {
     std::cerr << args.config << ": error: " << plan.error().message << "\n";
     return kExitFindings;
   }
+  // The tables are what DeepSpeed would build; say so when DeepSpeed would not start at all.
+  ValidateOptions vopt;
+  vopt.world_size = inputs.world_size;
+  vopt.gpus_per_node = inputs.gpus_per_node;
+  vopt.pp = inputs.pp;
+  FileReport report = ValidateText(args.config, parsed.doc.source.text(), vopt, overrides);
   GroupsView view;
   if (args.rank >= 0) view.rank = args.rank;
   GroupsFormat format = args.format == "json" ? GroupsFormat::kJson
                         : args.format == "csv" ? GroupsFormat::kCsv
                                                : GroupsFormat::kTable;
   std::cout << RenderGroups(*plan, format, view);
+  std::cout.flush();
+  if (int errors = Count(report.diagnostics).errors; errors > 0) {
+    std::cerr << args.config << ": note: DeepSpeed would reject this config (" << errors << " error"
+              << (errors == 1 ? "" : "s") << "; run ds-plan validate): these are the groups it would "
+              << "build if it started\n";
+  }
   return kExitOk;
 }
 

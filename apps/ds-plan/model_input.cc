@@ -4,8 +4,10 @@
 #include "core/util/file_io.h"
 
 namespace dsp::app {
+namespace {
 
-Result<ModelSpec> LoadModel(const std::string& path) {
+// Reads and parses an input file; a syntax error names the file, line and column.
+Result<JsonDocument> LoadJson(const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) return text.error();
   ParsedJson parsed = ParseJsonLenient(path, std::move(text).value());
@@ -13,25 +15,28 @@ Result<ModelSpec> LoadModel(const std::string& path) {
     const Diagnostic& d = parsed.diagnostics.back();
     return Error{path + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + ": " + d.message};
   }
-  auto spec = ParseHfConfig(parsed.doc.root);
+  return std::move(parsed.doc);
+}
+
+}  // namespace
+
+Result<ModelSpec> LoadModel(const std::string& path) {
+  auto doc = LoadJson(path);
+  if (!doc.ok()) return doc.error();
+  auto spec = ParseHfConfig(doc->root);
   if (!spec.ok()) return Error{path + ": " + spec.error().message};
   return spec;
 }
 
 Result<sim::Cluster> LoadCluster(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.error();
-  ParsedJson parsed = ParseJsonLenient(path, std::move(text).value());
-  if (!parsed.ok) {
-    const Diagnostic& d = parsed.diagnostics.back();
-    return Error{path + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + ": " + d.message};
-  }
-  auto cluster = sim::ParseCluster(parsed.doc.root);
+  auto doc = LoadJson(path);
+  if (!doc.ok()) return doc.error();
+  auto cluster = sim::ParseCluster(doc->root);
   if (!cluster.ok()) {
     // The message starts with the pointer; add the line so editors can jump to it.
     const std::string& msg = cluster.error().message;
     std::string pointer = msg.substr(0, msg.find(':'));
-    SourceLoc loc = parsed.doc.LocateValue(pointer == "/" ? "" : pointer);
+    SourceLoc loc = doc->LocateValue(pointer == "/" ? "" : pointer);
     return Error{path + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + msg};
   }
   return cluster;

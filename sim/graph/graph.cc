@@ -1,0 +1,155 @@
+#include "sim/graph/graph.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dsp::sim::graph {
+
+Node* Graph::Create(NodeSpec spec) {
+  auto node = std::make_unique<Node>();
+  Node* n = node.get();
+  n->name = UniqueName(spec.name.empty() ? spec.op : spec.name);
+  n->op = std::move(spec.op);
+  n->module = std::move(spec.module);
+  n->param = std::move(spec.param);
+  n->shape = std::move(spec.shape);
+  n->group = std::move(spec.group);
+  n->args = std::move(spec.args);
+  for (Node* arg : n->args) AddUser(arg, n);
+  by_name_.emplace(n->name, n);
+  owned_.emplace(n, std::move(node));
+  return n;
+}
+
+void Graph::Link(Node* node, Node* before) {
+  node->next_ = before;
+  node->prev_ = before != nullptr ? before->prev_ : tail_;
+  (node->prev_ != nullptr ? node->prev_->next_ : head_) = node;
+  (before != nullptr ? before->prev_ : tail_) = node;
+}
+
+void Graph::Unlink(Node* node) {
+  (node->prev_ != nullptr ? node->prev_->next_ : head_) = node->next_;
+  (node->next_ != nullptr ? node->next_->prev_ : tail_) = node->prev_;
+  node->prev_ = node->next_ = nullptr;
+}
+
+void Graph::AddUser(Node* arg, Node* user) {
+  if (std::find(arg->users.begin(), arg->users.end(), user) == arg->users.end()) {
+    arg->users.push_back(user);
+  }
+}
+
+void Graph::DropUserIfUnused(Node* arg, Node* user) {
+  // users holds each user once, so it goes only when no operand of `user` is `arg` any more.
+  if (std::find(user->args.begin(), user->args.end(), arg) != user->args.end()) return;
+  std::erase(arg->users, user);
+}
+
+Node* Graph::Append(NodeSpec spec) {
+  Node* n = Create(std::move(spec));
+  Link(n, nullptr);
+  return n;
+}
+
+Node* Graph::InsertBefore(Node* pos, NodeSpec spec) {
+  Node* n = Create(std::move(spec));
+  Link(n, pos);
+  return n;
+}
+
+Node* Graph::InsertAfter(Node* pos, NodeSpec spec) {
+  Node* n = Create(std::move(spec));
+  Link(n, pos->next_);
+  return n;
+}
+
+void Graph::SetArg(Node* node, size_t index, Node* arg) {
+  Node* old = node->args[index];
+  node->args[index] = arg;
+  DropUserIfUnused(old, node);
+  AddUser(arg, node);
+}
+
+void Graph::SetArgs(Node* node, std::vector<Node*> args) {
+  std::vector<Node*> old = std::exchange(node->args, std::move(args));
+  for (Node* a : old) DropUserIfUnused(a, node);
+  for (Node* a : node->args) AddUser(a, node);
+}
+
+size_t Graph::ReplaceAllUsesWith(Node* from, Node* to) {
+  if (from == to) return 0;
+  const std::vector<Node*> users = from->users;
+  size_t rewritten = 0;
+  for (Node* user : users) {
+    if (user == to) continue;
+    std::replace(user->args.begin(), user->args.end(), from, to);
+    DropUserIfUnused(from, user);
+    AddUser(to, user);
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+Status Graph::Erase(Node* node) {
+  if (!node->users.empty()) {
+    return Error{"cannot erase %" + node->name + ": still used by %" + node->users.front()->name};
+  }
+  for (Node* arg : node->args) std::erase(arg->users, node);
+  Unlink(node);
+  auto named = by_name_.find(node->name);
+  if (named != by_name_.end() && named->second == node) by_name_.erase(named);
+  owned_.erase(node);
+  return Status::Ok();
+}
+
+size_t Graph::EliminateDeadCode() {
+  // Walking backwards erases a whole dead chain in one pass: by the time a node is visited, its
+  // dead users (all later) are gone.
+  size_t erased = 0;
+  for (Node* n = tail_; n != nullptr;) {
+    Node* prev = n->prev_;
+    if (n->users.empty() && n->op != ops::kPlaceholder && n->op != ops::kOutput) {
+      if (Erase(n).ok()) ++erased;
+    }
+    n = prev;
+  }
+  return erased;
+}
+
+Status Graph::Rename(Node* node, std::string name) {
+  if (name == node->name) return Status::Ok();
+  if (by_name_.count(name) != 0) return Error{"name %" + name + " is taken"};
+  auto named = by_name_.find(node->name);
+  if (named != by_name_.end() && named->second == node) by_name_.erase(named);
+  node->name = std::move(name);
+  by_name_.emplace(node->name, node);
+  return Status::Ok();
+}
+
+Node* Graph::Find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::string Graph::UniqueName(std::string_view base) const {
+  std::string name(base);
+  if (by_name_.count(name) == 0) return name;
+  // Remembering the last suffix per base keeps repeated names (add, add_1, ...) linear.
+  int& suffix = next_suffix_[name];
+  while (true) {
+    std::string candidate = name + "_" + std::to_string(++suffix);
+    if (by_name_.count(candidate) == 0) return candidate;
+  }
+}
+
+Node* Graph::Output() const {
+  for (Node* n = head_; n != nullptr; n = n->next_) {
+    if (n->op == ops::kOutput) return n;
+  }
+  return nullptr;
+}
+
+bool Graph::Contains(const Node* node) const { return owned_.count(node) != 0; }
+
+}  // namespace dsp::sim::graph

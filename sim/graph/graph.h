@@ -1,0 +1,157 @@
+// A small FX-like graph IR of one training step's forward pass: placeholders, operator calls and
+// one output, in topological order. The compiler passes (tensor/sequence/expert parallelism)
+// rewrite it by inserting collectives, so the API is the handful of mutations they need: insert
+// before/after, replace all uses, erase, dead-code elimination. docs/graph.md describes the IR,
+// its text form and the op names.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/util/result.h"
+#include "sim/graph/symbolic.h"
+
+namespace dsp::sim::graph {
+
+// Op names the builder emits and the passes and JSON output match on.
+namespace ops {
+inline constexpr std::string_view kPlaceholder = "placeholder";
+inline constexpr std::string_view kEmbedding = "embedding";
+inline constexpr std::string_view kRmsNorm = "rms_norm";
+inline constexpr std::string_view kLinear = "linear";
+inline constexpr std::string_view kRotary = "rotary";
+inline constexpr std::string_view kSdpa = "sdpa";
+inline constexpr std::string_view kSilu = "silu";
+inline constexpr std::string_view kSigmoid = "sigmoid";
+inline constexpr std::string_view kMul = "mul";
+inline constexpr std::string_view kAdd = "add";
+inline constexpr std::string_view kRouter = "router";
+inline constexpr std::string_view kTopK = "top_k";
+inline constexpr std::string_view kExperts = "experts";
+inline constexpr std::string_view kCrossEntropy = "cross_entropy";
+inline constexpr std::string_view kOutput = "output";
+// Reserved for the parallelism passes; the builder never emits them.
+inline constexpr std::string_view kAllToAll = "all_to_all";
+inline constexpr std::string_view kCopyToTp = "copy_to_tp";
+inline constexpr std::string_view kReduceFromTp = "reduce_from_tp";
+inline constexpr std::string_view kAllGather = "all_gather";
+inline constexpr std::string_view kReduceScatter = "reduce_scatter";
+inline constexpr std::string_view kAllReduce = "all_reduce";
+inline constexpr std::string_view kDispatch = "dispatch";
+inline constexpr std::string_view kCombine = "combine";
+}  // namespace ops
+
+struct Node {
+  std::string name;    // unique in its graph; printed as %name
+  std::string op;      // one of ops::*
+  std::string module;  // Hugging Face module path, "model.layers.3.self_attn.q_proj"; may be empty
+  std::string param;   // parameter read, "model.layers.3.self_attn.q_proj.weight"; may be empty
+  std::optional<Shape> shape;  // absent only on the output node; [] is a scalar
+  std::string group;           // process group of a collective ("tp", "ep", ...); empty otherwise
+  std::vector<Node*> args;     // operands, all earlier in the graph
+  // Nodes that have this node among their args, each once, in order of first use. The Graph
+  // methods keep args and users in step; code that edits args directly must fix users itself
+  // (the verifier reports any mismatch).
+  std::vector<Node*> users;
+
+  Node* next() const { return next_; }
+  Node* prev() const { return prev_; }
+
+ private:
+  friend class Graph;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+};
+
+// Everything about a new node but its place in the list.
+struct NodeSpec {
+  std::string name = {};  // uniquified (name, name_1, name_2, ...) when taken; the op when empty
+  std::string op = {};
+  std::vector<Node*> args = {};
+  std::string module = {};
+  std::string param = {};
+  std::optional<Shape> shape = {};
+  std::string group = {};
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Adds a node at the end, or right before/after `pos`. The caller keeps topological order:
+  // every arg must already precede the insertion point (the verifier checks).
+  Node* Append(NodeSpec spec);
+  Node* InsertBefore(Node* pos, NodeSpec spec);
+  Node* InsertAfter(Node* pos, NodeSpec spec);
+
+  // Replace one operand / all operands of `node`, keeping users lists consistent.
+  void SetArg(Node* node, size_t index, Node* arg);
+  void SetArgs(Node* node, std::vector<Node*> args);
+
+  // Rewrites every use of `from` to `to`, except inside `to` itself, so the usual pass pattern
+  // `y = InsertAfter(x, {.op = "all_reduce", .args = {x}}); ReplaceAllUsesWith(x, y);` does not
+  // make y its own operand. Returns how many users were rewritten.
+  size_t ReplaceAllUsesWith(Node* from, Node* to);
+
+  // Removes a node nothing uses; an error (and no change) while it still has users.
+  Status Erase(Node* node);
+  // Erases, repeatedly, every unused node except placeholders and the output (inputs stay part of
+  // the signature, as in torch.fx). Returns the number erased.
+  size_t EliminateDeadCode();
+
+  // Renames a node; an error when the new name is taken.
+  Status Rename(Node* node, std::string name);
+  Node* Find(std::string_view name) const;
+  // `base` when free, else the first free base_1, base_2, ...
+  std::string UniqueName(std::string_view base) const;
+
+  Node* front() const { return head_; }
+  Node* back() const { return tail_; }
+  size_t size() const { return owned_.size(); }
+  // The first node whose op is "output", or nullptr.
+  Node* Output() const;
+  // True when `node` belongs to this graph (a pointer from another graph does not).
+  bool Contains(const Node* node) const;
+
+  class Iterator {
+   public:
+    explicit Iterator(Node* node) : node_(node) {}
+    Node* operator*() const { return node_; }
+    Iterator& operator++() {
+      node_ = node_->next();
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return node_ == other.node_; }
+
+   private:
+    Node* node_;
+  };
+  // Nodes in order; do not erase the current node while iterating.
+  Iterator begin() const { return Iterator(head_); }
+  Iterator end() const { return Iterator(nullptr); }
+
+ private:
+  Node* Create(NodeSpec spec);
+  void Link(Node* node, Node* before);  // before == nullptr appends
+  void Unlink(Node* node);
+  static void AddUser(Node* arg, Node* user);
+  static void DropUserIfUnused(Node* arg, Node* user);
+
+  // Owns the nodes, keyed by address so that direct edits of Node::name cannot orphan one.
+  std::unordered_map<const Node*, std::unique_ptr<Node>> owned_;
+  std::unordered_map<std::string, Node*> by_name_;
+  mutable std::unordered_map<std::string, int> next_suffix_;
+  Node* head_ = nullptr;
+  Node* tail_ = nullptr;
+};
+
+}  // namespace dsp::sim::graph

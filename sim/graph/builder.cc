@@ -30,7 +30,10 @@ std::string NameOf(const std::string& module, std::string_view suffix = {}) {
   for (char& c : name) {
     if (c == '.') c = '_';
   }
-  if (!suffix.empty()) name += (name.empty() ? "" : "_") + std::string(suffix);
+  if (!suffix.empty()) {
+    if (!name.empty()) name += '_';
+    name += suffix;
+  }
   return name;
 }
 

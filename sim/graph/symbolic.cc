@@ -105,16 +105,18 @@ std::string SymExpr::ToString() const {
   for (const auto& [name, exp] : factors_) {
     for (int i = 0; i < exp; ++i) append(name);
   }
-  if (den_ != 1) out += "/" + std::to_string(den_);
+  // Appending piecewise (not "/" + x) also avoids GCC 12's false -Wrestrict on operator+.
+  if (den_ != 1) (out += '/') += std::to_string(den_);
   for (const auto& [name, exp] : factors_) {
-    for (int i = 0; i < -exp; ++i) out += "/" + name;
+    for (int i = 0; i < -exp; ++i) (out += '/') += name;
   }
   return out;
 }
 
 namespace {
 
-// Recursive descent over expr := term (('*' | '/') term)*, term := int | ident | '(' expr ')'.
+// Recursive descent over expr := term (('*' | '/') term)*,
+// term := int | ident | '(' expr ')' | '-' term.
 class SymParser {
  public:
   SymParser(std::string_view text, size_t& pos) : text_(text), pos_(pos) {}
@@ -147,6 +149,13 @@ class SymParser {
     SkipSpaces();
     if (pos_ >= text_.size()) return Error{"expected a number, a symbol or '('"};
     const char c = text_[pos_];
+    if (c == '-') {
+      // Only so that a negative coefficient ("-1*S") reads back; shapes never need one.
+      ++pos_;
+      Result<SymExpr> operand = Term();
+      if (!operand.ok()) return operand;
+      return SymExpr(-1) * *operand;
+    }
     if (c == '(') {
       ++pos_;
       Result<SymExpr> inner = Expr();

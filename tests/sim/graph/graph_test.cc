@@ -123,5 +123,25 @@ TEST(GraphTest, DeadCodeEliminationRemovesWholeChains) {
   EXPECT_EQ(g.EliminateDeadCode(), 0u);
 }
 
+TEST(GraphTest, EditsAtBothEndsKeepTheListLinked) {
+  Graph g = Chain();
+  Node* first = g.InsertBefore(g.front(), {.name = "first", .op = "placeholder", .shape = kBsh});
+  Node* last = g.InsertAfter(g.back(), {.name = "last", .op = "placeholder", .shape = kBsh});
+  EXPECT_EQ(g.front(), first);
+  EXPECT_EQ(g.back(), last);
+  EXPECT_EQ(Names(g), "first x proj sum output last");
+  ASSERT_TRUE(g.Erase(first).ok());
+  ASSERT_TRUE(g.Erase(last).ok());
+  std::string backwards;
+  for (Node* n = g.back(); n != nullptr; n = n->prev()) backwards += n->name + " ";
+  EXPECT_EQ(backwards, "output sum proj x ");
+  EXPECT_EQ(g.front()->prev(), nullptr);
+  EXPECT_EQ(g.size(), 4u);
+  EXPECT_EQ(g.Find("first"), nullptr);
+  Graph moved = std::move(g);
+  EXPECT_EQ(Names(moved), "x proj sum output");
+  EXPECT_TRUE(VerifyGraph(moved).ok());
+}
+
 }  // namespace
 }  // namespace dsp::sim::graph

@@ -60,7 +60,10 @@ TEST(SymbolicTest, ParsesAndReprints) {
   EXPECT_EQ(Reprint("8/2"), "4");
   EXPECT_EQ(Reprint("B*S"), "B*S");
   EXPECT_EQ(Reprint("FE_2"), "FE_2");
-  for (std::string_view printed : {"S/2/P", "1/P", "7/2", "N*D/P/P", "0"}) {
+  EXPECT_EQ((SymExpr(-2) * S).ToString(), "-2*S");
+  EXPECT_EQ((S / -2).ToString(), "-1*S/2");
+  for (std::string_view printed :
+       {"S/2/P", "1/P", "7/2", "N*D/P/P", "0", "-2*S", "-1*S/2", "-3"}) {
     EXPECT_EQ(Reprint(printed), printed);
   }
 }

@@ -1,0 +1,391 @@
+// Graphviz rendering of the graph IR. The Graphviz 2.42 C API on Debian takes `char*` for names
+// and attribute values it never modifies, hence the Mut() helper; GVC_t and Agraph_t live in small
+// RAII owners so every error path frees them (the layout too, which must go before the graph).
+#include "sim/render/graphviz.h"
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/graph/symbolic.h"
+
+namespace dsp::sim::render {
+namespace {
+
+using graph::Graph;
+using graph::Node;
+
+// Graphviz declares these parameters `char*` but only reads them.
+char* Mut(const char* s) { return const_cast<char*>(s); }
+char* Mut(const std::string& s) { return const_cast<char*>(s.c_str()); }
+
+struct GvcDeleter {
+  void operator()(GVC_t* gvc) const { gvFreeContext(gvc); }
+};
+struct GraphDeleter {
+  void operator()(Agraph_t* g) const { agclose(g); }
+};
+using GvcPtr = std::unique_ptr<GVC_t, GvcDeleter>;
+using GraphPtr = std::unique_ptr<Agraph_t, GraphDeleter>;
+
+// Frees the layout before the graph goes: gvFreeLayout needs the graph alive.
+class LayoutGuard {
+ public:
+  LayoutGuard(GVC_t* gvc, Agraph_t* g) : gvc_(gvc), g_(g) {}
+  ~LayoutGuard() { gvFreeLayout(gvc_, g_); }
+  LayoutGuard(const LayoutGuard&) = delete;
+  LayoutGuard& operator=(const LayoutGuard&) = delete;
+
+ private:
+  GVC_t* gvc_;
+  Agraph_t* g_;
+};
+
+// cgraph's default ID discipline uses the address of the interned name as a named object's ID,
+// and subgraphs (our clusters) are kept and laid out in ID order, so the layout changed with
+// heap addresses from run to run. This discipline hands out IDs in creation order instead:
+// even for named objects (cgraph's convention: print() gives their name back), odd for
+// anonymous ones (edges), from a per-graph counter rather than the default's global one.
+struct IdState {
+  Agraph_t* graph = nullptr;
+  std::vector<char*> names;  // interned with agstrdup: agwrite asks cgraph whether each is HTML
+  std::unordered_map<std::string, IDTYPE> ids;
+  IDTYPE next_anonymous = 1;
+};
+
+void* IdOpen(Agraph_t* g, Agdisc_t*) { return new IdState{g}; }
+
+long IdMap(void* state, int, char* str, IDTYPE* id, int create) {
+  auto* s = static_cast<IdState*>(state);
+  if (str == nullptr) {
+    *id = s->next_anonymous;
+    s->next_anonymous += 2;
+    return 1;
+  }
+  auto it = s->ids.find(str);
+  if (it != s->ids.end()) {
+    *id = it->second;
+    return 1;
+  }
+  if (create == 0) return 0;
+  s->names.push_back(agstrdup(s->graph, str));
+  *id = 2 * static_cast<IDTYPE>(s->names.size());
+  s->ids.emplace(str, *id);
+  return 1;
+}
+
+long IdAlloc(void*, int, IDTYPE) { return 1; }
+void IdFree(void*, int, IDTYPE) {}  // names live until agclose frees the string pool
+
+char* IdPrint(void* state, int, IDTYPE id) {
+  auto* s = static_cast<IdState*>(state);
+  if (id % 2 != 0 || id == 0 || id / 2 > s->names.size()) return nullptr;
+  return s->names[id / 2 - 1];
+}
+
+void IdClose(void* state) { delete static_cast<IdState*>(state); }
+void IdRegister(void*, int, void*) {}
+
+Agiddisc_t kSequentialIds = {IdOpen, IdMap, IdAlloc, IdFree, IdPrint, IdClose, IdRegister};
+Agdisc_t kDisc = {&AgMemDisc, &kSequentialIds, &AgIoDisc};
+
+// Fill colors of the process groups; fixed so the legend and the nodes agree.
+const std::vector<std::pair<std::string, std::string>>& GroupColors() {
+  static const std::vector<std::pair<std::string, std::string>> colors = {
+      {"tp", "#fbb4ae"}, {"sp", "#b3cde3"}, {"ep", "#ccebc5"}, {"dp", "#decbe4"}, {"edp", "#fed9a6"}};
+  return colors;
+}
+
+std::string GroupColor(const std::string& group) {
+  for (const auto& [name, color] : GroupColors()) {
+    if (name == group) return color;
+  }
+  return "#d9d9d9";  // a collective without a known group still stands out from compute
+}
+
+// Graphviz reads backslash sequences in labels (\n, \N, \G); module paths must print verbatim.
+std::string EscapeLabel(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void Set(void* obj, const char* name, const std::string& value) {
+  agsafeset(obj, Mut(name), Mut(value), Mut(""));
+}
+
+// "model.layers.3.self_attn.q_proj" -> "self_attn"; "" when the module is the layer itself.
+std::string SubModule(std::string_view module) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  size_t dot = module.find('.', kPrefix.size());
+  if (dot == std::string_view::npos) return "";
+  std::string_view rest = module.substr(dot + 1);
+  return std::string(rest.substr(0, rest.find('.')));
+}
+
+// Contiguous runs of layers outside the shown range become one summary node each.
+struct Summary {
+  int first = 0;
+  int last = 0;
+  Agnode_t* node = nullptr;
+};
+
+class Builder {
+ public:
+  Builder(const Graph& graph, const RenderOptions& options) : graph_(graph), options_(options) {}
+
+  Result<GraphPtr> Build() {
+    GraphPtr g(agopen(Mut("ds_plan"), Agdirected, &kDisc));
+    if (!g) return Error{"graphviz: agopen failed"};
+    root_ = g.get();
+    Set(root_, "rankdir", "TB");
+    Set(root_, "fontname", "Helvetica");
+    Set(root_, "newrank", "true");
+    agattr(root_, AGNODE, Mut("fontname"), Mut("Helvetica"));
+    agattr(root_, AGNODE, Mut("fontsize"), Mut("10"));
+    agattr(root_, AGEDGE, Mut("fontname"), Mut("Helvetica"));
+    agattr(root_, AGEDGE, Mut("fontsize"), Mut("8"));
+    PlanSummaries();
+    ScanContainers();
+    for (const Node* node : graph_) AddNode(*node);
+    for (const Node* node : graph_) AddEdges(*node);
+    AddLegend();
+    return g;
+  }
+
+ private:
+  void PlanSummaries() {
+    if (!options_.layers) return;
+    std::set<int> hidden;
+    for (const Node* node : graph_) {
+      int layer = LayerOfModule(node->module);
+      if (layer >= 0 && !options_.layers->Contains(layer)) hidden.insert(layer);
+    }
+    for (int layer : hidden) {
+      if (summaries_.empty() || summaries_.back().last + 1 != layer) {
+        summaries_.push_back({layer, layer});
+      } else {
+        summaries_.back().last = layer;
+      }
+    }
+  }
+
+  // A sub-module gets its own cluster only when it contains modules (self_attn, mlp,
+  // block_sparse_moe); norms and residual adds sit directly in the layer cluster.
+  void ScanContainers() {
+    for (const Node* node : graph_) {
+      int layer = LayerOfModule(node->module);
+      std::string sub = SubModule(node->module);
+      if (layer < 0 || sub.empty()) continue;
+      std::string prefix = "model.layers." + std::to_string(layer) + "." + sub + ".";
+      if (node->module.compare(0, prefix.size(), prefix) == 0) containers_.insert({layer, sub});
+    }
+  }
+
+  Summary* SummaryOf(int layer) {
+    for (auto& s : summaries_) {
+      if (layer >= s.first && layer <= s.last) return &s;
+    }
+    return nullptr;
+  }
+
+  Agraph_t* ClusterFor(const Node& node) {
+    int layer = LayerOfModule(node.module);
+    if (layer < 0) return root_;
+    std::string layer_name = "cluster_layers_" + std::to_string(layer);
+    Agraph_t* cluster = agsubg(root_, Mut(layer_name), 0);
+    if (cluster == nullptr) {
+      cluster = agsubg(root_, Mut(layer_name), 1);
+      Set(cluster, "label", "layers." + std::to_string(layer));
+      Set(cluster, "style", "rounded");
+      Set(cluster, "color", "#808080");
+    }
+    std::string sub = SubModule(node.module);
+    if (sub.empty() || containers_.count({layer, sub}) == 0) return cluster;
+    std::string sub_name = layer_name + "_" + sub;
+    Agraph_t* inner = agsubg(cluster, Mut(sub_name), 0);
+    if (inner == nullptr) {
+      inner = agsubg(cluster, Mut(sub_name), 1);
+      Set(inner, "label", EscapeLabel(sub));
+      Set(inner, "style", "rounded,dashed");
+      Set(inner, "color", "#a0a0a0");
+    }
+    return inner;
+  }
+
+  void AddNode(const Node& node) {
+    int layer = LayerOfModule(node.module);
+    if (Summary* s = layer >= 0 ? SummaryOf(layer) : nullptr) {
+      if (s->node == nullptr) {
+        // Summary names start with a character the IR's node names never have, so no clash.
+        std::string name = "#layers_" + std::to_string(s->first) + "_" + std::to_string(s->last);
+        s->node = agnode(root_, Mut(name), 1);
+        int count = s->last - s->first + 1;
+        Set(s->node, "label", "layers " + std::to_string(s->first) + "-" + std::to_string(s->last) + " (" +
+                                  std::to_string(count) + " x)");
+        Set(s->node, "shape", "box3d");
+        Set(s->node, "style", "dashed");
+      }
+      nodes_[&node] = s->node;
+      return;
+    }
+    Agnode_t* n = agnode(ClusterFor(node), Mut(node.name), 1);
+    nodes_[&node] = n;
+    Set(n, "label", EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op));
+    if (IsCollectiveOp(node.op)) {
+      Set(n, "shape", "hexagon");
+      Set(n, "style", "filled,bold");
+      Set(n, "fillcolor", GroupColor(node.group));
+      Set(n, "label", EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op) + " [" + EscapeLabel(node.group) + "]");
+    } else if (node.op == graph::ops::kPlaceholder || node.op == graph::ops::kOutput) {
+      Set(n, "shape", "ellipse");
+    } else {
+      Set(n, "shape", "box");
+      Set(n, "style", "rounded");
+    }
+  }
+
+  // One edge per distinct (source, target) drawn pair: mul(%a, %a) and the many edges into and
+  // out of a summary node each draw once, labelled with the first source's shape.
+  void AddEdges(const Node& node) {
+    Agnode_t* to = nodes_.at(&node);
+    for (const Node* arg : node.args) {
+      Agnode_t* from = nodes_.at(arg);
+      if (from == to || !drawn_.insert({from, to}).second) continue;
+      Agedge_t* e = agedge(root_, from, to, nullptr, 1);
+      if (arg->shape) Set(e, "label", EscapeLabel(graph::ShapeToString(*arg->shape)));
+    }
+  }
+
+  void AddLegend() {
+    Agraph_t* legend = agsubg(root_, Mut("cluster_legend"), 1);
+    Set(legend, "label", "legend");
+    Set(legend, "style", "rounded");
+    Agnode_t* compute = agnode(legend, Mut("#legend_compute"), 1);
+    Set(compute, "label", "compute op");
+    Set(compute, "shape", "box");
+    Set(compute, "style", "rounded");
+    Agnode_t* prev = compute;
+    for (const auto& [group, color] : GroupColors()) {
+      Agnode_t* n = agnode(legend, Mut("#legend_" + group), 1);
+      Set(n, "label", "collective (" + group + ")");
+      Set(n, "shape", "hexagon");
+      Set(n, "style", "filled,bold");
+      Set(n, "fillcolor", color);
+      // Invisible edges stack the legend entries instead of spreading them over one rank.
+      Agedge_t* e = agedge(root_, prev, n, nullptr, 1);
+      Set(e, "style", "invis");
+      prev = n;
+    }
+  }
+
+  const Graph& graph_;
+  const RenderOptions& options_;
+  Agraph_t* root_ = nullptr;
+  std::vector<Summary> summaries_;
+  std::set<std::pair<int, std::string>> containers_;
+  std::map<const Node*, Agnode_t*> nodes_;
+  std::set<std::pair<Agnode_t*, Agnode_t*>> drawn_;
+};
+
+// agwrite streams through stdio; open_memstream keeps the DOT text in memory.
+Result<std::string> WriteDot(Agraph_t* g) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* out = open_memstream(&buf, &len);
+  if (out == nullptr) return Error{"graphviz: open_memstream failed"};
+  int rc = agwrite(g, out);
+  std::fclose(out);
+  std::string text(buf == nullptr ? "" : buf, len);
+  std::free(buf);
+  if (rc != 0) return Error{"graphviz: agwrite failed"};
+  return text;
+}
+
+Result<std::string> WriteSvg(Agraph_t* g) {
+  GvcPtr gvc(gvContext());
+  if (!gvc) return Error{"graphviz: gvContext failed"};
+  if (gvLayout(gvc.get(), g, "dot") != 0) {
+    return Error{"graphviz: dot layout failed (is the graphviz plugin config installed? see docs/visualize.md)"};
+  }
+  LayoutGuard layout(gvc.get(), g);
+  char* data = nullptr;
+  unsigned int len = 0;
+  if (gvRenderData(gvc.get(), g, "svg", &data, &len) != 0 || data == nullptr) {
+    return Error{"graphviz: SVG rendering failed"};
+  }
+  std::string svg(data, len);
+  gvFreeRenderData(data);
+  return svg;
+}
+
+}  // namespace
+
+Result<LayerRange> ParseLayerRange(std::string_view text) {
+  auto number = [](std::string_view s, int* out) {
+    if (s.empty() || s.size() > 6) return false;
+    int v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  LayerRange r;
+  size_t dash = text.find('-');
+  bool ok = dash == std::string_view::npos
+                ? number(text, &r.first) && number(text, &r.last)
+                : number(text.substr(0, dash), &r.first) && number(text.substr(dash + 1), &r.last);
+  if (!ok) return Error{"layer range '" + std::string(text) + "' is not N or A-B (for example 0-1)"};
+  if (r.first > r.last) return Error{"layer range '" + std::string(text) + "' is empty (start after end)"};
+  return r;
+}
+
+bool IsCollectiveOp(std::string_view op) {
+  namespace ops = graph::ops;
+  for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,
+                             ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {
+    if (op == c) return true;
+  }
+  return false;
+}
+
+int LayerOfModule(std::string_view module) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (module.substr(0, kPrefix.size()) != kPrefix) return -1;
+  size_t i = kPrefix.size();
+  int layer = 0;
+  size_t digits = 0;
+  while (i < module.size() && module[i] >= '0' && module[i] <= '9' && digits < 7) {
+    layer = layer * 10 + (module[i++] - '0');
+    ++digits;
+  }
+  if (digits == 0 || (i < module.size() && module[i] != '.')) return -1;
+  return layer;
+}
+
+Result<std::string> RenderGraph(const graph::Graph& graph, const RenderOptions& options, Format format) {
+  Builder builder(graph, options);
+  auto g = builder.Build();
+  if (!g.ok()) return g.error();
+  return format == Format::kDot ? WriteDot(g->get()) : WriteSvg(g->get());
+}
+
+}  // namespace dsp::sim::render

@@ -1,0 +1,46 @@
+// Draws the graph IR with Graphviz's C libraries (cgraph builds the graph, gvc lays it out with
+// `dot` and renders SVG in memory), so `ds-plan visualize graph` needs no `dot` binary at run time
+// and no temporary files. docs/visualize.md describes what the picture shows.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+#include "sim/graph/graph.h"
+
+namespace dsp::sim::render {
+
+// An inclusive range of decoder layers, "0-1" or "3".
+struct LayerRange {
+  int first = 0;
+  int last = 0;
+  bool Contains(int layer) const { return layer >= first && layer <= last; }
+};
+
+// Reads "A-B" (A <= B) or a single "N"; errors name the problem.
+Result<LayerRange> ParseLayerRange(std::string_view text);
+
+struct RenderOptions {
+  // Layers drawn in full; the others collapse into one summary node per contiguous run
+  // ("layers 2-79 (78 x)"). Absent: every layer is drawn.
+  std::optional<LayerRange> layers;
+};
+
+enum class Format {
+  kDot,  // the cgraph graph as DOT text, before layout (no coordinates)
+  kSvg,  // laid out with dot and rendered to SVG
+};
+
+// True for the ops the parallelism passes insert (all_to_all, all_gather, dispatch, ...).
+bool IsCollectiveOp(std::string_view op);
+
+// The layer index of a module path ("model.layers.12.mlp.up_proj" -> 12), or -1.
+int LayerOfModule(std::string_view module);
+
+// Same graph and options, same bytes: nodes, clusters and edges are created in graph order and
+// nothing time- or address-dependent reaches the output.
+Result<std::string> RenderGraph(const graph::Graph& graph, const RenderOptions& options, Format format);
+
+}  // namespace dsp::sim::render

@@ -61,7 +61,11 @@ struct IdState {
   IDTYPE next_anonymous = 1;
 };
 
-void* IdOpen(Agraph_t* g, Agdisc_t*) { return new IdState{g}; }
+void* IdOpen(Agraph_t* g, Agdisc_t*) {
+  auto* state = new IdState;
+  state->graph = g;
+  return state;
+}
 
 long IdMap(void* state, int, char* str, IDTYPE* id, int create) {
   auto* s = static_cast<IdState*>(state);
@@ -247,13 +251,16 @@ class Builder {
     }
     Agnode_t* n = agnode(ClusterFor(node), Mut(node.name), 1);
     nodes_[&node] = n;
-    Set(n, "label", EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op));
+    std::string label = EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op);
     if (IsCollectiveOp(node.op)) {
+      Set(n, "label", label + " [" + EscapeLabel(node.group) + "]");
       Set(n, "shape", "hexagon");
       Set(n, "style", "filled,bold");
       Set(n, "fillcolor", GroupColor(node.group));
-      Set(n, "label", EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op) + " [" + EscapeLabel(node.group) + "]");
-    } else if (node.op == graph::ops::kPlaceholder || node.op == graph::ops::kOutput) {
+      return;
+    }
+    Set(n, "label", label);
+    if (node.op == graph::ops::kPlaceholder || node.op == graph::ops::kOutput) {
       Set(n, "shape", "ellipse");
     } else {
       Set(n, "shape", "box");

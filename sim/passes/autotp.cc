@@ -1,0 +1,286 @@
+#include "sim/passes/autotp.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/rules/python_regex.h"
+#include "core/rules/tensor_parallel_internal.h"
+#include "sim/passes/shape_util.h"
+
+namespace dsp::sim::passes {
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using graph::SymExpr;
+
+enum class Role { kReplicated, kColumn, kRow, kExperts, kUnsupported };
+
+struct CompiledSpec {
+  TpPartition partition;
+  std::vector<PythonRegex> regexes;
+  std::optional<std::vector<std::string>> model_types;
+};
+
+// The symbols of head counts and MLP widths: what a column linear splits and what stays split
+// until its row partner.
+constexpr const char* kShardedSymbols[] = {"N", "G", "F", "FS", "FE"};
+
+std::string LastComponent(const std::string& module) {
+  size_t dot = module.rfind('.');
+  return dot == std::string::npos ? module : module.substr(dot + 1);
+}
+
+std::string Parent(const std::string& module) {
+  size_t dot = module.rfind('.');
+  return dot == std::string::npos ? "" : module.substr(0, dot);
+}
+
+class Classifier {
+ public:
+  explicit Classifier(const AutoTpOptions& o) : model_type_(o.model_type) {
+    for (const TpLayerSpec& s : o.layer_specs) {
+      CompiledSpec c{s.partition, {}, s.model_types};
+      for (const std::string& p : s.patterns) c.regexes.push_back(CompilePythonRegex(p));
+      specs_.push_back(std::move(c));
+    }
+    if (o.use_default_specs && !o.preset.empty()) {
+      for (const autotp::LayerSpec& s : autotp::PresetSpecs(o.preset, "")) {
+        CompiledSpec c{s.kind == autotp::PartitionKind::kColumn ? TpPartition::kColumn
+                       : s.kind == autotp::PartitionKind::kRow  ? TpPartition::kRow
+                                                                : TpPartition::kSkip,
+                       {},
+                       s.model_types};
+        for (const autotp::SpecPattern& p : s.patterns) c.regexes.push_back(p.regex);
+        specs_.push_back(std::move(c));
+      }
+    }
+  }
+
+  // nullopt: no spec (or, without specs, no default-plan entry) claims the parameter.
+  std::optional<TpPartition> Classify(const std::string& param) const {
+    if (specs_.empty()) return DefaultPlan(param);
+    for (const CompiledSpec& s : specs_) {
+      if (s.model_types && std::find(s.model_types->begin(), s.model_types->end(),
+                                     model_type_) == s.model_types->end()) {
+        continue;
+      }
+      for (const PythonRegex& r : s.regexes) {
+        if (r.usable() && r.MatchPrefix(param)) return s.partition;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // transformers' base_model_tp_plan, by the projection's own name.
+  static std::optional<TpPartition> DefaultPlan(const std::string& param) {
+    const std::string leaf = LastComponent(Parent(param));  // ".../q_proj.weight" -> q_proj
+    static const std::set<std::string> column = {"q_proj",    "k_proj", "v_proj", "gate_proj",
+                                                 "up_proj",   "w1",     "w3"};
+    static const std::set<std::string> row = {"o_proj", "down_proj", "w2"};
+    if (param.find("shared_expert_gate") != std::string::npos) return std::nullopt;
+    if (column.contains(leaf)) return TpPartition::kColumn;
+    if (row.contains(leaf)) return TpPartition::kRow;
+    return std::nullopt;
+  }
+
+  std::string model_type_;
+  std::vector<CompiledSpec> specs_;
+};
+
+// An experts node is one column+row unit when its expert-0 projections classify as
+// gate/up (w1/w3) column and down (w2) row; untouched when none is claimed.
+Role ClassifyExperts(const Classifier& c, const Node& n) {
+  std::string base = n.param;  // "model.layers.3.mlp.experts.*"
+  if (base.ends_with("*")) base.pop_back();
+  base += "0.";
+  const bool mixtral = n.module.find("block_sparse_moe") != std::string::npos;
+  const char* cols[] = {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj"};
+  const char* row = mixtral ? "w2" : "down_proj";
+  int claimed = 0;
+  bool ok = true;
+  for (const char* p : cols) {
+    auto k = c.Classify(base + p + ".weight");
+    if (k && *k != TpPartition::kSkip) ++claimed;
+    ok = ok && k == TpPartition::kColumn;
+  }
+  auto k = c.Classify(base + row + ".weight");
+  if (k && *k != TpPartition::kSkip) ++claimed;
+  ok = ok && k == TpPartition::kRow;
+  if (claimed == 0) return Role::kReplicated;
+  return ok ? Role::kExperts : Role::kUnsupported;
+}
+
+std::string JoinNames(const std::vector<Node*>& nodes) {
+  std::string out;
+  for (Node* n : nodes) out += (out.empty() ? "%" : ", %") + n->name;
+  return out;
+}
+
+}  // namespace
+
+AutoTpOptions AutoTpOptions::ForModel(const ModelSpec& spec, int64_t tp_size) {
+  AutoTpOptions o;
+  o.tp_size = tp_size;
+  o.model_type = spec.model_type;
+  o.num_heads = spec.num_attention_heads;
+  o.num_kv_heads = spec.num_key_value_heads;
+  return o;
+}
+
+std::string_view AutoTpPass::description() const {
+  return "AutoTP: shard column/row linears over tp, copy_to_tp before column and "
+         "reduce_from_tp after row linears";
+}
+
+Result<bool> AutoTpPass::Run(Graph& g) {
+  const int64_t tp = options_.tp_size;
+  if (tp < 0) return Error{"autotp_size must be >= 0, got " + std::to_string(tp)};
+  if (tp <= 1) return false;
+
+  const Classifier classifier(options_);
+  std::unordered_map<Node*, Role> role;
+  std::vector<Node*> unsupported;
+  for (Node* n : g) {
+    if (n->op == graph::ops::kExperts) {
+      role[n] = ClassifyExperts(classifier, *n);
+    } else if (n->op == graph::ops::kLinear) {
+      auto k = classifier.Classify(n->param);
+      role[n] = !k || *k == TpPartition::kSkip ? Role::kReplicated
+                : *k == TpPartition::kColumn   ? Role::kColumn
+                                               : Role::kRow;
+      // LmHeadLinearAllreduce is neither family: the pass would drop its backward collective.
+      if (role[n] != Role::kReplicated && n->module == "lm_head") role[n] = Role::kUnsupported;
+    }
+    if (role.contains(n) && role[n] == Role::kUnsupported) unsupported.push_back(n);
+  }
+  auto role_of = [&](Node* n) { return role.contains(n) ? role[n] : Role::kReplicated; };
+
+  // Pairing: from every column output, the split activation must reach row linears only. The
+  // region between them is what gets N/T, G/T, F/T shapes.
+  std::vector<Node*> columns, rows, unpaired_columns, unpaired_rows, mixing;
+  std::unordered_set<Node*> region, fed_rows;
+  for (Node* n : g) {
+    if (role_of(n) == Role::kColumn) columns.push_back(n);
+    if (role_of(n) == Role::kRow) rows.push_back(n);
+  }
+  for (Node* c : columns) {
+    bool leaked = false;
+    std::deque<Node*> work(c->users.begin(), c->users.end());
+    std::unordered_set<Node*> seen;
+    while (!work.empty()) {
+      Node* n = work.front();
+      work.pop_front();
+      if (!seen.insert(n).second) continue;
+      const Role r = role_of(n);
+      if (r == Role::kRow) {
+        fed_rows.insert(n);
+        continue;
+      }
+      if (r != Role::kReplicated || n->op == graph::ops::kLinear ||
+          n->op == graph::ops::kExperts || n->op == graph::ops::kRouter ||
+          n->op == graph::ops::kCrossEntropy || n->op == graph::ops::kOutput) {
+        leaked = true;  // a split activation read by something that needs the whole tensor
+        continue;
+      }
+      region.insert(n);
+      for (Node* u : n->users) work.push_back(u);
+    }
+    if (leaked) unpaired_columns.push_back(c);
+  }
+  // Elementwise mixing of a split and a whole tensor (gate column but up replicated).
+  for (Node* n : g) {
+    if (!region.contains(n) || (n->op != graph::ops::kMul && n->op != graph::ops::kAdd)) continue;
+    for (Node* a : n->args) {
+      if (!region.contains(a) && role_of(a) != Role::kColumn) {
+        mixing.push_back(n);
+        break;
+      }
+    }
+  }
+  for (Node* r : rows) {
+    if (!fed_rows.contains(r)) unpaired_rows.push_back(r);
+  }
+
+  std::string problems;
+  auto add = [&](const std::string& what, const std::vector<Node*>& nodes) {
+    if (!nodes.empty()) problems += (problems.empty() ? "" : "; ") + what + ": " + JoinNames(nodes);
+  };
+  add("column-parallel outputs not consumed by a row-parallel linear only", unpaired_columns);
+  add("elementwise ops mixing split and whole tensors", mixing);
+  add("row-parallel linears without a column-parallel input", unpaired_rows);
+  add("unsupported layers (neither column nor row family; lm_head would lose its backward "
+      "collective)",
+      unsupported);
+  if (!problems.empty()) return Error{"AutoTP cannot rewrite this graph: " + problems};
+  const bool has_experts = std::any_of(role.begin(), role.end(),
+                                       [](const auto& kv) { return kv.second == Role::kExperts; });
+  if (columns.empty() && !has_experts) return false;
+  const std::string tps = std::to_string(tp);
+  if (options_.num_heads <= 0 || options_.num_heads % tp != 0) {
+    return Error{"attention heads (" + std::to_string(options_.num_heads) +
+                 ") not divisible by autotp_size " + tps};
+  }
+  if (options_.num_kv_heads <= 0 || options_.num_kv_heads % tp != 0) {
+    return Error{"key/value heads (" + std::to_string(options_.num_kv_heads) +
+                 ") not divisible by autotp_size " + tps};
+  }
+
+  // Rewrite. Shapes first: column outputs and the region between column and row.
+  const SymExpr t = SymExpr::Symbol(options_.symbol);
+  for (Node* c : columns) c->shape->back() = c->shape->back() / t;
+  for (Node* n : g) {
+    if (!region.contains(n) || !n->shape) continue;
+    for (SymExpr& d : *n->shape) {
+      for (const char* s : kShardedSymbols) {
+        if (SymbolExponent(d, s) > 0) {
+          d = d / t;
+          break;
+        }
+      }
+    }
+  }
+  // One copy_to_tp per activation shared by column linears / experts, before its first reader.
+  std::map<Node*, std::vector<Node*>> by_input;
+  std::vector<Node*> order;
+  for (Node* n : g) {
+    const Role r = role_of(n);
+    if (r != Role::kColumn && r != Role::kExperts) continue;
+    if (!by_input.contains(n->args[0])) order.push_back(n->args[0]);
+    by_input[n->args[0]].push_back(n);
+  }
+  for (Node* act : order) {
+    const std::vector<Node*>& readers = by_input[act];
+    Node* copy = g.InsertBefore(readers.front(),
+                                {.name = readers.front()->name + "_copy_to_tp",
+                                 .op = std::string(graph::ops::kCopyToTp),
+                                 .args = {act},
+                                 // the block that reads it: model.layers.0.self_attn
+                                 .module = Parent(readers.front()->module),
+                                 .shape = act->shape,
+                                 .group = "tp"});
+    for (Node* r : readers) g.SetArg(r, 0, copy);
+  }
+  for (Node* n : g) {
+    const Role r = role_of(n);
+    if (r != Role::kRow && r != Role::kExperts) continue;
+    Node* reduce = g.InsertAfter(n, {.name = n->name + "_reduce_from_tp",
+                                     .op = std::string(graph::ops::kReduceFromTp),
+                                     .args = {n},
+                                     .module = Parent(n->module),
+                                     .shape = n->shape,
+                                     .group = "tp"});
+    g.ReplaceAllUsesWith(n, reduce);
+  }
+  g.EliminateDeadCode();
+  return true;
+}
+
+}  // namespace dsp::sim::passes

@@ -1,0 +1,66 @@
+// AutoTP as a compiler pass (deepspeed/compile/passes/tp_compile.py): column-parallel linears
+// split their output features over the tp group and row-parallel linears their input features,
+// with Megatron's f (`copy_to_tp`: identity forward, all-reduce backward) before each shared
+// input of column linears and g (`reduce_from_tp`: all-reduce forward) after each row linear.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/model_spec.h"
+#include "sim/passes/pass.h"
+
+namespace dsp::sim::passes {
+
+enum class TpPartition { kColumn, kRow, kSkip };
+
+// One entry of tensor_parallel.partition_config.layer_specs.
+struct TpLayerSpec {
+  TpPartition partition = TpPartition::kColumn;
+  // Python `re` patterns, matched with re.match semantics against the parameter name
+  // ("model.layers.0.self_attn.q_proj.weight").
+  std::vector<std::string> patterns;
+  // Lower-cased model types the spec applies to; nullopt = every model.
+  std::optional<std::vector<std::string>> model_types;
+};
+
+struct AutoTpOptions {
+  int64_t tp_size = 1;         // tensor_parallel.autotp_size; 0 and 1 mean off
+  std::string symbol = "T";    // the symbol shapes are divided by: "N*D/T"
+  std::string model_type;      // for the model_types filter and the default plan
+  int64_t num_heads = 0;       // N and G as integers: heads must split evenly over tp
+  int64_t num_kv_heads = 0;
+  // partition_config.layer_specs, in DeepSpeed's matching order (first match wins). When empty
+  // the model's Hugging Face default TP plan is used (llama/mistral/qwen2/qwen3: q/k/v/gate/up
+  // column, o/down row; MoE experts gate/up (w1/w3) column, down (w2) row; router replicated;
+  // lm_head excluded).
+  std::vector<TpLayerSpec> layer_specs;
+  // partition_config.use_default_specs: append the preset's specs (tensor_parallel.preset_model,
+  // lower-cased) after layer_specs.
+  bool use_default_specs = false;
+  std::string preset;
+
+  static AutoTpOptions ForModel(const ModelSpec& spec, int64_t tp_size);
+};
+
+// Classifies every linear (and every MoE `experts` node, as a column+row pair of its own), checks
+// the plan, then rewrites: shapes sharded (column output dim /T, heads and MLP widths /T between
+// a column and its row partner), ONE copy_to_tp per input activation shared by column linears
+// and one reduce_from_tp after each row linear and experts node, all in group "tp". Errors, with
+// the graph untouched, list every offending node: column linears whose output reaches anything
+// but a row linear, row linears no column feeds, unsupported layers (lm_head, experts with mixed
+// specs), heads not divisible by tp.
+class AutoTpPass : public Pass {
+ public:
+  explicit AutoTpPass(AutoTpOptions options) : options_(std::move(options)) {}
+  std::string_view name() const override { return "autotp"; }
+  std::string_view description() const override;
+  Result<bool> Run(graph::Graph& graph) override;
+
+ private:
+  AutoTpOptions options_;
+};
+
+}  // namespace dsp::sim::passes

@@ -1,0 +1,171 @@
+// AutoTP: text-in/text-out on tiny-llama, tp=1, layer_specs (first match wins, model_types,
+// preset merge), every rejection, and one copy_to_tp / reduce_from_tp per attention and MLP.
+#include "sim/passes/autotp.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/graph/text_format.h"
+#include "sim/graph/verifier.h"
+#include "tests/sim/passes/pass_test_util.h"
+
+namespace dsp::sim::passes {
+namespace {
+
+using testing::BuildPreset;
+using testing::CountOp;
+using testing::ModuleLines;
+
+AutoTpOptions Options(const std::string& file, int64_t tp) {
+  return AutoTpOptions::ForModel(dsp::testing::ParsePresetOrDie(file), tp);
+}
+
+graph::Graph RunOk(const std::string& file, AutoTpOptions options) {
+  graph::Graph g = BuildPreset(file);
+  AutoTpPass pass(std::move(options));
+  Result<bool> r = pass.Run(g);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r.ok() && *r);
+  EXPECT_TRUE(graph::VerifyGraph(g).ok());
+  return g;
+}
+
+TEST(AutoTpTest, TinyLlamaLayerPrintsAsExpected) {
+  graph::Graph g = RunOk("tiny-llama.json", Options("tiny-llama.json", 2));
+  const std::string expected = R"(%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", shape=[B, S, H], group=""}
+%layers_0_self_attn_q_proj_copy_to_tp = copy_to_tp(%layers_0_input_layernorm) {module="model.layers.0.self_attn", param="", shape=[B, S, H], group="tp"}
+%layers_0_self_attn_q_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", shape=[B, S, N*D/T], group=""}
+%layers_0_self_attn_k_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", shape=[B, S, G*D/T], group=""}
+%layers_0_self_attn_v_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", shape=[B, S, G*D/T], group=""}
+%layers_0_self_attn_rotary_q = rotary(%layers_0_self_attn_q_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, N/T, S, D], group=""}
+%layers_0_self_attn_rotary_k = rotary(%layers_0_self_attn_k_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, G/T, S, D], group=""}
+%layers_0_self_attn_sdpa = sdpa(%layers_0_self_attn_rotary_q, %layers_0_self_attn_rotary_k, %layers_0_self_attn_v_proj, %attention_mask) {module="model.layers.0.self_attn", param="", shape=[B, N/T, S, D], group=""}
+%layers_0_self_attn_o_proj = linear(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", shape=[B, S, H], group=""}
+%layers_0_self_attn_o_proj_reduce_from_tp = reduce_from_tp(%layers_0_self_attn_o_proj) {module="model.layers.0.self_attn", param="", shape=[B, S, H], group="tp"}
+%layers_0_residual_attn = add(%embed_tokens, %layers_0_self_attn_o_proj_reduce_from_tp) {module="model.layers.0", param="", shape=[B, S, H], group=""}
+%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", shape=[B, S, H], group=""}
+%layers_0_mlp_gate_proj_copy_to_tp = copy_to_tp(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_0_mlp_gate_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", shape=[B, S, F/T], group=""}
+%layers_0_mlp_up_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", shape=[B, S, F/T], group=""}
+%layers_0_mlp_act_fn = silu(%layers_0_mlp_gate_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F/T], group=""}
+%layers_0_mlp_mul = mul(%layers_0_mlp_act_fn, %layers_0_mlp_up_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F/T], group=""}
+%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", shape=[B, S, H], group=""}
+%layers_0_mlp_down_proj_reduce_from_tp = reduce_from_tp(%layers_0_mlp_down_proj) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_down_proj_reduce_from_tp) {module="model.layers.0", param="", shape=[B, S, H], group=""}
+)";
+  EXPECT_EQ(ModuleLines(g, "model.layers.0"), expected);
+  // lm_head stays whole: it is excluded from the default plan.
+  EXPECT_EQ(PrintNode(*g.Find("lm_head")),
+            R"(%lm_head = linear(%norm) {module="lm_head", param="lm_head.weight", shape=[B, S, V], group=""})");
+}
+
+TEST(AutoTpTest, TpOneChangesNothing) {
+  for (int64_t tp : {0, 1}) {
+    graph::Graph g = BuildPreset("tiny-llama.json");
+    const std::string before = graph::PrintGraph(g);
+    AutoTpPass pass(Options("tiny-llama.json", tp));
+    Result<bool> r = pass.Run(g);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(*r);
+    EXPECT_EQ(graph::PrintGraph(g), before);
+  }
+}
+
+TEST(AutoTpTest, OneCopyAndOneReducePerAttentionAndMlp) {
+  for (const char* file : {"tiny-llama.json", "llama-3-8b.json", "mixtral-8x7b.json",
+                           "tiny-moe.json", "qwen3-30b-a3b.json"}) {
+    SCOPED_TRACE(file);
+    const ModelSpec spec = dsp::testing::ParsePresetOrDie(file);
+    graph::Graph g = RunOk(file, Options(file, 2));
+    for (int64_t l = 0; l < spec.num_hidden_layers; ++l) {
+      const std::string layer = "model.layers." + std::to_string(l) + ".";
+      EXPECT_EQ(CountOp(g, graph::ops::kCopyToTp, layer + "self_attn"), 1) << layer;
+      EXPECT_EQ(CountOp(g, graph::ops::kReduceFromTp, layer + "self_attn"), 1) << layer;
+      EXPECT_EQ(CountOp(g, graph::ops::kCopyToTp, layer), 2) << layer;
+      EXPECT_EQ(CountOp(g, graph::ops::kReduceFromTp, layer), 2) << layer;
+    }
+  }
+}
+
+TEST(AutoTpTest, MixtralExpertsArePairedAsOneUnit) {
+  graph::Graph g = RunOk("mixtral-8x7b.json", Options("mixtral-8x7b.json", 2));
+  const std::string expected = R"(%layers_0_block_sparse_moe_gate = router(%layers_0_post_attention_layernorm) {module="model.layers.0.block_sparse_moe.gate", param="model.layers.0.block_sparse_moe.gate.weight", shape=[B*S, E], group=""}
+%layers_0_block_sparse_moe_top_k = top_k(%layers_0_block_sparse_moe_gate) {module="model.layers.0.block_sparse_moe", param="", shape=[B*S, K], group=""}
+%layers_0_block_sparse_moe_experts_copy_to_tp = copy_to_tp(%layers_0_post_attention_layernorm) {module="model.layers.0.block_sparse_moe", param="", shape=[B, S, H], group="tp"}
+%layers_0_block_sparse_moe_experts = experts(%layers_0_block_sparse_moe_experts_copy_to_tp, %layers_0_block_sparse_moe_top_k) {module="model.layers.0.block_sparse_moe.experts", param="model.layers.0.block_sparse_moe.experts.*", shape=[B, S, H], group=""}
+%layers_0_block_sparse_moe_experts_reduce_from_tp = reduce_from_tp(%layers_0_block_sparse_moe_experts) {module="model.layers.0.block_sparse_moe", param="", shape=[B, S, H], group="tp"}
+)";
+  EXPECT_EQ(ModuleLines(g, "model.layers.0.block_sparse_moe"), expected);
+}
+
+TEST(AutoTpTest, LayerSpecsFirstMatchWinsAndModelTypesFilter) {
+  AutoTpOptions o = Options("tiny-llama.json", 2);
+  // The first spec would make every projection replicated, but only for mistral.
+  o.layer_specs = {
+      {TpPartition::kSkip, {".*"}, std::vector<std::string>{"mistral"}},
+      {TpPartition::kRow, {R"(.*\.(o_proj|down_proj)\.weight$)"}, std::nullopt},
+      {TpPartition::kColumn, {R"(.*\.(q|k|v|gate|up)_proj\.weight$)"}, std::nullopt},
+  };
+  graph::Graph with_specs = RunOk("tiny-llama.json", o);
+  graph::Graph with_default = RunOk("tiny-llama.json", Options("tiny-llama.json", 2));
+  EXPECT_EQ(graph::PrintGraph(with_specs), graph::PrintGraph(with_default));
+}
+
+TEST(AutoTpTest, PresetMergedWhenUseDefaultSpecs) {
+  AutoTpOptions o = Options("tiny-llama.json", 2);
+  o.layer_specs = {{TpPartition::kSkip, {R"(lm_head)"}, std::nullopt}};
+  o.use_default_specs = true;
+  o.preset = "llama";
+  graph::Graph g = RunOk("tiny-llama.json", o);
+  EXPECT_EQ(graph::PrintGraph(g), graph::PrintGraph(RunOk("tiny-llama.json",
+                                                          Options("tiny-llama.json", 2))));
+}
+
+void ExpectRejected(AutoTpOptions o, const std::string& fragment,
+                    const std::string& file = "tiny-llama.json") {
+  graph::Graph g = BuildPreset(file);
+  const std::string before = graph::PrintGraph(g);
+  AutoTpPass pass(std::move(o));
+  Result<bool> r = pass.Run(g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(fragment), std::string::npos) << r.error().message;
+  EXPECT_EQ(graph::PrintGraph(g), before) << "a rejected pass must not rewrite partially";
+}
+
+TEST(AutoTpTest, Rejections) {
+  ExpectRejected(Options("tiny-llama.json", 4),
+                 "key/value heads (2) not divisible by autotp_size 4");
+  ExpectRejected(Options("tiny-llama.json", 8),
+                 "attention heads (4) not divisible by autotp_size 8");
+  ExpectRejected(Options("tiny-llama.json", -1), "must be >= 0");
+
+  AutoTpOptions no_row = Options("tiny-llama.json", 2);
+  no_row.layer_specs = {{TpPartition::kColumn, {R"(.*\.q_proj\.weight)"}, std::nullopt}};
+  ExpectRejected(no_row,
+                 "column-parallel outputs not consumed by a row-parallel linear only: "
+                 "%layers_0_self_attn_q_proj, %layers_1_self_attn_q_proj");
+
+  AutoTpOptions no_column = Options("tiny-llama.json", 2);
+  no_column.layer_specs = {{TpPartition::kRow, {R"(.*\.down_proj\.weight)"}, std::nullopt}};
+  ExpectRejected(no_column,
+                 "row-parallel linears without a column-parallel input: "
+                 "%layers_0_mlp_down_proj, %layers_1_mlp_down_proj");
+
+  AutoTpOptions half_mlp = Options("tiny-llama.json", 2);
+  half_mlp.layer_specs = {{TpPartition::kColumn, {R"(.*\.gate_proj\.)"}, std::nullopt},
+                          {TpPartition::kRow, {R"(.*\.down_proj\.)"}, std::nullopt}};
+  ExpectRejected(half_mlp, "elementwise ops mixing split and whole tensors: %layers_0_mlp_mul");
+
+  AutoTpOptions lm_head = Options("tiny-llama.json", 2);
+  lm_head.layer_specs = {{TpPartition::kRow, {"lm_head"}, std::nullopt}};
+  ExpectRejected(lm_head, "unsupported layers (neither column nor row family; lm_head would "
+                          "lose its backward collective): %lm_head");
+
+  AutoTpOptions mixed_experts = Options("mixtral-8x7b.json", 2);
+  mixed_experts.layer_specs = {{TpPartition::kColumn, {R"(.*\.w[123]\.)"}, std::nullopt}};
+  ExpectRejected(mixed_experts, "%layers_0_block_sparse_moe_experts", "mixtral-8x7b.json");
+}
+
+}  // namespace
+}  // namespace dsp::sim::passes

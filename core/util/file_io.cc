@@ -9,6 +9,7 @@
 #include <iterator>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace dsp {
@@ -56,7 +57,11 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  // mkstemp creates the file 0600; give the output the permissions a plain open() would (0666
+  // less the umask), so replacing a file does not make it private.
+  mode_t mask = umask(0);
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0 || close(fd) != 0) {
     std::string err = std::strerror(errno);
     std::remove(tmpl.c_str());
     return Error{"cannot write " + path + ": " + err};

@@ -1,0 +1,50 @@
+#include "core/util/file_io.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace dsp {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileIoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ds-plan-io-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(FileIoTest, WriteIsAtomicAndKeepsUsualPermissions) {
+  const std::string path = (dir_ / "out.json").string();
+  ASSERT_TRUE(WriteFileAtomic(path, "first\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "second\n").ok());
+  EXPECT_EQ(ReadFile(path).value(), "second\n");
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  mode_t mask = umask(0);
+  umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+  // No temporary file is left behind.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST_F(FileIoTest, ErrorsAreValues) {
+  EXPECT_FALSE(WriteFileAtomic((dir_ / "missing" / "out.json").string(), "x").ok());
+  EXPECT_FALSE(ReadFile((dir_ / "missing.json").string()).ok());
+  auto d = ReadFile(dir_.string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("is a directory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsp

@@ -65,6 +65,28 @@ TEST_F(VisualizeCliTest, WritesDotAndJson) {
   EXPECT_GT(doc["nodes"].size(), 100u);
 }
 
+// The passes the config asks for run unless --before: AutoTP inserts one copy_to_tp and one
+// reduce_from_tp per attention block and per MLP, AutoSP four all-to-alls per attention layer.
+TEST_F(VisualizeCliTest, RunsTheConfigsPassesUnlessBefore) {
+  auto count = [](const std::string& json, const std::string& op) {
+    const Json doc = Json::parse(json);  // kept alive: range-for would not extend a temporary's life
+    int n = 0;
+    for (const auto& node : doc["nodes"]) n += node["op"] == op ? 1 : 0;
+    return n;
+  };
+  const std::string llama = " --model samples/models/llama-3-8b.json --world-size 8 -o ";
+  auto tp = RunCli("visualize graph samples/configs/autotp-layer-specs.json" + llama + Out("tp.json"));
+  ASSERT_EQ(tp.exit_code, 0) << tp.output;
+  EXPECT_EQ(count(Read(Out("tp.json")), "copy_to_tp"), 2 * 32);
+  EXPECT_EQ(count(Read(Out("tp.json")), "reduce_from_tp"), 2 * 32);
+  auto sp = RunCli("visualize graph samples/configs/autosp-sp4.json" + llama + Out("sp.json"));
+  ASSERT_EQ(sp.exit_code, 0) << sp.output;
+  EXPECT_EQ(count(Read(Out("sp.json")), "all_to_all"), 4 * 32);
+  auto before = RunCli("visualize graph samples/configs/autosp-sp4.json --before" + llama + Out("before.json"));
+  ASSERT_EQ(before.exit_code, 0) << before.output;
+  EXPECT_EQ(count(Read(Out("before.json")), "all_to_all"), 0);
+}
+
 TEST_F(VisualizeCliTest, RefusesToOverwriteWithoutForce) {
   const std::string out = Out("g.json");
   { std::ofstream(out) << "keep"; }

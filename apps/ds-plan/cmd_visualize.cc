@@ -1,24 +1,21 @@
 // ds-plan visualize graph CONFIG --model M -o OUT.svg|OUT.dot|OUT.json: the forward graph of one
-// training step as a picture (Graphviz, laid out in-process) or as JSON. The config is validated
-// first, like simulate, because the graph will soon be the one the parallelism passes derive from
-// it; until then the graph is drawn as the builder makes it (see GraphToShow).
-#include <cctype>
+// training step after the parallelism passes the config implies, as a picture (Graphviz, laid out
+// in-process) or as JSON. The config is validated first, like simulate: the passes trust it.
 #include <filesystem>
-#include <optional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
+#include "core/plan/plan.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
 #include "core/validate/validator.h"
-#include "core/config/parallel_config.h"
 #include "sim/graph/builder.h"
-#include "sim/passes/autosp.h"
-#include "sim/passes/autotp.h"
+#include "sim/passes/from_config.h"
 #include "sim/passes/pipeline.h"
 #include "sim/render/graph_json.h"
 #include "sim/render/graphviz.h"
@@ -32,6 +29,8 @@ struct VisualizeGraphArgs {
   WorldOptions world;
   std::string layers;  // "" = every layer
   bool before = false;
+  std::string passes;      // --passes a,b: forced pipeline
+  std::string dump_after;  // --dump-after PASS|all
   bool force = false;
   std::string output;
 };
@@ -42,78 +41,52 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// tensor_parallel.partition_config as the AutoTP pass reads it (validate has checked the shapes).
-sim::passes::AutoTpOptions TpOptions(const ModelSpec& model, const Json& config, int64_t tp) {
-  sim::passes::AutoTpOptions o = sim::passes::AutoTpOptions::ForModel(model, tp);
-  ConfigView v(config);
-  o.use_default_specs = v.Bool("/tensor_parallel/partition_config/use_default_specs").or_default(true);
-  auto preset = v.String("/tensor_parallel/preset_model");
-  if (preset.present()) {
-    o.preset = preset.value;
-    for (char& c : o.preset) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  const Json* specs = v.Get("/tensor_parallel/partition_config/layer_specs");
-  if (specs == nullptr || !specs->is_array()) return o;
-  for (const Json& spec : *specs) {
-    if (!spec.is_object()) continue;
-    sim::passes::TpLayerSpec s;
-    std::string type = spec.value("partition_type", std::string("column"));
-    for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    s.partition = type == "row"    ? sim::passes::TpPartition::kRow
-                  : type == "skip" ? sim::passes::TpPartition::kSkip
-                                   : sim::passes::TpPartition::kColumn;
-    for (const Json& p : spec.value("patterns", Json::array())) {
-      if (p.is_string()) s.patterns.push_back(p.get<std::string>());
-    }
-    if (auto it = spec.find("model_types"); it != spec.end() && it->is_array()) {
-      std::vector<std::string> types;
-      for (const Json& t : *it) {
-        if (!t.is_string()) continue;
-        std::string lower = t.get<std::string>();
-        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        types.push_back(lower);
-      }
-      s.model_types = types;
-    }
-    o.layer_specs.push_back(std::move(s));
-  }
-  return o;
-}
-
-// The graph to draw: as built with --before, else after the parallelism passes the config asks
-// for (AutoTP when autotp_size > 1, AutoSP when the sequence-parallel size is > 1; AutoEP and
-// ZeRO passes are not written yet). AutoSP after AutoTP sees the per-rank head counts.
-Result<sim::graph::Graph> GraphToShow(const ModelSpec& model, const Json& config, bool before,
-                                      std::optional<int64_t> seq_len) {
+// The graph to draw: as built with --before, else after the passes the config implies (or
+// --passes forces), with the text form dumped after --dump-after's pass.
+Result<sim::graph::Graph> GraphToShow(const VisualizeGraphArgs& args, const ModelSpec& model,
+                                      const Json& config, const Plan* plan) {
   auto graph = sim::graph::BuildModelGraph(model);
-  if (!graph.ok() || before) return graph;
-  const ParallelConfig pc = ReadParallelConfig(ConfigView(config));
-  if (pc.autoep_enabled) {
-    // AutoTP skips AutoEP subtrees and folding replaces the experts' TP collectives with
-    // dispatch/combine and the restore all-gather; without the autoep pass any rewrite of a
-    // MoE layer would be wrong, so nothing is rewritten.
-    std::cerr << "note: the AutoEP pass is not available yet; drawing the graph before the "
-                 "parallelism passes\n";
-    return graph;
+  if (!graph.ok() || args.before) return graph;
+  sim::passes::PipelineRequest request{.model = &model, .config = &config, .plan = plan};
+  if (!args.passes.empty()) {
+    auto names = sim::passes::ParsePassList(args.passes);
+    if (!names.ok()) return names.error();
+    request.forced = *names;
   }
-  sim::passes::Pipeline pipeline;
-  if (pc.tp > 1) pipeline.Add(std::make_unique<sim::passes::AutoTpPass>(TpOptions(model, config, pc.tp)));
-  if (pc.sp > 1) {
-    sim::passes::AutoSpOptions o = sim::passes::AutoSpOptions::ForModel(model, pc.sp, seq_len);
-    if (pc.tp > 1) {
-      o.num_heads /= pc.tp;
-      o.num_kv_heads /= pc.tp;
+  auto pipeline = sim::passes::PipelineForConfig(request);
+  if (!pipeline.ok()) return pipeline.error();
+  if (!args.dump_after.empty()) {
+    std::string names;
+    bool found = args.dump_after == "all";
+    for (const auto& pass : pipeline->passes()) {
+      names += (names.empty() ? "" : ", ") + std::string(pass->name());
+      found = found || pass->name() == args.dump_after;
     }
-    pipeline.Add(std::make_unique<sim::passes::AutoSpPass>(std::move(o)));
+    if (!found) {
+      return Error{"--dump-after " + args.dump_after + ": that pass is not in this pipeline (" +
+                   (names.empty() ? std::string("no passes run") : "it runs " + names) + ")"};
+    }
+    pipeline->SetDumpAfter([&args](std::string_view pass, const std::string& text) {
+      if (args.dump_after != "all" && pass != args.dump_after) return;
+      std::cout << "# after pass '" << pass << "'\n" << text;
+    });
   }
-  auto changed = pipeline.Run(*graph);
+  auto changed = pipeline->Run(*graph);
   if (!changed.ok()) return changed.error();
   return graph;
 }
 
 int RunVisualizeGraph(const VisualizeGraphArgs& args) {
-  OutputKind kind;
-  if (EndsWith(args.output, ".svg")) {
+  if (args.output.empty() && args.dump_after.empty()) {
+    return UsageError("-o OUT.svg|OUT.dot|OUT.json is required (or --dump-after PASS to print the graph)");
+  }
+  if (args.before && (!args.passes.empty() || !args.dump_after.empty())) {
+    return UsageError("--before draws the graph without passes; it cannot be combined with --passes or --dump-after");
+  }
+  OutputKind kind = OutputKind::kSvg;
+  if (args.output.empty()) {
+    // --dump-after only: nothing written.
+  } else if (EndsWith(args.output, ".svg")) {
     kind = OutputKind::kSvg;
   } else if (EndsWith(args.output, ".dot") || EndsWith(args.output, ".gv")) {
     kind = OutputKind::kDot;
@@ -130,7 +103,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   }
   // Checked before any work so a long render never ends in a refusal.
   std::error_code ec;
-  if (!args.force && std::filesystem::exists(args.output, ec)) {
+  if (!args.output.empty() && !args.force && std::filesystem::exists(args.output, ec)) {
     return UsageError(args.output + " exists (pass --force to overwrite it)");
   }
   auto world = args.world.Resolve();
@@ -152,13 +125,28 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   }
   // Validation passed, so the text parses; the passes read the same config.
   const Json config_json = ParseJsonLenient(args.config, std::move(text).value()).doc.root;
+  // With a world size the ZeRO pass knows which groups have peers (dp = 1: nothing to reduce).
+  std::optional<Plan> plan;
+  if (world->world_size) {
+    PlanInputs inputs;
+    inputs.world_size = *world->world_size;
+    inputs.gpus_per_node = world->gpus_per_node;
+    inputs.pp = world->pp;
+    auto built = BuildPlan(config_json, inputs);
+    if (!built.ok()) {
+      std::cerr << args.config << ": error: " << built.error().message << "\n";
+      return kExitFindings;
+    }
+    plan = std::move(built).value();
+  }
 
-  auto graph = GraphToShow(*model, config_json, args.before, std::nullopt);
+  auto graph = GraphToShow(args, *model, config_json, plan ? &*plan : nullptr);
   if (!graph.ok()) {
     // A pass rejected the model under this config (for example heads that do not split over sp).
     std::cerr << args.config << ": error: " << graph.error().message << "\n";
     return kExitFindings;
   }
+  if (args.output.empty()) return kExitOk;  // --dump-after only
   std::string contents;
   if (kind == OutputKind::kJson) {
     contents = sim::render::GraphToJson(*graph).dump(2) + "\n";
@@ -186,8 +174,13 @@ Command AddVisualizeCommand(CLI::App& root) {
   args->world.AddTo(graph);
   graph->add_option("--layers", args->layers, "decoder layers drawn in full, e.g. 0-1; the rest collapse to one node");
   graph->add_flag("--before", args->before, "the graph before the parallelism passes");
+  graph->add_option("--passes", args->passes,
+                    "run exactly these passes (comma-separated; see `ds-plan passes`) instead of "
+                    "the ones the config implies");
+  graph->add_option("--dump-after", args->dump_after,
+                    "print the graph's text form to stdout after this pass (or 'all')");
   graph->add_flag("--force", args->force, "overwrite OUT if it exists");
-  graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json")->required();
+  graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json");
   return Command{app, [args] { return RunVisualizeGraph(*args); }};
 }
 

@@ -1,5 +1,6 @@
 #include "sim/graph/builder.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,12 +49,13 @@ class Builder {
     mask_ = Placeholder("attention_mask", {kB, 1, kS, kS});
     const std::string embed = "model.embed_tokens";
     Node* h = Op(NameOf(embed), ops::kEmbedding, {input_ids}, embed, embed + ".weight",
-                 {kB, kS, kH});
+                 {kB, kS, kH}, Shape{kV, kH});
     for (int64_t i = 0; i < s_.num_hidden_layers; ++i) h = Layer(h, i);
     Node* normed = Norm(h, "model.norm");
     const std::string head_param =
         s_.tie_word_embeddings ? embed + ".weight" : std::string("lm_head.weight");
-    Node* logits = Op("lm_head", ops::kLinear, {normed}, "lm_head", head_param, {kB, kS, kV});
+    Node* logits =
+        Op("lm_head", ops::kLinear, {normed}, "lm_head", head_param, {kB, kS, kV}, Shape{kV, kH});
     Node* loss = Op("loss", ops::kCrossEntropy, {logits, labels}, "", "", Shape{});
     g_.Append(NodeSpec{.name = "output", .op = std::string(ops::kOutput), .args = {loss}});
     return std::move(g_);
@@ -61,12 +63,13 @@ class Builder {
 
  private:
   Node* Op(std::string name, std::string_view op, std::vector<Node*> args, std::string module,
-           std::string param, Shape shape) {
+           std::string param, Shape shape, std::optional<Shape> param_shape = std::nullopt) {
     return g_.Append(NodeSpec{.name = std::move(name),
                               .op = std::string(op),
                               .args = std::move(args),
                               .module = std::move(module),
                               .param = std::move(param),
+                              .param_shape = std::move(param_shape),
                               .shape = std::move(shape)});
   }
 
@@ -75,31 +78,35 @@ class Builder {
   }
 
   Node* Norm(Node* x, const std::string& module) {
-    return Op(NameOf(module), ops::kRmsNorm, {x}, module, module + ".weight", *x->shape);
+    return Op(NameOf(module), ops::kRmsNorm, {x}, module, module + ".weight", *x->shape,
+              Shape{x->shape->back()});
   }
 
-  Node* Linear(Node* x, const std::string& module, Shape shape) {
-    return Op(NameOf(module), ops::kLinear, {x}, module, module + ".weight", std::move(shape));
+  // The weight is [out_features, in_features], as torch.nn.Linear stores it.
+  Node* Linear(Node* x, const std::string& module, Shape shape, const SymExpr& in_features) {
+    Shape weight{shape.back(), in_features};
+    return Op(NameOf(module), ops::kLinear, {x}, module, module + ".weight", std::move(shape),
+              std::move(weight));
   }
 
   Node* Layer(Node* residual, int64_t i) {
     const std::string p = "model.layers." + std::to_string(i);
     const std::string attn = p + ".self_attn";
     Node* x = Norm(residual, p + ".input_layernorm");
-    Node* q = Linear(x, attn + ".q_proj", {kB, kS, kN * kD});
-    Node* k = Linear(x, attn + ".k_proj", {kB, kS, kG * kD});
-    Node* v = Linear(x, attn + ".v_proj", {kB, kS, kG * kD});
+    Node* q = Linear(x, attn + ".q_proj", {kB, kS, kN * kD}, kH);
+    Node* k = Linear(x, attn + ".k_proj", {kB, kS, kG * kD}, kH);
+    Node* v = Linear(x, attn + ".v_proj", {kB, kS, kG * kD}, kH);
     if (s_.qk_norm) {
       // qwen3 normalises each head before rotary; the head split happens here.
       q = Op(NameOf(attn + ".q_norm"), ops::kRmsNorm, {q}, attn + ".q_norm",
-             attn + ".q_norm.weight", {kB, kN, kS, kD});
+             attn + ".q_norm.weight", {kB, kN, kS, kD}, Shape{kD});
       k = Op(NameOf(attn + ".k_norm"), ops::kRmsNorm, {k}, attn + ".k_norm",
-             attn + ".k_norm.weight", {kB, kG, kS, kD});
+             attn + ".k_norm.weight", {kB, kG, kS, kD}, Shape{kD});
     }
     q = Op(NameOf(attn, "rotary_q"), ops::kRotary, {q, position_ids_}, attn, "", {kB, kN, kS, kD});
     k = Op(NameOf(attn, "rotary_k"), ops::kRotary, {k, position_ids_}, attn, "", {kB, kG, kS, kD});
     Node* a = Op(NameOf(attn, "sdpa"), ops::kSdpa, {q, k, v, mask_}, attn, "", {kB, kN, kS, kD});
-    Node* o = Linear(a, attn + ".o_proj", {kB, kS, kH});
+    Node* o = Linear(a, attn + ".o_proj", {kB, kS, kH}, kN * kD);
     Node* h = Op(NameOf(p, "residual_attn"), ops::kAdd, {residual, o}, p, "", {kB, kS, kH});
 
     x = Norm(h, p + ".post_attention_layernorm");
@@ -115,29 +122,30 @@ class Builder {
   // SwiGLU: down(silu(gate(x)) * up(x)).
   Node* GatedMlp(Node* x, const std::string& m, const SymExpr& width, const char* gate,
                  const char* up, const char* down) {
-    Node* g = Linear(x, m + "." + gate, {kB, kS, width});
-    Node* u = Linear(x, m + "." + up, {kB, kS, width});
+    Node* g = Linear(x, m + "." + gate, {kB, kS, width}, kH);
+    Node* u = Linear(x, m + "." + up, {kB, kS, width}, kH);
     Node* act = Op(NameOf(m, "act_fn"), ops::kSilu, {g}, m, "", {kB, kS, width});
     Node* prod = Op(NameOf(m, "mul"), ops::kMul, {act, u}, m, "", {kB, kS, width});
-    return Linear(prod, m + "." + down, {kB, kS, kH});
+    return Linear(prod, m + "." + down, {kB, kS, kH}, width);
   }
 
   Node* Moe(Node* x, const std::string& p) {
     const std::string m = p + (s_.UsesMixtralNaming() ? ".block_sparse_moe" : ".mlp");
     Node* logits = Op(NameOf(m + ".gate"), ops::kRouter, {x}, m + ".gate", m + ".gate.weight",
-                      {kB * kS, kE});
+                      {kB * kS, kE}, Shape{kE, kH});
     Node* topk = Op(NameOf(m, "top_k"), ops::kTopK, {logits}, m, "", {kB * kS, kK});
     // One node for all routed experts of the layer: the passes split it by expert group, and a
     // per-expert node would multiply the graph by E (128 for qwen3-30b) for no information. The
-    // param is a glob over the per-expert tensors.
+    // param is a glob over the per-expert tensors, its shape E experts of three FE x H matrices
+    // (gate, up and down; w1, w3 and w2 in Mixtral).
     const std::string experts = m + ".experts";
-    Node* out =
-        Op(NameOf(experts), ops::kExperts, {x, topk}, experts, experts + ".*", {kB, kS, kH});
+    Node* out = Op(NameOf(experts), ops::kExperts, {x, topk}, experts, experts + ".*",
+                   {kB, kS, kH}, Shape{kE, SymExpr(3), kFE, kH});
     if (s_.shared_expert_intermediate_size > 0) {
       // qwen2_moe: out += sigmoid(shared_expert_gate(x)) * shared_expert(x).
       const std::string shared = m + ".shared_expert";
       Node* se = GatedMlp(x, shared, kFS, "gate_proj", "up_proj", "down_proj");
-      Node* gate = Linear(x, m + ".shared_expert_gate", {kB, kS, 1});
+      Node* gate = Linear(x, m + ".shared_expert_gate", {kB, kS, 1}, kH);
       Node* sig = Op(NameOf(m, "shared_expert_sigmoid"), ops::kSigmoid, {gate}, m, "",
                      {kB, kS, 1});
       Node* scaled = Op(NameOf(m, "shared_expert_scale"), ops::kMul, {sig, se}, m, "",

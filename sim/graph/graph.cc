@@ -12,6 +12,7 @@ Node* Graph::Create(NodeSpec spec) {
   n->op = std::move(spec.op);
   n->module = std::move(spec.module);
   n->param = std::move(spec.param);
+  n->param_shape = std::move(spec.param_shape);
   n->shape = std::move(spec.shape);
   n->group = std::move(spec.group);
   n->args = std::move(spec.args);
@@ -103,13 +104,26 @@ Status Graph::Erase(Node* node) {
   return Status::Ok();
 }
 
+bool IsCollective(std::string_view op) {
+  for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,
+                             ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {
+    if (op == c) return true;
+  }
+  return false;
+}
+
+bool HasSideEffects(const Node& node) {
+  return node.op == ops::kRelease || (IsCollective(node.op) && !node.param.empty());
+}
+
 size_t Graph::EliminateDeadCode() {
   // Walking backwards erases a whole dead chain in one pass: by the time a node is visited, its
   // dead users (all later) are gone.
   size_t erased = 0;
   for (Node* n = tail_; n != nullptr;) {
     Node* prev = n->prev_;
-    if (n->users.empty() && n->op != ops::kPlaceholder && n->op != ops::kOutput) {
+    if (n->users.empty() && n->op != ops::kPlaceholder && n->op != ops::kOutput &&
+        !HasSideEffects(*n)) {
       if (Erase(n).ok()) ++erased;
     }
     n = prev;

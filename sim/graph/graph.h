@@ -44,13 +44,26 @@ inline constexpr std::string_view kReduceScatter = "reduce_scatter";
 inline constexpr std::string_view kAllReduce = "all_reduce";
 inline constexpr std::string_view kDispatch = "dispatch";
 inline constexpr std::string_view kCombine = "combine";
+// ZeRO-3 frees a gathered parameter after its last reader; not a collective.
+inline constexpr std::string_view kRelease = "release";
 }  // namespace ops
+
+struct Node;
+// True for the collective ops above (all_to_all ... combine).
+bool IsCollective(std::string_view op);
+// Nodes dead-code elimination keeps although nothing reads them: `release`, and collectives on a
+// parameter's gradient (the ZeRO pass's gradient reductions, which run in backward and have no
+// forward reader).
+bool HasSideEffects(const Node& node);
 
 struct Node {
   std::string name;    // unique in its graph; printed as %name
   std::string op;      // one of ops::*
   std::string module;  // Hugging Face module path, "model.layers.3.self_attn.q_proj"; may be empty
   std::string param;   // parameter read, "model.layers.3.self_attn.q_proj.weight"; may be empty
+  // Shape of `param` as this rank holds it ([N*D, H]; [N*D/T, H] after AutoTP); absent without a
+  // param. The ZeRO pass sizes its gathers and gradient reductions from it.
+  std::optional<Shape> param_shape;
   std::optional<Shape> shape;  // absent only on the output node; [] is a scalar
   std::string group;           // process group of a collective ("tp", "ep", ...); empty otherwise
   std::vector<Node*> args;     // operands, all earlier in the graph
@@ -75,6 +88,7 @@ struct NodeSpec {
   std::vector<Node*> args = {};
   std::string module = {};
   std::string param = {};
+  std::optional<Shape> param_shape = {};
   std::optional<Shape> shape = {};
   std::string group = {};
 };
@@ -104,8 +118,9 @@ class Graph {
 
   // Removes a node nothing uses; an error (and no change) while it still has users.
   Status Erase(Node* node);
-  // Erases, repeatedly, every unused node except placeholders and the output (inputs stay part of
-  // the signature, as in torch.fx). Returns the number erased.
+  // Erases, repeatedly, every unused node except placeholders, the output (inputs stay part of
+  // the signature, as in torch.fx) and nodes with side effects (HasSideEffects). Returns the
+  // number erased.
   size_t EliminateDeadCode();
 
   // Renames a node; an error when the new name is taken.

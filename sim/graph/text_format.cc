@@ -112,7 +112,8 @@ class LineParser {
     do {
       SkipSpaces();
       const size_t key_at = pos_;
-      std::string key = Word([](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+      std::string key =
+          Word([](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; });
       for (const std::string& s : seen) {
         if (s == key) {
           pos_ = key_at;
@@ -130,9 +131,12 @@ class LineParser {
         st = String(spec.group);
       } else if (key == "shape") {
         st = ShapeValue(spec.shape);
+      } else if (key == "param_shape") {
+        st = ShapeValue(spec.param_shape);
       } else {
         pos_ = key_at;
-        return Fail("unknown attribute '" + key + "' (expected module, param, shape or group)");
+        return Fail("unknown attribute '" + key +
+                    "' (expected module, param, param_shape, shape or group)");
       }
       if (!st.ok()) return st;
     } while (Consume(','));
@@ -187,6 +191,7 @@ std::string PrintNode(const Node& node) {
     out += "%" + node.args[i]->name;
   }
   out += ") {module=" + Quoted(node.module) + ", param=" + Quoted(node.param);
+  if (node.param_shape) out += ", param_shape=" + ShapeToString(*node.param_shape);
   if (node.shape) out += ", shape=" + ShapeToString(*node.shape);
   out += ", group=" + Quoted(node.group) + "}";
   return out;

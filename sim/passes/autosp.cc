@@ -1,5 +1,7 @@
 #include "sim/passes/autosp.h"
 
+#include "sim/passes/pipeline.h"
+
 #include <deque>
 #include <string>
 #include <unordered_set>
@@ -45,10 +47,7 @@ AutoSpOptions AutoSpOptions::ForModel(const ModelSpec& spec, int64_t sp_size,
   return o;
 }
 
-std::string_view AutoSpPass::description() const {
-  return "AutoSP (Ulysses): shard the sequence over sp, slice the inputs, all-to-all around "
-         "every attention";
-}
+std::string_view AutoSpPass::description() const { return PassDescription(name()); }
 
 Result<bool> AutoSpPass::Run(Graph& g) {
   const int64_t sp = options_.sp_size;

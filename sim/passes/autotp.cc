@@ -1,5 +1,7 @@
 #include "sim/passes/autotp.h"
 
+#include "sim/passes/pipeline.h"
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -135,10 +137,7 @@ AutoTpOptions AutoTpOptions::ForModel(const ModelSpec& spec, int64_t tp_size) {
   return o;
 }
 
-std::string_view AutoTpPass::description() const {
-  return "AutoTP: shard column/row linears over tp, copy_to_tp before column and "
-         "reduce_from_tp after row linears";
-}
+std::string_view AutoTpPass::description() const { return PassDescription(name()); }
 
 Result<bool> AutoTpPass::Run(Graph& g) {
   const int64_t tp = options_.tp_size;
@@ -146,10 +145,22 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   if (tp <= 1) return false;
 
   const Classifier classifier(options_);
+  // DeepSpeed's AutoTP skips AutoEP subtrees: the MoE blocks the autoep pass rewrote (the
+  // modules of its dispatch nodes) keep router, experts and shared experts replicated over tp.
+  std::vector<std::string> autoep_modules;
+  for (Node* n : g) {
+    if (n->op == graph::ops::kDispatch && !n->module.empty()) autoep_modules.push_back(n->module + ".");
+  }
+  auto in_autoep = [&](const Node* n) {
+    return std::any_of(autoep_modules.begin(), autoep_modules.end(),
+                       [&](const std::string& m) { return n->module.starts_with(m); });
+  };
   std::unordered_map<Node*, Role> role;
   std::vector<Node*> unsupported;
   for (Node* n : g) {
-    if (n->op == graph::ops::kExperts) {
+    if ((n->op == graph::ops::kExperts || n->op == graph::ops::kLinear) && in_autoep(n)) {
+      role[n] = Role::kReplicated;
+    } else if (n->op == graph::ops::kExperts) {
       role[n] = ClassifyExperts(classifier, *n);
     } else if (n->op == graph::ops::kLinear) {
       auto k = classifier.Classify(n->param);
@@ -235,7 +246,21 @@ Result<bool> AutoTpPass::Run(Graph& g) {
 
   // Rewrite. Shapes first: column outputs and the region between column and row.
   const SymExpr t = SymExpr::Symbol(options_.symbol);
-  for (Node* c : columns) c->shape->back() = c->shape->back() / t;
+  for (Node* c : columns) {
+    c->shape->back() = c->shape->back() / t;
+    // [out, in]: a column linear keeps out/T rows of the weight, a row linear in/T columns.
+    if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = c->param_shape->front() / t;
+  }
+  for (Node* n : g) {
+    const Role r = role_of(n);
+    if (r == Role::kRow && n->param_shape && n->param_shape->size() == 2) {
+      (*n->param_shape)[1] = (*n->param_shape)[1] / t;
+    } else if (r == Role::kExperts && n->param_shape) {
+      for (SymExpr& d : *n->param_shape) {
+        if (SymbolExponent(d, "FE") > 0) d = d / t;  // each expert's gate/up/down width
+      }
+    }
+  }
   for (Node* n : g) {
     if (!region.contains(n) || !n->shape) continue;
     for (SymExpr& d : *n->shape) {

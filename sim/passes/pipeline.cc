@@ -24,17 +24,32 @@ Result<bool> Pipeline::Run(graph::Graph& graph) const {
 }
 
 const std::vector<PassInfo>& RegisteredPasses() {
-  // Order of DeepSpeed's compile backend: tensor parallelism first (it partitions the weights the
-  // later passes see), then sequence parallelism.
+  // The order a pipeline applies them, whatever order they are asked for in: AutoEP first (in
+  // DeepSpeed it is module injection at engine start, and AutoTP skips the subtrees it owns),
+  // then tensor parallelism (it partitions the weights the later passes see), then sequence
+  // parallelism, and ZeRO last, on the parameters as each rank holds them.
   static const std::vector<PassInfo> passes = {
+      {"autoep",
+       "AutoEP: E/EP local experts, dispatch and combine all-to-alls over ep (with AutoTP "
+       "folding: partition-dispatch and the restore all-gather over tp)"},
       {"autotp",
        "AutoTP: shard column/row linears over tp, copy_to_tp before column and reduce_from_tp "
        "after row linears"},
       {"autosp",
        "AutoSP (Ulysses): shard the sequence over sp, slice the inputs, all-to-all around every "
        "attention"},
+      {"zero",
+       "ZeRO: stage 3 gathers each parameter before first use and releases it after last use; "
+       "gradients reduced over the family's group (dp/sp_dp, edp for routed experts)"},
   };
   return passes;
+}
+
+std::string_view PassDescription(std::string_view name) {
+  for (const PassInfo& p : RegisteredPasses()) {
+    if (p.name == name) return p.description;
+  }
+  return {};
 }
 
 }  // namespace dsp::sim::passes

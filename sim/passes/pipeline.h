@@ -44,5 +44,7 @@ struct PassInfo {
 
 // Every pass ds-plan knows, in the order a pipeline applies them.
 const std::vector<PassInfo>& RegisteredPasses();
+// The registered one-line description of `name`; empty for an unknown name.
+std::string_view PassDescription(std::string_view name);
 
 }  // namespace dsp::sim::passes

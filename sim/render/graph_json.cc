@@ -15,6 +15,9 @@ Json GraphToJson(const graph::Graph& graph) {
                      {"op", node->op},
                      {"module", node->module},
                      {"param", node->param},
+                     {"param_shape", node->param_shape
+                                         ? Json(graph::ShapeToString(*node->param_shape))
+                                         : Json(nullptr)},
                      {"shape", node->shape ? Json(graph::ShapeToString(*node->shape)) : Json(nullptr)},
                      {"group", node->group}});
     // mul(%a, %a) is one dependency, as in Node::users.
@@ -24,7 +27,7 @@ Json GraphToJson(const graph::Graph& graph) {
     }
   }
   Json out = Json::object();
-  out["schema_version"] = 1;
+  out["schema_version"] = 2;
   out["nodes"] = std::move(nodes);
   out["edges"] = std::move(edges);
   return out;

@@ -104,7 +104,8 @@ Agdisc_t kDisc = {&AgMemDisc, &kSequentialIds, &AgIoDisc};
 // Fill colors of the process groups; fixed so the legend and the nodes agree.
 const std::vector<std::pair<std::string, std::string>>& GroupColors() {
   static const std::vector<std::pair<std::string, std::string>> colors = {
-      {"tp", "#fbb4ae"}, {"sp", "#b3cde3"}, {"ep", "#ccebc5"}, {"dp", "#decbe4"}, {"edp", "#fed9a6"}};
+      {"tp", "#fbb4ae"}, {"sp", "#b3cde3"}, {"ep", "#ccebc5"}, {"dp", "#decbe4"}, {"sp_dp", "#e5d8bd"},
+      {"edp", "#fed9a6"}};
   return colors;
 }
 
@@ -252,15 +253,20 @@ class Builder {
     Agnode_t* n = agnode(ClusterFor(node), Mut(node.name), 1);
     nodes_[&node] = n;
     std::string label = EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op);
-    if (IsCollectiveOp(node.op)) {
-      Set(n, "label", label + " [" + EscapeLabel(node.group) + "]");
+    if (graph::IsCollective(node.op)) {
+      // Gradient reductions run in backward: dashed, so the forward data flow stays readable.
+      const bool backward = graph::HasSideEffects(node);
+      Set(n, "label", label + " [" + EscapeLabel(node.group) + "]" + (backward ? "\\n(backward)" : ""));
       Set(n, "shape", "hexagon");
-      Set(n, "style", "filled,bold");
+      Set(n, "style", backward ? "filled,dashed" : "filled,bold");
       Set(n, "fillcolor", GroupColor(node.group));
       return;
     }
     Set(n, "label", label);
-    if (node.op == graph::ops::kPlaceholder || node.op == graph::ops::kOutput) {
+    if (node.op == graph::ops::kRelease) {
+      Set(n, "shape", "note");
+      Set(n, "style", "dashed");
+    } else if (node.op == graph::ops::kPlaceholder || node.op == graph::ops::kOutput) {
       Set(n, "shape", "ellipse");
     } else {
       Set(n, "shape", "box");
@@ -277,6 +283,7 @@ class Builder {
       if (from == to || !drawn_.insert({from, to}).second) continue;
       Agedge_t* e = agedge(root_, from, to, nullptr, 1);
       if (arg->shape) Set(e, "label", EscapeLabel(graph::ShapeToString(*arg->shape)));
+      if (graph::HasSideEffects(node)) Set(e, "style", "dashed");
     }
   }
 
@@ -363,15 +370,6 @@ Result<LayerRange> ParseLayerRange(std::string_view text) {
   if (!ok) return Error{"layer range '" + std::string(text) + "' is not N or A-B (for example 0-1)"};
   if (r.first > r.last) return Error{"layer range '" + std::string(text) + "' is empty (start after end)"};
   return r;
-}
-
-bool IsCollectiveOp(std::string_view op) {
-  namespace ops = graph::ops;
-  for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,
-                             ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {
-    if (op == c) return true;
-  }
-  return false;
 }
 
 int LayerOfModule(std::string_view module) {

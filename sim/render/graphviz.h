@@ -33,8 +33,6 @@ enum class Format {
   kSvg,  // laid out with dot and rendered to SVG
 };
 
-// True for the ops the parallelism passes insert (all_to_all, all_gather, dispatch, ...).
-bool IsCollectiveOp(std::string_view op);
 
 // The layer index of a module path ("model.layers.12.mlp.up_proj" -> 12), or -1.
 int LayerOfModule(std::string_view module);

@@ -36,41 +36,41 @@ TEST(GraphBuilderTest, TinyLlamaPrintsAsExpected) {
 %labels = placeholder() {module="", param="", shape=[B, S], group=""}
 %position_ids = placeholder() {module="", param="", shape=[B, S], group=""}
 %attention_mask = placeholder() {module="", param="", shape=[B, 1, S, S], group=""}
-%embed_tokens = embedding(%input_ids) {module="model.embed_tokens", param="model.embed_tokens.weight", shape=[B, S, H], group=""}
-%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", shape=[B, S, H], group=""}
-%layers_0_self_attn_q_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", shape=[B, S, N*D], group=""}
-%layers_0_self_attn_k_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", shape=[B, S, G*D], group=""}
-%layers_0_self_attn_v_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", shape=[B, S, G*D], group=""}
+%embed_tokens = embedding(%input_ids) {module="model.embed_tokens", param="model.embed_tokens.weight", param_shape=[V, H], shape=[B, S, H], group=""}
+%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
+%layers_0_self_attn_q_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", param_shape=[N*D, H], shape=[B, S, N*D], group=""}
+%layers_0_self_attn_k_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", param_shape=[G*D, H], shape=[B, S, G*D], group=""}
+%layers_0_self_attn_v_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", param_shape=[G*D, H], shape=[B, S, G*D], group=""}
 %layers_0_self_attn_rotary_q = rotary(%layers_0_self_attn_q_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, N, S, D], group=""}
 %layers_0_self_attn_rotary_k = rotary(%layers_0_self_attn_k_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, G, S, D], group=""}
 %layers_0_self_attn_sdpa = sdpa(%layers_0_self_attn_rotary_q, %layers_0_self_attn_rotary_k, %layers_0_self_attn_v_proj, %attention_mask) {module="model.layers.0.self_attn", param="", shape=[B, N, S, D], group=""}
-%layers_0_self_attn_o_proj = linear(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", shape=[B, S, H], group=""}
+%layers_0_self_attn_o_proj = linear(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", param_shape=[H, N*D], shape=[B, S, H], group=""}
 %layers_0_residual_attn = add(%embed_tokens, %layers_0_self_attn_o_proj) {module="model.layers.0", param="", shape=[B, S, H], group=""}
-%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", shape=[B, S, H], group=""}
-%layers_0_mlp_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", shape=[B, S, F], group=""}
-%layers_0_mlp_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", shape=[B, S, F], group=""}
+%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
+%layers_0_mlp_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", param_shape=[F, H], shape=[B, S, F], group=""}
+%layers_0_mlp_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", param_shape=[F, H], shape=[B, S, F], group=""}
 %layers_0_mlp_act_fn = silu(%layers_0_mlp_gate_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F], group=""}
 %layers_0_mlp_mul = mul(%layers_0_mlp_act_fn, %layers_0_mlp_up_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F], group=""}
-%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", shape=[B, S, H], group=""}
+%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", param_shape=[H, F], shape=[B, S, H], group=""}
 %layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_down_proj) {module="model.layers.0", param="", shape=[B, S, H], group=""}
-%layers_1_input_layernorm = rms_norm(%layers_0_residual_mlp) {module="model.layers.1.input_layernorm", param="model.layers.1.input_layernorm.weight", shape=[B, S, H], group=""}
-%layers_1_self_attn_q_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.q_proj", param="model.layers.1.self_attn.q_proj.weight", shape=[B, S, N*D], group=""}
-%layers_1_self_attn_k_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.k_proj", param="model.layers.1.self_attn.k_proj.weight", shape=[B, S, G*D], group=""}
-%layers_1_self_attn_v_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.v_proj", param="model.layers.1.self_attn.v_proj.weight", shape=[B, S, G*D], group=""}
+%layers_1_input_layernorm = rms_norm(%layers_0_residual_mlp) {module="model.layers.1.input_layernorm", param="model.layers.1.input_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
+%layers_1_self_attn_q_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.q_proj", param="model.layers.1.self_attn.q_proj.weight", param_shape=[N*D, H], shape=[B, S, N*D], group=""}
+%layers_1_self_attn_k_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.k_proj", param="model.layers.1.self_attn.k_proj.weight", param_shape=[G*D, H], shape=[B, S, G*D], group=""}
+%layers_1_self_attn_v_proj = linear(%layers_1_input_layernorm) {module="model.layers.1.self_attn.v_proj", param="model.layers.1.self_attn.v_proj.weight", param_shape=[G*D, H], shape=[B, S, G*D], group=""}
 %layers_1_self_attn_rotary_q = rotary(%layers_1_self_attn_q_proj, %position_ids) {module="model.layers.1.self_attn", param="", shape=[B, N, S, D], group=""}
 %layers_1_self_attn_rotary_k = rotary(%layers_1_self_attn_k_proj, %position_ids) {module="model.layers.1.self_attn", param="", shape=[B, G, S, D], group=""}
 %layers_1_self_attn_sdpa = sdpa(%layers_1_self_attn_rotary_q, %layers_1_self_attn_rotary_k, %layers_1_self_attn_v_proj, %attention_mask) {module="model.layers.1.self_attn", param="", shape=[B, N, S, D], group=""}
-%layers_1_self_attn_o_proj = linear(%layers_1_self_attn_sdpa) {module="model.layers.1.self_attn.o_proj", param="model.layers.1.self_attn.o_proj.weight", shape=[B, S, H], group=""}
+%layers_1_self_attn_o_proj = linear(%layers_1_self_attn_sdpa) {module="model.layers.1.self_attn.o_proj", param="model.layers.1.self_attn.o_proj.weight", param_shape=[H, N*D], shape=[B, S, H], group=""}
 %layers_1_residual_attn = add(%layers_0_residual_mlp, %layers_1_self_attn_o_proj) {module="model.layers.1", param="", shape=[B, S, H], group=""}
-%layers_1_post_attention_layernorm = rms_norm(%layers_1_residual_attn) {module="model.layers.1.post_attention_layernorm", param="model.layers.1.post_attention_layernorm.weight", shape=[B, S, H], group=""}
-%layers_1_mlp_gate_proj = linear(%layers_1_post_attention_layernorm) {module="model.layers.1.mlp.gate_proj", param="model.layers.1.mlp.gate_proj.weight", shape=[B, S, F], group=""}
-%layers_1_mlp_up_proj = linear(%layers_1_post_attention_layernorm) {module="model.layers.1.mlp.up_proj", param="model.layers.1.mlp.up_proj.weight", shape=[B, S, F], group=""}
+%layers_1_post_attention_layernorm = rms_norm(%layers_1_residual_attn) {module="model.layers.1.post_attention_layernorm", param="model.layers.1.post_attention_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
+%layers_1_mlp_gate_proj = linear(%layers_1_post_attention_layernorm) {module="model.layers.1.mlp.gate_proj", param="model.layers.1.mlp.gate_proj.weight", param_shape=[F, H], shape=[B, S, F], group=""}
+%layers_1_mlp_up_proj = linear(%layers_1_post_attention_layernorm) {module="model.layers.1.mlp.up_proj", param="model.layers.1.mlp.up_proj.weight", param_shape=[F, H], shape=[B, S, F], group=""}
 %layers_1_mlp_act_fn = silu(%layers_1_mlp_gate_proj) {module="model.layers.1.mlp", param="", shape=[B, S, F], group=""}
 %layers_1_mlp_mul = mul(%layers_1_mlp_act_fn, %layers_1_mlp_up_proj) {module="model.layers.1.mlp", param="", shape=[B, S, F], group=""}
-%layers_1_mlp_down_proj = linear(%layers_1_mlp_mul) {module="model.layers.1.mlp.down_proj", param="model.layers.1.mlp.down_proj.weight", shape=[B, S, H], group=""}
+%layers_1_mlp_down_proj = linear(%layers_1_mlp_mul) {module="model.layers.1.mlp.down_proj", param="model.layers.1.mlp.down_proj.weight", param_shape=[H, F], shape=[B, S, H], group=""}
 %layers_1_residual_mlp = add(%layers_1_residual_attn, %layers_1_mlp_down_proj) {module="model.layers.1", param="", shape=[B, S, H], group=""}
-%norm = rms_norm(%layers_1_residual_mlp) {module="model.norm", param="model.norm.weight", shape=[B, S, H], group=""}
-%lm_head = linear(%norm) {module="lm_head", param="lm_head.weight", shape=[B, S, V], group=""}
+%norm = rms_norm(%layers_1_residual_mlp) {module="model.norm", param="model.norm.weight", param_shape=[H], shape=[B, S, H], group=""}
+%lm_head = linear(%norm) {module="lm_head", param="lm_head.weight", param_shape=[V, H], shape=[B, S, V], group=""}
 %loss = cross_entropy(%lm_head, %labels) {module="", param="", shape=[], group=""}
 %output = output(%loss) {module="", param="", group=""}
 )";
@@ -80,11 +80,11 @@ TEST(GraphBuilderTest, TinyLlamaPrintsAsExpected) {
 TEST(GraphBuilderTest, TinyMoeLayerHasRouterTopKAndOneExpertsNode) {
   // qwen3_moe: q_norm/k_norm before rotary, every layer MoE, no shared expert.
   const Graph g = BuildPreset("tiny-moe.json");
-  const std::string expected = R"(%layers_0_self_attn_q_norm = rms_norm(%layers_0_self_attn_q_proj) {module="model.layers.0.self_attn.q_norm", param="model.layers.0.self_attn.q_norm.weight", shape=[B, N, S, D], group=""}
-%layers_0_self_attn_k_norm = rms_norm(%layers_0_self_attn_k_proj) {module="model.layers.0.self_attn.k_norm", param="model.layers.0.self_attn.k_norm.weight", shape=[B, G, S, D], group=""}
-%layers_0_mlp_gate = router(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate", param="model.layers.0.mlp.gate.weight", shape=[B*S, E], group=""}
+  const std::string expected = R"(%layers_0_self_attn_q_norm = rms_norm(%layers_0_self_attn_q_proj) {module="model.layers.0.self_attn.q_norm", param="model.layers.0.self_attn.q_norm.weight", param_shape=[D], shape=[B, N, S, D], group=""}
+%layers_0_self_attn_k_norm = rms_norm(%layers_0_self_attn_k_proj) {module="model.layers.0.self_attn.k_norm", param="model.layers.0.self_attn.k_norm.weight", param_shape=[D], shape=[B, G, S, D], group=""}
+%layers_0_mlp_gate = router(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate", param="model.layers.0.mlp.gate.weight", param_shape=[E, H], shape=[B*S, E], group=""}
 %layers_0_mlp_top_k = top_k(%layers_0_mlp_gate) {module="model.layers.0.mlp", param="", shape=[B*S, K], group=""}
-%layers_0_mlp_experts = experts(%layers_0_post_attention_layernorm, %layers_0_mlp_top_k) {module="model.layers.0.mlp.experts", param="model.layers.0.mlp.experts.*", shape=[B, S, H], group=""}
+%layers_0_mlp_experts = experts(%layers_0_post_attention_layernorm, %layers_0_mlp_top_k) {module="model.layers.0.mlp.experts", param="model.layers.0.mlp.experts.*", param_shape=[E, 3, FE, H], shape=[B, S, H], group=""}
 %layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_experts) {module="model.layers.0", param="", shape=[B, S, H], group=""}
 )";
   EXPECT_EQ(LinesStartingWith(g, "layers_0_self_attn_q_norm") +
@@ -98,12 +98,12 @@ TEST(GraphBuilderTest, TinyMoeLayerHasRouterTopKAndOneExpertsNode) {
 TEST(GraphBuilderTest, QwenSharedExpertIsGatedBySigmoid) {
   const Graph g = BuildPreset("qwen2-moe-a2.7b.json");
   EXPECT_EQ(LinesStartingWith(g, "layers_0_mlp_shared_expert_"),
-            R"(%layers_0_mlp_shared_expert_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert.gate_proj", param="model.layers.0.mlp.shared_expert.gate_proj.weight", shape=[B, S, FS], group=""}
-%layers_0_mlp_shared_expert_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert.up_proj", param="model.layers.0.mlp.shared_expert.up_proj.weight", shape=[B, S, FS], group=""}
+            R"(%layers_0_mlp_shared_expert_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert.gate_proj", param="model.layers.0.mlp.shared_expert.gate_proj.weight", param_shape=[FS, H], shape=[B, S, FS], group=""}
+%layers_0_mlp_shared_expert_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert.up_proj", param="model.layers.0.mlp.shared_expert.up_proj.weight", param_shape=[FS, H], shape=[B, S, FS], group=""}
 %layers_0_mlp_shared_expert_act_fn = silu(%layers_0_mlp_shared_expert_gate_proj) {module="model.layers.0.mlp.shared_expert", param="", shape=[B, S, FS], group=""}
 %layers_0_mlp_shared_expert_mul = mul(%layers_0_mlp_shared_expert_act_fn, %layers_0_mlp_shared_expert_up_proj) {module="model.layers.0.mlp.shared_expert", param="", shape=[B, S, FS], group=""}
-%layers_0_mlp_shared_expert_down_proj = linear(%layers_0_mlp_shared_expert_mul) {module="model.layers.0.mlp.shared_expert.down_proj", param="model.layers.0.mlp.shared_expert.down_proj.weight", shape=[B, S, H], group=""}
-%layers_0_mlp_shared_expert_gate = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert_gate", param="model.layers.0.mlp.shared_expert_gate.weight", shape=[B, S, 1], group=""}
+%layers_0_mlp_shared_expert_down_proj = linear(%layers_0_mlp_shared_expert_mul) {module="model.layers.0.mlp.shared_expert.down_proj", param="model.layers.0.mlp.shared_expert.down_proj.weight", param_shape=[H, FS], shape=[B, S, H], group=""}
+%layers_0_mlp_shared_expert_gate = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.shared_expert_gate", param="model.layers.0.mlp.shared_expert_gate.weight", param_shape=[1, H], shape=[B, S, 1], group=""}
 %layers_0_mlp_shared_expert_sigmoid = sigmoid(%layers_0_mlp_shared_expert_gate) {module="model.layers.0.mlp", param="", shape=[B, S, 1], group=""}
 %layers_0_mlp_shared_expert_scale = mul(%layers_0_mlp_shared_expert_sigmoid, %layers_0_mlp_shared_expert_down_proj) {module="model.layers.0.mlp", param="", shape=[B, S, H], group=""}
 )");

@@ -28,10 +28,10 @@ TEST(AutoSpTest, TinyLlamaLayerPrintsAsExpected) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(*r);
   ASSERT_TRUE(graph::VerifyGraph(g).ok()) << graph::VerifyGraph(g).error().message;
-  const std::string expected = R"(%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", shape=[B, S/P, H], group=""}
-%layers_0_self_attn_q_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", shape=[B, S/P, N*D], group=""}
-%layers_0_self_attn_k_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", shape=[B, S/P, G*D], group=""}
-%layers_0_self_attn_v_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", shape=[B, S/P, G*D], group=""}
+  const std::string expected = R"(%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", param_shape=[H], shape=[B, S/P, H], group=""}
+%layers_0_self_attn_q_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", param_shape=[N*D, H], shape=[B, S/P, N*D], group=""}
+%layers_0_self_attn_k_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", param_shape=[G*D, H], shape=[B, S/P, G*D], group=""}
+%layers_0_self_attn_v_proj = linear(%layers_0_input_layernorm) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", param_shape=[G*D, H], shape=[B, S/P, G*D], group=""}
 %a2a_v_0 = all_to_all(%layers_0_self_attn_v_proj) {module="model.layers.0.self_attn", param="", shape=[B, G/P, S, D], group="sp"}
 %layers_0_self_attn_rotary_q = rotary(%layers_0_self_attn_q_proj, %slice_position_ids) {module="model.layers.0.self_attn", param="", shape=[B, N, S/P, D], group=""}
 %a2a_q_0 = all_to_all(%layers_0_self_attn_rotary_q) {module="model.layers.0.self_attn", param="", shape=[B, N/P, S, D], group="sp"}
@@ -39,14 +39,14 @@ TEST(AutoSpTest, TinyLlamaLayerPrintsAsExpected) {
 %a2a_k_0 = all_to_all(%layers_0_self_attn_rotary_k) {module="model.layers.0.self_attn", param="", shape=[B, G/P, S, D], group="sp"}
 %layers_0_self_attn_sdpa = sdpa(%a2a_q_0, %a2a_k_0, %a2a_v_0, %attention_mask) {module="model.layers.0.self_attn", param="", shape=[B, N/P, S, D], group=""}
 %a2a_o_0 = all_to_all(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn", param="", shape=[B, N, S/P, D], group="sp"}
-%layers_0_self_attn_o_proj = linear(%a2a_o_0) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", shape=[B, S/P, H], group=""}
+%layers_0_self_attn_o_proj = linear(%a2a_o_0) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", param_shape=[H, N*D], shape=[B, S/P, H], group=""}
 %layers_0_residual_attn = add(%embed_tokens, %layers_0_self_attn_o_proj) {module="model.layers.0", param="", shape=[B, S/P, H], group=""}
-%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", shape=[B, S/P, H], group=""}
-%layers_0_mlp_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", shape=[B, S/P, F], group=""}
-%layers_0_mlp_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", shape=[B, S/P, F], group=""}
+%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", param_shape=[H], shape=[B, S/P, H], group=""}
+%layers_0_mlp_gate_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", param_shape=[F, H], shape=[B, S/P, F], group=""}
+%layers_0_mlp_up_proj = linear(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", param_shape=[F, H], shape=[B, S/P, F], group=""}
 %layers_0_mlp_act_fn = silu(%layers_0_mlp_gate_proj) {module="model.layers.0.mlp", param="", shape=[B, S/P, F], group=""}
 %layers_0_mlp_mul = mul(%layers_0_mlp_act_fn, %layers_0_mlp_up_proj) {module="model.layers.0.mlp", param="", shape=[B, S/P, F], group=""}
-%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", shape=[B, S/P, H], group=""}
+%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", param_shape=[H, F], shape=[B, S/P, H], group=""}
 %layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_down_proj) {module="model.layers.0", param="", shape=[B, S/P, H], group=""}
 )";
   EXPECT_EQ(ModuleLines(g, "model.layers.0"), expected);
@@ -69,7 +69,7 @@ TEST(AutoSpTest, SlicesSequenceInputsButNotTheMask) {
 %position_ids = placeholder() {module="", param="", shape=[B, S], group=""}
 %slice_position_ids = slice_seq(%position_ids) {module="", param="", shape=[B, S/P], group=""}
 %attention_mask = placeholder() {module="", param="", shape=[B, 1, S, S], group=""}
-%embed_tokens = embedding(%slice_input_ids) {module="model.embed_tokens", param="model.embed_tokens.weight", shape=[B, S/P, H], group=""}
+%embed_tokens = embedding(%slice_input_ids) {module="model.embed_tokens", param="model.embed_tokens.weight", param_shape=[V, H], shape=[B, S/P, H], group=""}
 )";
   EXPECT_EQ(head, expected);
   EXPECT_EQ(PrintNode(*g.Find("loss")),

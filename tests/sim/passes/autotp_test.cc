@@ -33,31 +33,31 @@ graph::Graph RunOk(const std::string& file, AutoTpOptions options) {
 
 TEST(AutoTpTest, TinyLlamaLayerPrintsAsExpected) {
   graph::Graph g = RunOk("tiny-llama.json", Options("tiny-llama.json", 2));
-  const std::string expected = R"(%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", shape=[B, S, H], group=""}
+  const std::string expected = R"(%layers_0_input_layernorm = rms_norm(%embed_tokens) {module="model.layers.0.input_layernorm", param="model.layers.0.input_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
 %layers_0_self_attn_q_proj_copy_to_tp = copy_to_tp(%layers_0_input_layernorm) {module="model.layers.0.self_attn", param="", shape=[B, S, H], group="tp"}
-%layers_0_self_attn_q_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", shape=[B, S, N*D/T], group=""}
-%layers_0_self_attn_k_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", shape=[B, S, G*D/T], group=""}
-%layers_0_self_attn_v_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", shape=[B, S, G*D/T], group=""}
+%layers_0_self_attn_q_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.q_proj", param="model.layers.0.self_attn.q_proj.weight", param_shape=[N*D/T, H], shape=[B, S, N*D/T], group=""}
+%layers_0_self_attn_k_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.k_proj", param="model.layers.0.self_attn.k_proj.weight", param_shape=[G*D/T, H], shape=[B, S, G*D/T], group=""}
+%layers_0_self_attn_v_proj = linear(%layers_0_self_attn_q_proj_copy_to_tp) {module="model.layers.0.self_attn.v_proj", param="model.layers.0.self_attn.v_proj.weight", param_shape=[G*D/T, H], shape=[B, S, G*D/T], group=""}
 %layers_0_self_attn_rotary_q = rotary(%layers_0_self_attn_q_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, N/T, S, D], group=""}
 %layers_0_self_attn_rotary_k = rotary(%layers_0_self_attn_k_proj, %position_ids) {module="model.layers.0.self_attn", param="", shape=[B, G/T, S, D], group=""}
 %layers_0_self_attn_sdpa = sdpa(%layers_0_self_attn_rotary_q, %layers_0_self_attn_rotary_k, %layers_0_self_attn_v_proj, %attention_mask) {module="model.layers.0.self_attn", param="", shape=[B, N/T, S, D], group=""}
-%layers_0_self_attn_o_proj = linear(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", shape=[B, S, H], group=""}
+%layers_0_self_attn_o_proj = linear(%layers_0_self_attn_sdpa) {module="model.layers.0.self_attn.o_proj", param="model.layers.0.self_attn.o_proj.weight", param_shape=[H, N*D/T], shape=[B, S, H], group=""}
 %layers_0_self_attn_o_proj_reduce_from_tp = reduce_from_tp(%layers_0_self_attn_o_proj) {module="model.layers.0.self_attn", param="", shape=[B, S, H], group="tp"}
 %layers_0_residual_attn = add(%embed_tokens, %layers_0_self_attn_o_proj_reduce_from_tp) {module="model.layers.0", param="", shape=[B, S, H], group=""}
-%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", shape=[B, S, H], group=""}
+%layers_0_post_attention_layernorm = rms_norm(%layers_0_residual_attn) {module="model.layers.0.post_attention_layernorm", param="model.layers.0.post_attention_layernorm.weight", param_shape=[H], shape=[B, S, H], group=""}
 %layers_0_mlp_gate_proj_copy_to_tp = copy_to_tp(%layers_0_post_attention_layernorm) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
-%layers_0_mlp_gate_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", shape=[B, S, F/T], group=""}
-%layers_0_mlp_up_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", shape=[B, S, F/T], group=""}
+%layers_0_mlp_gate_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.gate_proj", param="model.layers.0.mlp.gate_proj.weight", param_shape=[F/T, H], shape=[B, S, F/T], group=""}
+%layers_0_mlp_up_proj = linear(%layers_0_mlp_gate_proj_copy_to_tp) {module="model.layers.0.mlp.up_proj", param="model.layers.0.mlp.up_proj.weight", param_shape=[F/T, H], shape=[B, S, F/T], group=""}
 %layers_0_mlp_act_fn = silu(%layers_0_mlp_gate_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F/T], group=""}
 %layers_0_mlp_mul = mul(%layers_0_mlp_act_fn, %layers_0_mlp_up_proj) {module="model.layers.0.mlp", param="", shape=[B, S, F/T], group=""}
-%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", shape=[B, S, H], group=""}
+%layers_0_mlp_down_proj = linear(%layers_0_mlp_mul) {module="model.layers.0.mlp.down_proj", param="model.layers.0.mlp.down_proj.weight", param_shape=[H, F/T], shape=[B, S, H], group=""}
 %layers_0_mlp_down_proj_reduce_from_tp = reduce_from_tp(%layers_0_mlp_down_proj) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
 %layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_down_proj_reduce_from_tp) {module="model.layers.0", param="", shape=[B, S, H], group=""}
 )";
   EXPECT_EQ(ModuleLines(g, "model.layers.0"), expected);
   // lm_head stays whole: it is excluded from the default plan.
   EXPECT_EQ(PrintNode(*g.Find("lm_head")),
-            R"(%lm_head = linear(%norm) {module="lm_head", param="lm_head.weight", shape=[B, S, V], group=""})");
+            R"(%lm_head = linear(%norm) {module="lm_head", param="lm_head.weight", param_shape=[V, H], shape=[B, S, V], group=""})");
 }
 
 TEST(AutoTpTest, TpOneChangesNothing) {
@@ -90,10 +90,10 @@ TEST(AutoTpTest, OneCopyAndOneReducePerAttentionAndMlp) {
 
 TEST(AutoTpTest, MixtralExpertsArePairedAsOneUnit) {
   graph::Graph g = RunOk("mixtral-8x7b.json", Options("mixtral-8x7b.json", 2));
-  const std::string expected = R"(%layers_0_block_sparse_moe_gate = router(%layers_0_post_attention_layernorm) {module="model.layers.0.block_sparse_moe.gate", param="model.layers.0.block_sparse_moe.gate.weight", shape=[B*S, E], group=""}
+  const std::string expected = R"(%layers_0_block_sparse_moe_gate = router(%layers_0_post_attention_layernorm) {module="model.layers.0.block_sparse_moe.gate", param="model.layers.0.block_sparse_moe.gate.weight", param_shape=[E, H], shape=[B*S, E], group=""}
 %layers_0_block_sparse_moe_top_k = top_k(%layers_0_block_sparse_moe_gate) {module="model.layers.0.block_sparse_moe", param="", shape=[B*S, K], group=""}
 %layers_0_block_sparse_moe_experts_copy_to_tp = copy_to_tp(%layers_0_post_attention_layernorm) {module="model.layers.0.block_sparse_moe", param="", shape=[B, S, H], group="tp"}
-%layers_0_block_sparse_moe_experts = experts(%layers_0_block_sparse_moe_experts_copy_to_tp, %layers_0_block_sparse_moe_top_k) {module="model.layers.0.block_sparse_moe.experts", param="model.layers.0.block_sparse_moe.experts.*", shape=[B, S, H], group=""}
+%layers_0_block_sparse_moe_experts = experts(%layers_0_block_sparse_moe_experts_copy_to_tp, %layers_0_block_sparse_moe_top_k) {module="model.layers.0.block_sparse_moe.experts", param="model.layers.0.block_sparse_moe.experts.*", param_shape=[E, 3, FE/T, H], shape=[B, S, H], group=""}
 %layers_0_block_sparse_moe_experts_reduce_from_tp = reduce_from_tp(%layers_0_block_sparse_moe_experts) {module="model.layers.0.block_sparse_moe", param="", shape=[B, S, H], group="tp"}
 )";
   EXPECT_EQ(ModuleLines(g, "model.layers.0.block_sparse_moe"), expected);

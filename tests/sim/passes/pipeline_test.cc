@@ -9,8 +9,10 @@
 
 #include "sim/graph/text_format.h"
 #include "sim/graph/verifier.h"
+#include "sim/passes/autoep.h"
 #include "sim/passes/autosp.h"
 #include "sim/passes/autotp.h"
+#include "sim/passes/zero.h"
 #include "tests/sim/passes/pass_test_util.h"
 
 namespace dsp::sim::passes {
@@ -91,11 +93,17 @@ TEST(PipelineTest, DumpsAfterEachPassAndVerifiesOnEveryPreset) {
 
 TEST(PipelineTest, RegistryListsPassesWithDescriptions) {
   const auto& passes = RegisteredPasses();
-  ASSERT_EQ(passes.size(), 2u);
-  EXPECT_EQ(passes[0].name, "autotp");
-  EXPECT_EQ(passes[1].name, "autosp");
-  EXPECT_EQ(passes[0].description, AutoTpPass(AutoTpOptions{}).description());
-  EXPECT_EQ(passes[1].description, AutoSpPass(AutoSpOptions{}).description());
+  ASSERT_EQ(passes.size(), 4u);
+  EXPECT_EQ(passes[0].name, "autoep");
+  EXPECT_EQ(passes[1].name, "autotp");
+  EXPECT_EQ(passes[2].name, "autosp");
+  EXPECT_EQ(passes[3].name, "zero");
+  EXPECT_EQ(passes[0].description, AutoEpPass(AutoEpOptions{}).description());
+  EXPECT_EQ(passes[1].description, AutoTpPass(AutoTpOptions{}).description());
+  EXPECT_EQ(passes[2].description, AutoSpPass(AutoSpOptions{}).description());
+  EXPECT_EQ(passes[3].description, ZeroPass(ZeroOptions{}).description());
+  for (const PassInfo& p : passes) EXPECT_FALSE(p.description.empty()) << p.name;
+  EXPECT_EQ(PassDescription("nope"), "");
 }
 
 }  // namespace

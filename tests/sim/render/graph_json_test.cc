@@ -16,7 +16,7 @@ TEST(GraphJsonTest, MatchesSchemaAndGraph) {
   ASSERT_TRUE(g.ok()) << g.error().message;
   Json doc = GraphToJson(*g);
   EXPECT_EQ(testing::SchemaErrors(schemas::k_graph_schema_json, doc), "") << doc.dump(2);
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
   ASSERT_EQ(doc["nodes"].size(), g->size());
   EXPECT_EQ(doc["nodes"][0]["name"], "x");
   EXPECT_EQ(doc["nodes"][0]["shape"], "[B, S/P, H]");
@@ -40,7 +40,7 @@ TEST(GraphJsonTest, BuiltModelsMatchSchema) {
 }
 
 TEST(GraphJsonTest, SchemaRejectsMissingFields) {
-  Json doc = {{"schema_version", 1}, {"nodes", Json::array({{{"name", "x"}}})}, {"edges", Json::array()}};
+  Json doc = {{"schema_version", 2}, {"nodes", Json::array({{{"name", "x"}}})}, {"edges", Json::array()}};
   EXPECT_NE(testing::SchemaErrors(schemas::k_graph_schema_json, doc), "");
 }
 

@@ -50,8 +50,8 @@ TEST(GraphvizTest, CollectivesAreHexagonsColoredByGroup) {
   graph::Graph g = CollectiveGraph();
   auto dot = RenderGraph(g, {}, Format::kDot);
   ASSERT_TRUE(dot.ok()) << dot.error().message;
-  // Eight collectives plus five legend entries.
-  EXPECT_EQ(Count(*dot, "shape=hexagon"), 13u) << *dot;
+  // Eight collectives plus six legend entries (tp, sp, ep, dp, sp_dp, edp).
+  EXPECT_EQ(Count(*dot, "shape=hexagon"), 14u) << *dot;
   EXPECT_NE(dot->find("#fbb4ae"), std::string::npos);  // tp
   EXPECT_NE(dot->find("#ccebc5"), std::string::npos);  // ep
   EXPECT_NE(dot->find("subgraph cluster_layers_0"), std::string::npos);

@@ -1,0 +1,116 @@
+#include "sim/passes/autoep.h"
+
+#include "sim/passes/pipeline.h"
+
+#include <string>
+#include <vector>
+
+namespace dsp::sim::passes {
+namespace {
+
+using graph::Graph;
+using graph::Node;
+using graph::Shape;
+using graph::SymExpr;
+
+std::string Parent(const std::string& module) {
+  const size_t dot = module.rfind('.');
+  return dot == std::string::npos ? "" : module.substr(0, dot);
+}
+
+// layers_3_mlp_experts -> layers_3_mlp_<suffix>
+std::string BlockName(const std::string& experts_name, const std::string& suffix) {
+  std::string base = experts_name;
+  if (base.ends_with("_experts")) base.resize(base.size() - 8);
+  return base + "_" + suffix;
+}
+
+}  // namespace
+
+AutoEpOptions AutoEpOptions::ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size) {
+  AutoEpOptions o;
+  o.ep_size = ep_size;
+  o.tp_size = tp_size;
+  o.num_experts = spec.num_experts;
+  return o;
+}
+
+std::string_view AutoEpPass::description() const { return PassDescription(name()); }
+
+Result<bool> AutoEpPass::Run(Graph& g) {
+  const int64_t ep = options_.ep_size;
+  const int64_t tp = options_.tp_size < 1 ? 1 : options_.tp_size;
+  if (ep < 1) return Error{"autoep_size must be >= 1, got " + std::to_string(ep)};
+  const bool folded = tp > 1;
+  if (folded && ep == 1) {
+    return Error{"AutoEP+AutoTP folding requires autoep_size > 1 (autotp_size is " +
+                 std::to_string(tp) + ")"};
+  }
+  std::vector<Node*> experts;
+  for (Node* n : g) {
+    if (n->op == graph::ops::kExperts) experts.push_back(n);
+  }
+  if (experts.empty()) {
+    return Error{"AutoEP found no MoE layer: the graph has no experts node (is this a dense "
+                 "model?)"};
+  }
+  if (ep == 1) return false;
+  const int64_t e = options_.num_experts;
+  const std::string eps = std::to_string(ep);
+  if (e <= 0 || ep > e || e % ep != 0) {
+    return Error{"num_experts (" + std::to_string(e) + ") not divisible by autoep_size " + eps +
+                 ": every EP rank holds E/EP whole experts"};
+  }
+  for (Node* n : experts) {
+    if (n->args.size() != 2 || !n->args[0]->shape || n->args[0]->shape->size() != 3) {
+      return Error{"%" + n->name + ": experts needs (x [B, S, H], top_k) operands"};
+    }
+  }
+
+  const SymExpr x_ep = SymExpr::Symbol(options_.symbol);
+  const SymExpr t = SymExpr::Symbol(options_.tp_symbol);
+  const SymExpr sym_e = SymExpr::Symbol("E");
+  const SymExpr k = SymExpr::Symbol("K");
+  for (Node* n : experts) {
+    Node* x = n->args[0];
+    Node* topk = n->args[1];
+    const Shape& in = *x->shape;  // [B, S, H] (S/P after AutoSP)
+    const std::string block = Parent(n->module);
+    const SymExpr tokens = in[0] * in[1];  // B*S
+    SymExpr rows = tokens * k * x_ep / sym_e;  // expected rows per local expert
+    if (folded) rows = rows / t;
+    const Shape routed{sym_e / x_ep, rows, in[2]};
+    Node* dispatch = g.InsertBefore(n, {.name = BlockName(n->name, "dispatch"),
+                                        .op = std::string(graph::ops::kDispatch),
+                                        .args = {x, topk},
+                                        .module = block,
+                                        .shape = routed,
+                                        .group = "ep"});
+    g.SetArgs(n, {dispatch});
+    n->shape = routed;
+    if (n->param_shape && !n->param_shape->empty()) {
+      n->param_shape->front() = n->param_shape->front() / x_ep;
+    }
+    Node* combine = g.InsertAfter(n, {.name = BlockName(n->name, "combine"),
+                                      .op = std::string(graph::ops::kCombine),
+                                      .args = {n, topk},
+                                      .module = block,
+                                      .shape = folded ? Shape{tokens * k / t, in[2]} : in,
+                                      .group = "ep"});
+    g.ReplaceAllUsesWith(n, combine);
+    if (folded) {
+      // restore_combined: all-gather the TP peers' rows back to the replicated view (its
+      // backward all-reduce is the tp factor the gradient contract cancels, deepspeed-config §4).
+      Node* restore = g.InsertAfter(combine, {.name = BlockName(n->name, "restore"),
+                                              .op = std::string(graph::ops::kAllGather),
+                                              .args = {combine},
+                                              .module = block,
+                                              .shape = in,
+                                              .group = "tp"});
+      g.ReplaceAllUsesWith(combine, restore);
+    }
+  }
+  return true;
+}
+
+}  // namespace dsp::sim::passes

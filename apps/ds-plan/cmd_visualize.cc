@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
@@ -41,39 +42,11 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The graph to draw: as built with --before, else after the passes the config implies (or
-// --passes forces), with the text form dumped after --dump-after's pass.
-Result<sim::graph::Graph> GraphToShow(const VisualizeGraphArgs& args, const ModelSpec& model,
-                                      const Json& config, const Plan* plan) {
-  auto graph = sim::graph::BuildModelGraph(model);
-  if (!graph.ok() || args.before) return graph;
-  sim::passes::PipelineRequest request{.model = &model, .config = &config, .plan = plan};
-  if (!args.passes.empty()) {
-    auto names = sim::passes::ParsePassList(args.passes);
-    if (!names.ok()) return names.error();
-    request.forced = *names;
-  }
-  auto pipeline = sim::passes::PipelineForConfig(request);
-  if (!pipeline.ok()) return pipeline.error();
-  if (!args.dump_after.empty()) {
-    std::string names;
-    bool found = args.dump_after == "all";
-    for (const auto& pass : pipeline->passes()) {
-      names += (names.empty() ? "" : ", ") + std::string(pass->name());
-      found = found || pass->name() == args.dump_after;
-    }
-    if (!found) {
-      return Error{"--dump-after " + args.dump_after + ": that pass is not in this pipeline (" +
-                   (names.empty() ? std::string("no passes run") : "it runs " + names) + ")"};
-    }
-    pipeline->SetDumpAfter([&args](std::string_view pass, const std::string& text) {
-      if (args.dump_after != "all" && pass != args.dump_after) return;
-      std::cout << "# after pass '" << pass << "'\n" << text;
-    });
-  }
-  auto changed = pipeline->Run(*graph);
-  if (!changed.ok()) return changed.error();
-  return graph;
+// Names the pipeline runs, "a, b", for messages.
+std::string PassNames(const sim::passes::Pipeline& pipeline) {
+  std::string names;
+  for (const auto& pass : pipeline.passes()) names += (names.empty() ? "" : ", ") + std::string(pass->name());
+  return names;
 }
 
 int RunVisualizeGraph(const VisualizeGraphArgs& args) {
@@ -94,6 +67,16 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     kind = OutputKind::kJson;
   } else {
     return UsageError("-o " + args.output + ": the extension picks the format: .svg, .dot (or .gv) or .json");
+  }
+  std::optional<std::vector<std::string>> forced;
+  if (!args.passes.empty()) {
+    auto names = sim::passes::ParsePassList(args.passes);
+    if (!names.ok()) return UsageError("--passes: " + names.error().message);
+    forced = *names;
+  }
+  if (!args.dump_after.empty() && args.dump_after != "all" &&
+      sim::passes::PassDescription(args.dump_after).empty()) {
+    return UsageError("--dump-after " + args.dump_after + ": no such pass (see `ds-plan passes`; or 'all')");
   }
   sim::render::RenderOptions render;
   if (!args.layers.empty()) {
@@ -140,11 +123,32 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     plan = std::move(built).value();
   }
 
-  auto graph = GraphToShow(args, *model, config_json, plan ? &*plan : nullptr);
-  if (!graph.ok()) {
-    // A pass rejected the model under this config (for example heads that do not split over sp).
-    std::cerr << args.config << ": error: " << graph.error().message << "\n";
-    return kExitFindings;
+  auto graph = sim::graph::BuildModelGraph(*model);
+  if (!graph.ok()) return UsageError("--model: " + graph.error().message);
+  if (!args.before) {
+    auto pipeline = sim::passes::PipelineForConfig(
+        {.model = &*model, .config = &config_json, .plan = plan ? &*plan : nullptr, .forced = forced});
+    if (!pipeline.ok()) return UsageError(pipeline.error().message);
+    if (!args.dump_after.empty()) {
+      bool found = args.dump_after == "all";
+      for (const auto& pass : pipeline->passes()) found = found || pass->name() == args.dump_after;
+      if (!found) {
+        const std::string names = PassNames(*pipeline);
+        return UsageError("--dump-after " + args.dump_after + ": that pass is not in this pipeline (" +
+                          (names.empty() ? std::string("no passes run") : "it runs " + names) + ")");
+      }
+      pipeline->SetDumpAfter([&args](std::string_view pass, const std::string& dump) {
+        if (args.dump_after == "all" || pass == args.dump_after) {
+          std::cout << "# after pass '" << pass << "'\n" << dump;
+        }
+      });
+    }
+    auto changed = pipeline->Run(*graph);
+    if (!changed.ok()) {
+      // A pass rejected the model under this config (for example heads that do not split over sp).
+      std::cerr << args.config << ": error: " << changed.error().message << "\n";
+      return kExitFindings;
+    }
   }
   if (args.output.empty()) return kExitOk;  // --dump-after only
   std::string contents;

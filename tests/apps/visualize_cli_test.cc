@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -85,6 +86,90 @@ TEST_F(VisualizeCliTest, RunsTheConfigsPassesUnlessBefore) {
   auto before = RunCli("visualize graph samples/configs/autosp-sp4.json --before" + llama + Out("before.json"));
   ASSERT_EQ(before.exit_code, 0) << before.output;
   EXPECT_EQ(count(Read(Out("before.json")), "all_to_all"), 0);
+}
+
+// Mixtral under folding TP2 x EP4 at ZeRO-1: per MoE layer one dispatch and one combine over ep
+// and the restore all-gather over tp; attention keeps its AutoTP pair; every parameter gets its
+// gradient reduction. The SVG of two layers parses as XML and names every collective node.
+TEST_F(VisualizeCliTest, FoldingConfigRunsAutoEpAutoTpAndZero) {
+  auto r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " -o " + Out("g.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json doc = Json::parse(Read(Out("g.json")));
+  std::map<std::string, int> per_op;
+  std::map<std::string, int> layer0;
+  for (const auto& node : doc["nodes"]) {
+    ++per_op[node["op"].get<std::string>()];
+    if (node["module"].get<std::string>().starts_with("model.layers.0.")) ++layer0[node["op"].get<std::string>()];
+  }
+  EXPECT_EQ(per_op["dispatch"], 32);
+  EXPECT_EQ(per_op["combine"], 32);
+  EXPECT_EQ(per_op["copy_to_tp"], 32);       // attention only: AutoTP skips the AutoEP blocks
+  EXPECT_EQ(per_op["reduce_from_tp"], 32);
+  EXPECT_EQ(layer0["all_gather"], 1);        // the restore
+  // ZeRO-1: one all_reduce per parameter over dp/edp, plus the folded tp AVERAGE for the
+  // replicated ones (two norms and the router per layer).
+  EXPECT_EQ(layer0["all_reduce"], 8 + 3);
+  EXPECT_EQ(r.output.find("note:"), std::string::npos) << r.output;
+
+  r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --layers 0-1 -o " + Out("g.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string svg = Read(Out("g.svg"));
+  EXPECT_EQ(testing::XmlWellFormedError(svg), "");
+  int collectives = 0;
+  for (const auto& node : doc["nodes"]) {
+    const std::string module = node["module"];
+    if (node["group"] == "" || !(module.starts_with("model.layers.0.") || module.starts_with("model.layers.1."))) continue;
+    ++collectives;
+    EXPECT_NE(svg.find("<title>" + node["name"].get<std::string>() + "</title>"), std::string::npos) << node["name"];
+  }
+  EXPECT_GT(collectives, 20);
+}
+
+TEST_F(VisualizeCliTest, PassesCommandAndForcedPipeline) {
+  auto r = RunCli("passes");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("autoep  AutoEP:", 0), 0u) << r.output;
+  for (const char* name : {"\nautotp  ", "\nautosp  ", "\nzero    "}) {
+    EXPECT_NE(r.output.find(name), std::string::npos) << name;
+  }
+  r = RunCli("passes --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Json::parse(r.output).size(), 4u);
+
+  // --passes zero on the folding config: only ZeRO runs, so there is no dispatch.
+  r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --passes zero -o " + Out("z.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Read(Out("z.json")).find("\"dispatch\""), std::string::npos);
+  EXPECT_NE(Read(Out("z.json")).find("reduce_grad_"), std::string::npos);
+}
+
+TEST_F(VisualizeCliTest, DumpAfterPrintsTheTextForm) {
+  auto r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+                  "--world-size 8 --dump-after autosp");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("# after pass 'autosp'\n%input_ids = placeholder()", 0), 0u) << r.output.substr(0, 200);
+  EXPECT_NE(r.output.find("%a2a_o_31 = all_to_all("), std::string::npos);
+  // Parses back.
+  std::string text = r.output.substr(r.output.find('\n') + 1);
+  EXPECT_NE(text.find("%output = output("), std::string::npos);
+
+  r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+             "--world-size 8 --dump-after autotp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--dump-after autotp: that pass is not in this pipeline (it runs autosp"), std::string::npos)
+      << r.output;
+  r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --dump-after z3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no such pass"), std::string::npos) << r.output;
+  r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+             "--passes autotp,bogus -o " + Out("x.svg"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown pass 'bogus' (known: autoep, autotp, autosp, zero)"), std::string::npos) << r.output;
+  r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --before "
+             "--dump-after all");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
 TEST_F(VisualizeCliTest, RefusesToOverwriteWithoutForce) {

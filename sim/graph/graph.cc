@@ -112,8 +112,12 @@ bool IsCollective(std::string_view op) {
   return false;
 }
 
+bool IsGradientReduction(const Node& node) {
+  return IsCollective(node.op) && !node.param.empty() && !node.args.empty();
+}
+
 bool HasSideEffects(const Node& node) {
-  return node.op == ops::kRelease || (IsCollective(node.op) && !node.param.empty());
+  return node.op == ops::kRelease || IsGradientReduction(node);
 }
 
 size_t Graph::EliminateDeadCode() {

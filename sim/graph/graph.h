@@ -51,9 +51,12 @@ inline constexpr std::string_view kRelease = "release";
 struct Node;
 // True for the collective ops above (all_to_all ... combine).
 bool IsCollective(std::string_view op);
-// Nodes dead-code elimination keeps although nothing reads them: `release`, and collectives on a
-// parameter's gradient (the ZeRO pass's gradient reductions, which run in backward and have no
-// forward reader).
+// A collective on a parameter's gradient (the ZeRO pass's reduce_grad_*, tp_average_grad_*): it
+// names the parameter and reads the node whose backward produces the gradient. (A ZeRO-3 gather
+// also names its parameter but has no operand: it reads the rank's partition.)
+bool IsGradientReduction(const Node& node);
+// Nodes dead-code elimination keeps although nothing reads them: `release` and gradient
+// reductions (they run in backward and have no forward reader).
 bool HasSideEffects(const Node& node);
 
 struct Node {

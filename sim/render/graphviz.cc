@@ -255,7 +255,7 @@ class Builder {
     std::string label = EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op);
     if (graph::IsCollective(node.op)) {
       // Gradient reductions run in backward: dashed, so the forward data flow stays readable.
-      const bool backward = graph::HasSideEffects(node);
+      const bool backward = graph::IsGradientReduction(node);
       Set(n, "label", label + " [" + EscapeLabel(node.group) + "]" + (backward ? "\\n(backward)" : ""));
       Set(n, "shape", "hexagon");
       Set(n, "style", backward ? "filled,dashed" : "filled,bold");
@@ -283,7 +283,7 @@ class Builder {
       if (from == to || !drawn_.insert({from, to}).second) continue;
       Agedge_t* e = agedge(root_, from, to, nullptr, 1);
       if (arg->shape) Set(e, "label", EscapeLabel(graph::ShapeToString(*arg->shape)));
-      if (graph::HasSideEffects(node)) Set(e, "style", "dashed");
+      if (graph::HasSideEffects(node)) Set(e, "style", "dashed");  // into backward work and releases
     }
   }
 
@@ -306,6 +306,27 @@ class Builder {
       Agedge_t* e = agedge(root_, prev, n, nullptr, 1);
       Set(e, "style", "invis");
       prev = n;
+    }
+    // The ZeRO pass's extra shapes, only when the graph has them (keeps other legends short).
+    bool backward = false, release = false;
+    for (const Node* node : graph_) {
+      backward = backward || graph::IsGradientReduction(*node);
+      release = release || node->op == graph::ops::kRelease;
+    }
+    if (backward) {
+      Agnode_t* n = agnode(legend, Mut("#legend_backward"), 1);
+      Set(n, "label", "gradient reduction\\n(runs in backward)");
+      Set(n, "shape", "hexagon");
+      Set(n, "style", "dashed");
+      Set(agedge(root_, prev, n, nullptr, 1), "style", "invis");
+      prev = n;
+    }
+    if (release) {
+      Agnode_t* n = agnode(legend, Mut("#legend_release"), 1);
+      Set(n, "label", "release (ZeRO-3)");
+      Set(n, "shape", "note");
+      Set(n, "style", "dashed");
+      Set(agedge(root_, prev, n, nullptr, 1), "style", "invis");
     }
   }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, command 1: install, build, then run ds-plan on the bundled samples: validate and
 # groups on the folding sample (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs), a rejected
-# config, simulate on the AutoSP sample, and tune for Llama-3-70B on 64 GPUs.
+# config, simulate on the AutoSP sample, tune for Llama-3-70B on 64 GPUs, and the folding sample's
+# graph after the AutoEP, AutoTP and ZeRO passes as an SVG picture.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -20,3 +21,8 @@ echo "\$ ds-plan simulate samples/configs/autosp-sp4.json --model samples/models
 echo
 echo "\$ ds-plan tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5"
 "$bin" tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5
+echo
+# The picture goes to a fresh temporary folder: the demo never overwrites anything of yours.
+out=$(mktemp -d)/mixtral-folding.svg
+echo "\$ ds-plan visualize graph samples/configs/folding-tp2-ep4.json --model samples/models/mixtral-8x7b.json --world-size 8 --layers 0-1 -o $out"
+"$bin" visualize graph samples/configs/folding-tp2-ep4.json --model samples/models/mixtral-8x7b.json --world-size 8 --layers 0-1 -o "$out"

@@ -1,0 +1,55 @@
+// The inputs simulate, visualize schedule and plan share: the same flags, the same validation
+// (a config DeepSpeed would reject has no step time), the same plan, batch and SimInput, so the
+// three commands can never disagree about what they simulate.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/ds-plan/world_options.h"
+#include "core/json/document.h"
+#include "core/model/model_spec.h"
+#include "core/plan/plan.h"
+#include "core/validate/validator.h"
+#include "sim/cluster.h"
+#include "sim/sim_input.h"
+
+namespace dsp::app {
+
+struct SimArgs {
+  std::string config;
+  std::string model_path;
+  std::string cluster_path;
+  WorldOptions world;
+  int64_t seq_len = 0;  // 0 = default
+  std::string recompute = "none";
+  std::string convention = "zero-paper";
+  std::vector<std::string> sets;
+
+  // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set.
+  void AddTo(CLI::App* app);
+};
+
+struct SimSetup {
+  ModelSpec model;
+  sim::Cluster cluster;
+  Json config;  // as validated, with --set applied
+  Plan plan;
+  FileReport report;  // validate's findings (warnings only: errors stop the setup)
+  int64_t world_size = 0;
+  int64_t gpus_per_node = 0;
+  int64_t micro_batch = 0;
+  int64_t grad_accum = 0;
+  std::vector<std::string> notes;  // assumptions (no world size given, warnings, fp32, ...)
+  sim::SimInput input;             // points into this struct: SimSetup never moves
+};
+
+// Loads, validates and plans. On failure prints the errors (validate's rendering for config
+// errors) and returns nullptr with `exit_code` set: 1 for config errors, 2 for usage and IO.
+std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code);
+
+}  // namespace dsp::app

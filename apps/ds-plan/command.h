@@ -29,6 +29,8 @@ Command AddSimulateCommand(CLI::App& root);
 Command AddTuneCommand(CLI::App& root);
 Command AddVisualizeCommand(CLI::App& root);
 Command AddPassesCommand(CLI::App& root);
+Command AddPlanCommand(CLI::App& root);
+Command AddCheckCommand(CLI::App& root);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
   app.require_subcommand(1);
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
+                                   AddPlanCommand(app), AddCheckCommand(app),
                                    AddTuneCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
                                    AddRulesCommand(app), AddExplainCommand(app)};
 

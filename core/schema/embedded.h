@@ -9,4 +9,6 @@ extern const char* const k_cluster_schema_json;
 extern const char* const k_simulate_report_schema_json;
 extern const char* const k_tune_report_schema_json;
 extern const char* const k_graph_schema_json;
+extern const char* const k_plan_schema_json;
+extern const char* const k_plan_check_report_schema_json;
 }  // namespace dsp::schemas

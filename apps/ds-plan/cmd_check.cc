@@ -1,0 +1,103 @@
+// ds-plan check plan.json: recomputes a snapshot written by `ds-plan plan` from the inputs it
+// records (paths as recorded, resolved against the current directory: CI runs from the repository
+// root, where plan was run) and exits 1 with a diff when the group tables or any number moved
+// beyond the tolerance. Changed input files are notes, not failures: editing a comment in the
+// config must not break CI, and a changed config that moves the plan fails through the plan itself.
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "apps/ds-plan/command.h"
+#include "apps/ds-plan/plan_setup.h"
+#include "core/util/file_io.h"
+#include "core/util/sha256.h"
+#include "sim/plan_check_report.h"
+#include "sim/plan_diff.h"
+#include "sim/plan_snapshot.h"
+
+namespace dsp::app {
+namespace {
+
+struct CheckArgs {
+  std::string plan;
+  double tolerance = 1.0;  // percent
+  std::string format = "text";
+};
+
+// The snapshot file, parsed strictly: it is written by ds-plan, never by hand.
+Result<Json> ReadSnapshot(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.error();
+  Json doc = Json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Error{path + ": not a plan snapshot (not a JSON object)"};
+  auto v = doc.find("schema_version");
+  if (v == doc.end() || !v->is_number_integer()) return Error{path + ": no schema_version: not a plan snapshot"};
+  if (v->get<int64_t>() != sim::kPlanSchemaVersion) {
+    return Error{path + ": schema_version " + v->dump() + " is not supported (this ds-plan reads " +
+                 std::to_string(sim::kPlanSchemaVersion) + "): write the snapshot again with ds-plan plan"};
+  }
+  return doc;
+}
+
+int RunCheck(const CheckArgs& args) {
+  if (!std::isfinite(args.tolerance) || args.tolerance < 0) return UsageError("--tolerance must be a percentage >= 0");
+  auto recorded = ReadSnapshot(args.plan);
+  if (!recorded.ok()) return UsageError(recorded.error().message);
+  auto inputs = sim::ReadSnapshotInputs(*recorded);
+  if (!inputs.ok()) return UsageError(args.plan + ": " + inputs.error().message);
+  static const std::set<std::string> kRecompute = {"none", "selective", "full"};
+  static const std::set<std::string> kConvention = {"zero-paper", "deepspeed"};
+  if (!kRecompute.contains(inputs->recompute) || !kConvention.contains(inputs->convention)) {
+    return UsageError(args.plan + ": /inputs/recompute or /inputs/convention has an unknown value");
+  }
+
+  sim::PlanCheckResult result;
+  result.plan_path = args.plan;
+  result.tolerance_percent = args.tolerance;
+  result.recorded_version = inputs->ds_plan_version;
+  result.current_version = kVersion;
+  // Missing inputs are IO errors (exit 2): the check could not run, which is not a finding.
+  for (auto [name, file] : {std::pair{"config", &inputs->config}, {"model", &inputs->model},
+                            {"cluster", &inputs->cluster}}) {
+    auto bytes = ReadFile(file->path);
+    if (!bytes.ok()) return UsageError(args.plan + ": recorded " + name + ": " + bytes.error().message);
+    std::string now = Sha256Hex(bytes.value());
+    if (now == file->sha256) continue;
+    result.changed_inputs.push_back({name, file->path, file->sha256, now});
+    if (file == &inputs->config) {
+      Json current = ParseJsonLenient(file->path, std::move(bytes).value()).doc.root;
+      result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
+    }
+  }
+
+  int code = kExitOk;
+  std::optional<Json> fresh = ComputeSnapshot(SimArgsFromInputs(*inputs), &code);
+  if (!fresh) {
+    // The config no longer validates or plans (exit 1), or an input is unusable (exit 2).
+    std::cerr << args.plan << ": the recorded inputs no longer give a plan (see above)\n";
+    return code;
+  }
+  result.comparison = sim::ComparePlanSnapshots(*recorded, *fresh, args.tolerance);
+  if (args.format == "json") {
+    std::cout << sim::PlanCheckToJson(result).dump(2) << "\n";
+  } else {
+    std::cout << sim::RenderPlanCheckText(result);
+  }
+  return result.ok() ? kExitOk : kExitFindings;
+}
+
+}  // namespace
+
+Command AddCheckCommand(CLI::App& root) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* app = root.add_subcommand(
+      "check", "recompute a plan snapshot from its recorded inputs and fail when the plan changed");
+  app->add_option("plan", args->plan, "snapshot written by ds-plan plan")->required();
+  app->add_option("--tolerance", args->tolerance,
+                  "largest accepted relative change of a floating-point value, in percent (default 1)");
+  app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  return Command{app, [args] { return RunCheck(*args); }};
+}
+
+}  // namespace dsp::app

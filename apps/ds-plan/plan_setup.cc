@@ -1,0 +1,81 @@
+#include "apps/ds-plan/plan_setup.h"
+
+#include <memory>
+
+#include "apps/ds-plan/command.h"
+#include "core/util/file_io.h"
+#include "core/util/sha256.h"
+#include "sim/memory_model.h"
+#include "sim/step_time.h"
+
+namespace dsp::app {
+namespace {
+
+std::optional<int64_t> GivenOrAbsent(int64_t v) { return v > 0 ? std::optional<int64_t>(v) : std::nullopt; }
+
+}  // namespace
+
+std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
+  // The snapshot is only useful if check can read the same file again.
+  if (args.config == "-") {
+    *exit_code = UsageError("plan needs a config file path, not standard input: check re-reads it");
+    return std::nullopt;
+  }
+  std::unique_ptr<SimSetup> s = PrepareSimulation(args, exit_code);
+  if (!s) return std::nullopt;
+
+  sim::PlanSnapshot snap;
+  sim::PlanSnapshotInputs& in = snap.inputs;
+  // PrepareSimulation read every file successfully a moment ago; reading again for the hash keeps
+  // SimSetup free of raw bytes it does not need.
+  for (auto [file, path] : {std::pair{&in.config, &args.config}, {&in.model, &args.model_path},
+                            {&in.cluster, &args.cluster_path}}) {
+    auto bytes = ReadFile(*path);
+    if (!bytes.ok()) {
+      *exit_code = UsageError(bytes.error().message);
+      return std::nullopt;
+    }
+    *file = {*path, Sha256Hex(bytes.value())};
+    if (file == &in.config) in.config_content = ParseJsonLenient(*path, std::move(bytes).value()).doc.root;
+  }
+  in.world_size = GivenOrAbsent(args.world.world_size);
+  in.nodes = GivenOrAbsent(args.world.nodes);
+  in.gpus_per_node = GivenOrAbsent(args.world.gpus_per_node);
+  in.pp = args.world.pp;
+  in.seq_len = GivenOrAbsent(args.seq_len);
+  in.recompute = args.recompute;
+  in.convention = args.convention;
+  in.sets = args.sets;
+  in.ds_plan_version = kVersion;
+
+  snap.plan = &s->plan;
+  snap.layout = s->report.layout;
+  snap.world_size = s->world_size;
+  snap.gpus_per_node = s->gpus_per_node;
+  snap.seq_len = s->input.workload.seq_len;
+  snap.micro_batch = s->micro_batch;
+  snap.grad_accum = s->grad_accum;
+  snap.samples_per_step = s->micro_batch * s->grad_accum * s->plan.derived.dp;
+  snap.memory = sim::EstimateMemory(s->input);
+  snap.time = sim::EstimateStepTime(s->input);
+  *exit_code = kExitOk;
+  return sim::PlanSnapshotToJson(snap);
+}
+
+SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
+  SimArgs a;
+  a.config = in.config.path;
+  a.model_path = in.model.path;
+  a.cluster_path = in.cluster.path;
+  a.world.world_size = in.world_size.value_or(0);
+  a.world.nodes = in.nodes.value_or(0);
+  a.world.gpus_per_node = in.gpus_per_node.value_or(0);
+  a.world.pp = in.pp;
+  a.seq_len = in.seq_len.value_or(0);
+  a.recompute = in.recompute;
+  a.convention = in.convention;
+  a.sets = in.sets;
+  return a;
+}
+
+}  // namespace dsp::app

@@ -1,0 +1,61 @@
+// The plan snapshot `ds-plan plan` writes and `ds-plan check` compares
+// (schemas/plan.schema.json): the inputs it was computed from, so it can be recomputed, and what
+// the plan implies (layout, group tables, memory, step time, collective volumes). The bytes depend
+// only on the inputs: no timestamps, no host names, keys sorted. Format: docs/plan.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json/document.h"
+#include "core/plan/plan.h"
+#include "core/util/result.h"
+#include "core/validate/layout_summary.h"
+#include "sim/memory_model.h"
+#include "sim/step_time.h"
+
+namespace dsp::sim {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+struct SnapshotFile {
+  std::string path;    // as given on the command line (check resolves it against its own cwd)
+  std::string sha256;  // of the file's bytes
+};
+
+/// What `plan` was run with: enough to run it again.
+struct PlanSnapshotInputs {
+  SnapshotFile config, model, cluster;
+  Json config_content;  // the config as parsed (before --set), to show which keys changed
+  std::optional<int64_t> world_size, nodes, gpus_per_node;  // the flags as given (absent = not given)
+  int64_t pp = 1;
+  std::optional<int64_t> seq_len;  // absent = the default
+  std::string recompute = "none";
+  std::string convention = "zero-paper";
+  std::vector<std::string> sets;  // --set KEY=VALUE, in command-line order
+  std::string ds_plan_version;
+};
+
+/// What the inputs imply.
+struct PlanSnapshot {
+  PlanSnapshotInputs inputs;
+  const Plan* plan = nullptr;  // group tables
+  LayoutSummary layout;        // as validate reports it
+  int64_t world_size = 0;      // resolved (the cluster's node when no world flag was given)
+  int64_t gpus_per_node = 0;
+  int64_t seq_len = 0;
+  int64_t micro_batch = 0;
+  int64_t grad_accum = 0;
+  int64_t samples_per_step = 0;
+  MemoryReport memory;
+  TimeReport time;
+};
+
+Json PlanSnapshotToJson(const PlanSnapshot& snapshot);
+
+/// Reads the "inputs" object back. Errors name the missing or mistyped field.
+Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot);
+
+}  // namespace dsp::sim

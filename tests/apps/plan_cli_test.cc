@@ -1,0 +1,251 @@
+// ds-plan plan and check from the command line: the snapshot's schema and determinism, check on an
+// unchanged plan, the diffs a changed tp, ZeRO stage or batch size produce, the tolerance, and
+// every usage error. Each test works on copies of a sample in its own temporary directory.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/json/document.h"
+#include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
+
+namespace dsp {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCli;
+using testing::SchemaErrors;
+using testing::ShellQuote;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Spit(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// Replaces the one occurrence of `from`; fails the test when it is not there exactly once.
+void Edit(const fs::path& p, const std::string& from, const std::string& to) {
+  std::string text = Slurp(p);
+  size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << p;
+  ASSERT_EQ(text.find(from, at + 1), std::string::npos) << from << " twice in " << p;
+  Spit(p, text.replace(at, from.size(), to));
+}
+
+class PlanCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("ds-plan-plan-" + std::to_string(getpid()) + "-" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    config_ = dir_ / "ds_config.json";
+    fs::copy_file(fs::path(DSP_SOURCE_DIR) / "samples/configs/folding-tp2-ep4.json", config_);
+    plan_ = dir_ / "plan.json";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string PlanArgs(const fs::path& out) const {
+    return "plan " + ShellQuote(config_.string()) +
+           " --model samples/models/mixtral-8x7b.json --cluster samples/clusters/h100-sxm.json"
+           " --nodes 2 --gpus-per-node 4 -o " + ShellQuote(out.string());
+  }
+  void WritePlan() {
+    auto r = RunCli(PlanArgs(plan_));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  testing::CliResult Check(const std::string& flags = "") const {
+    return RunCli("check " + ShellQuote(plan_.string()) + flags);
+  }
+
+  fs::path dir_, config_, plan_;
+};
+
+TEST_F(PlanCheckTest, SnapshotMatchesItsSchemaAndRecordsItsInputs) {
+  WritePlan();
+  Json doc = Json::parse(Slurp(plan_));
+  EXPECT_EQ(SchemaErrors(schemas::k_plan_schema_json, doc), "") << doc.dump(2);
+  EXPECT_EQ(doc["inputs"]["config"]["path"], config_.string());
+  EXPECT_EQ(doc["inputs"]["config"]["content"]["tensor_parallel"]["autotp_size"], 2);
+  EXPECT_EQ(doc["inputs"]["nodes"], 2);
+  EXPECT_TRUE(doc["inputs"]["world_size"].is_null());
+  EXPECT_EQ(doc["layout"]["tp"], 2);
+  EXPECT_EQ(doc["layout"]["edp"], 2);
+  // The same tables `ds-plan groups` prints for this layout.
+  EXPECT_EQ(doc["groups"]["tables"]["tp"], Json::parse("[[0,1],[2,3],[4,5],[6,7]]"));
+  EXPECT_EQ(doc["groups"]["tables"]["edp"], Json::parse("[[0,4],[1,5],[2,6],[3,7]]"));
+  EXPECT_GT(doc["memory"]["peak_bytes"].get<double>(), 0);
+  EXPECT_GT(doc["collectives"]["all_to_all"]["ep"]["bytes_per_step"].get<double>(), 0);
+}
+
+TEST_F(PlanCheckTest, SameInputsGiveTheSameBytes) {
+  WritePlan();
+  auto again = RunCli(PlanArgs(dir_ / "again.json"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(Slurp(plan_), Slurp(dir_ / "again.json"));
+  // -o - prints the same snapshot.
+  auto stdout_only = RunCli(PlanArgs("-"), false);
+  EXPECT_EQ(stdout_only.output, Slurp(plan_));
+}
+
+TEST_F(PlanCheckTest, UnchangedPlanPasses) {
+  WritePlan();
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ok, the plan recomputed from its inputs matches (tolerance 1%)"), std::string::npos)
+      << r.output;
+  auto j = RunCli("check " + ShellQuote(plan_.string()) + " --format json", false);
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  Json report = Json::parse(j.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_plan_check_report_schema_json, report), "") << report.dump(2);
+  EXPECT_TRUE(report["ok"].get<bool>());
+  EXPECT_TRUE(report["differences"].empty());
+}
+
+TEST_F(PlanCheckTest, ChangedTensorParallelSizeFailsWithGroupDiff) {
+  WritePlan();
+  Edit(config_, "\"autotp_size\": 2", "\"autotp_size\": 4");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/tensor_parallel/autotp_size: 2 -> 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tp: 4 groups of 2 -> 2 groups of 4; first difference: group 0 [0,1] -> [0-3]"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("layout.tp: 2 -> 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory.peak_bytes: "), std::string::npos) << r.output;
+
+  auto j = RunCli("check " + ShellQuote(plan_.string()) + " --format json", false);
+  EXPECT_EQ(j.exit_code, 1);
+  Json report = Json::parse(j.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_plan_check_report_schema_json, report), "") << report.dump(2);
+  EXPECT_FALSE(report["ok"].get<bool>());
+  ASSERT_EQ(report["changed_inputs"].size(), 1u);
+  EXPECT_EQ(report["changed_inputs"][0]["input"], "config");
+}
+
+TEST_F(PlanCheckTest, ChangedZeroStageFails) {
+  WritePlan();
+  Edit(config_, "\"stage\": 1", "\"stage\": 2");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/zero_optimization/stage: 1 -> 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("layout.zero_stage: 1 -> 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory.gradients_bytes: "), std::string::npos) << r.output;
+  // ZeRO does not move ranks between groups.
+  EXPECT_EQ(r.output.find("group tables:"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanCheckTest, ChangedBatchSizeFails) {
+  WritePlan();
+  Edit(config_, "\"train_batch_size\": 64", "\"train_batch_size\": 128");
+  Edit(config_, "\"gradient_accumulation_steps\": 4", "\"gradient_accumulation_steps\": 8");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/train_batch_size: 64 -> 128"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resolved.grad_accum: 4 -> 8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resolved.samples_per_step: 32 -> 64"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time.step_seconds: "), std::string::npos) << r.output;
+}
+
+TEST_F(PlanCheckTest, ConfigEditThatKeepsThePlanIsANote) {
+  WritePlan();
+  // Reformatting (and a key the plan does not read) changes the hash, not the plan.
+  Edit(config_, "\"gradient_clipping\": 1.0", "\"gradient_clipping\":   0.5");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("inputs changed since the snapshot (notes):"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/gradient_clipping: 1.0 -> 0.5"), std::string::npos) << r.output;
+}
+
+// Scales one recorded float of the snapshot, as if the cost model had moved it.
+void ScaleRecorded(const fs::path& plan, const std::string& pointer, double factor) {
+  Json doc = Json::parse(Slurp(plan));
+  Json::json_pointer p(pointer);
+  doc[p] = doc[p].get<double>() * factor;
+  Spit(plan, doc.dump(2) + "\n");
+}
+
+TEST_F(PlanCheckTest, ToleranceDecides) {
+  WritePlan();
+  ScaleRecorded(plan_, "/time/step_seconds", 1.005);  // today's value is 0.5% lower
+  auto within = Check();
+  EXPECT_EQ(within.exit_code, 0) << within.output;
+  EXPECT_NE(within.output.find("within tolerance:\n  time.step_seconds: "), std::string::npos) << within.output;
+  EXPECT_NE(within.output.find("(-0.50%)"), std::string::npos) << within.output;
+
+  auto strict = Check(" --tolerance 0.25");
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+  EXPECT_NE(strict.output.find("values:\n  time.step_seconds: "), std::string::npos) << strict.output;
+
+  ScaleRecorded(plan_, "/memory/peak_bytes", 1.05);  // 5%: beyond the default 1%
+  auto beyond = Check();
+  EXPECT_EQ(beyond.exit_code, 1) << beyond.output;
+  EXPECT_NE(beyond.output.find("memory.peak_bytes: "), std::string::npos) << beyond.output;
+  EXPECT_EQ(Check(" --tolerance 10").exit_code, 0);
+}
+
+TEST_F(PlanCheckTest, ConfigThatNoLongerValidatesFails) {
+  WritePlan();
+  Edit(config_, "\"autoep_size\": 4", "\"autoep_size\": 3");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the recorded inputs no longer give a plan"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanCheckTest, PlanRefusesToOverwriteWithoutForce) {
+  Spit(plan_, "mine\n");
+  auto r = RunCli(PlanArgs(plan_));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("exists (pass --force to overwrite it)"), std::string::npos) << r.output;
+  EXPECT_EQ(Slurp(plan_), "mine\n");
+  auto forced = RunCli(PlanArgs(plan_) + " --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_EQ(Check().exit_code, 0);
+}
+
+TEST_F(PlanCheckTest, PlanUsageErrors) {
+  const std::string out = " -o " + ShellQuote((dir_ / "x.json").string());
+  EXPECT_EQ(RunCli("plan " + ShellQuote(config_.string()) +
+                   " --model samples/models/mixtral-8x7b.json --cluster samples/clusters/h100-sxm.json")
+                .exit_code,
+            2);  // no -o
+  EXPECT_EQ(RunCli("plan - --model samples/models/mixtral-8x7b.json --cluster samples/clusters/h100-sxm.json" + out)
+                .exit_code,
+            2);  // standard input cannot be re-read by check
+  EXPECT_EQ(RunCli("plan does/not/exist.json --model samples/models/mixtral-8x7b.json "
+                   "--cluster samples/clusters/h100-sxm.json" + out)
+                .exit_code,
+            2);
+  EXPECT_FALSE(fs::exists(dir_ / "x.json"));
+}
+
+TEST_F(PlanCheckTest, CheckUsageErrors) {
+  EXPECT_EQ(RunCli("check " + ShellQuote((dir_ / "missing.json").string())).exit_code, 2);
+  Spit(dir_ / "garbage.json", "not json");
+  EXPECT_EQ(RunCli("check " + ShellQuote((dir_ / "garbage.json").string())).exit_code, 2);
+  Spit(dir_ / "no-version.json", "{\"inputs\": {}}");
+  EXPECT_EQ(RunCli("check " + ShellQuote((dir_ / "no-version.json").string())).exit_code, 2);
+  Spit(dir_ / "future.json", "{\"schema_version\": 99}");
+  auto future = RunCli("check " + ShellQuote((dir_ / "future.json").string()));
+  EXPECT_EQ(future.exit_code, 2);
+  EXPECT_NE(future.output.find("schema_version 99 is not supported"), std::string::npos) << future.output;
+
+  WritePlan();
+  EXPECT_EQ(Check(" --tolerance -1").exit_code, 2);
+  EXPECT_EQ(Check(" --format xml").exit_code, 2);
+  // A recorded input that is gone is an IO error, not a finding.
+  fs::remove(config_);
+  auto gone = Check();
+  EXPECT_EQ(gone.exit_code, 2) << gone.output;
+  EXPECT_NE(gone.output.find("recorded config"), std::string::npos) << gone.output;
+}
+
+}  // namespace
+}  // namespace dsp

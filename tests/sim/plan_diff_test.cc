@@ -140,12 +140,16 @@ TEST(PlanDiff, OneSidedValuesAreDifferences) {
   fresh["collectives"].erase("all_reduce");
   auto c = ComparePlanSnapshots(Snapshot(), fresh, 1.0);
   ASSERT_EQ(c.failures(), 2u);
-  const auto* added = Find(c, "collectives.all_to_all");
+  // Reported per leaf, with the unit-bearing field name.
+  const auto* added = Find(c, "collectives.all_to_all.ep.bytes_per_step");
   ASSERT_NE(added, nullptr);
   EXPECT_EQ(added->detail, "added");
-  const auto* removed = Find(c, "collectives.all_reduce");
+  EXPECT_TRUE(added->old_value.is_null());
+  EXPECT_EQ(added->new_value, 5.0);
+  const auto* removed = Find(c, "collectives.all_reduce.dp.bytes_per_step");
   ASSERT_NE(removed, nullptr);
   EXPECT_EQ(removed->detail, "removed");
+  EXPECT_EQ(removed->old_value, 100.0);
 }
 
 TEST(PlanDiff, MissingSectionInTheRecordedSnapshotFails) {

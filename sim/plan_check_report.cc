@@ -78,7 +78,9 @@ std::string RenderPlanCheckText(const PlanCheckResult& r) {
   std::ostringstream out;
   const std::string tol = Printf("%g%%", r.tolerance_percent);
   const size_t failures = r.comparison.failures();
-  if (failures == 0) {
+  if (!r.recomputed) {
+    out << r.plan_path << ": CHANGED, the recorded inputs no longer give a plan (errors above)\n";
+  } else if (failures == 0) {
     out << r.plan_path << ": ok, the plan recomputed from its inputs matches (tolerance " << tol << ")\n";
   } else {
     out << r.plan_path << ": CHANGED, " << failures << (failures == 1 ? " difference" : " differences")
@@ -150,6 +152,7 @@ Json PlanCheckToJson(const PlanCheckResult& r) {
   return {{"schema_version", 1},
           {"plan", r.plan_path},
           {"ok", r.ok()},
+          {"recomputed", r.recomputed},
           {"tolerance_percent", r.tolerance_percent},
           {"failures", r.comparison.failures()},
           {"ds_plan_version", {{"recorded", r.recorded_version}, {"current", r.current_version}}},

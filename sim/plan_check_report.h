@@ -25,8 +25,11 @@ struct PlanCheckResult {
   std::vector<ValueChange> config_changes;  // recorded config content versus the file today
   std::string recorded_version;             // ds-plan version that wrote the snapshot
   std::string current_version;
+  // False when the recorded inputs no longer give a plan (the config has errors now, or an input
+  // became unusable): there is nothing to compare, and the check fails.
+  bool recomputed = true;
   PlanComparison comparison;
-  bool ok() const { return comparison.failures() == 0; }
+  bool ok() const { return recomputed && comparison.failures() == 0; }
 };
 
 std::string RenderPlanCheckText(const PlanCheckResult& result);

@@ -73,17 +73,16 @@ int RunCheck(const CheckArgs& args) {
 
   int code = kExitOk;
   std::optional<Json> fresh = ComputeSnapshot(SimArgsFromInputs(*inputs), &code);
-  if (!fresh) {
-    // The config no longer validates or plans (exit 1), or an input is unusable (exit 2).
-    std::cerr << args.plan << ": the recorded inputs no longer give a plan (see above)\n";
-    return code;
-  }
-  result.comparison = sim::ComparePlanSnapshots(*recorded, *fresh, args.tolerance);
+  // The config no longer validates or plans (exit 1, its errors are on stderr), or an input became
+  // unusable (exit 2): still report which inputs changed, since that is usually why.
+  result.recomputed = fresh.has_value();
+  if (fresh) result.comparison = sim::ComparePlanSnapshots(*recorded, *fresh, args.tolerance);
   if (args.format == "json") {
     std::cout << sim::PlanCheckToJson(result).dump(2) << "\n";
   } else {
     std::cout << sim::RenderPlanCheckText(result);
   }
+  if (!fresh) return code;
   return result.ok() ? kExitOk : kExitFindings;
 }
 

@@ -197,6 +197,15 @@ TEST_F(PlanCheckTest, ConfigThatNoLongerValidatesFails) {
   auto r = Check();
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("the recorded inputs no longer give a plan"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/expert_parallel/autoep_size: 4 -> 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[ep-fold-width-divides-stage]"), std::string::npos) << r.output;  // validate's error
+
+  auto j = RunCli("check " + ShellQuote(plan_.string()) + " --format json", false);
+  EXPECT_EQ(j.exit_code, 1);
+  Json report = Json::parse(j.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_plan_check_report_schema_json, report), "") << report.dump(2);
+  EXPECT_FALSE(report["ok"].get<bool>());
+  EXPECT_FALSE(report["recomputed"].get<bool>());
 }
 
 TEST_F(PlanCheckTest, PlanRefusesToOverwriteWithoutForce) {

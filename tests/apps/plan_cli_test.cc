@@ -81,6 +81,9 @@ TEST_F(PlanCheckTest, SnapshotMatchesItsSchemaAndRecordsItsInputs) {
   // The same tables `ds-plan groups` prints for this layout.
   EXPECT_EQ(doc["groups"]["tables"]["tp"], Json::parse("[[0,1],[2,3],[4,5],[6,7]]"));
   EXPECT_EQ(doc["groups"]["tables"]["edp"], Json::parse("[[0,4],[1,5],[2,6],[3,7]]"));
+  auto groups = RunCli("groups " + ShellQuote(config_.string()) + " --nodes 2 --gpus-per-node 4 --format json", false);
+  ASSERT_EQ(groups.exit_code, 0) << groups.output;
+  EXPECT_EQ(doc["groups"]["tables"], Json::parse(groups.output)["groups"]);
   EXPECT_GT(doc["memory"]["peak_bytes"].get<double>(), 0);
   EXPECT_GT(doc["collectives"]["all_to_all"]["ep"]["bytes_per_step"].get<double>(), 0);
 }
@@ -232,6 +235,11 @@ TEST_F(PlanCheckTest, PlanUsageErrors) {
                    "--cluster samples/clusters/h100-sxm.json" + out)
                 .exit_code,
             2);
+  // A config with errors is a finding (exit 1), and nothing is written.
+  EXPECT_EQ(RunCli("plan samples/configs/invalid/batch-mismatch.json --model samples/models/llama-3-8b.json "
+                   "--cluster samples/clusters/h100-sxm.json --world-size 8" + out)
+                .exit_code,
+            1);
   EXPECT_FALSE(fs::exists(dir_ / "x.json"));
 }
 

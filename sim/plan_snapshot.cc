@@ -1,6 +1,7 @@
 #include "sim/plan_snapshot.h"
 
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "core/report/validate_report.h"
@@ -115,7 +116,49 @@ Status ReadFileEntry(const Json& inputs, const char* key, SnapshotFile* out) {
   return ReadString(*it, "sha256", where, &out->sha256);
 }
 
+// Collapses "[\n    0,\n    1\n  ]" into "[0, 1]". Only arrays whose contents are numbers,
+// commas and whitespace qualify; a '"' ends the scan, so text inside strings is never touched (and
+// dump() never puts a raw newline inside a string).
+std::string CompactNumberArrays(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] != '[') {
+      out += text[i++];
+      continue;
+    }
+    size_t j = i + 1;
+    bool numbers = false;
+    while (j < text.size() && std::string_view("0123456789,.-+eE \n").find(text[j]) != std::string_view::npos) {
+      numbers = numbers || (text[j] >= '0' && text[j] <= '9');
+      ++j;
+    }
+    if (j >= text.size() || text[j] != ']' || !numbers) {
+      out += text[i++];
+      continue;
+    }
+    out += '[';
+    bool pending_space = false;
+    for (size_t k = i + 1; k < j; ++k) {
+      char c = text[k];
+      if (c == ' ' || c == '\n') {
+        pending_space = pending_space || out.back() == ',';
+        continue;
+      }
+      if (pending_space) out += ' ';
+      pending_space = false;
+      out += c;
+    }
+    out += ']';
+    i = j + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string RenderPlanSnapshot(const Json& snapshot) { return CompactNumberArrays(snapshot.dump(2)) + "\n"; }
 
 Json PlanSnapshotToJson(const PlanSnapshot& s) {
   Json root = Json::object();

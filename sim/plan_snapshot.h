@@ -55,6 +55,10 @@ struct PlanSnapshot {
 
 Json PlanSnapshotToJson(const PlanSnapshot& snapshot);
 
+/// The file's text: two-space indented JSON with every array of numbers on one line, so a group
+/// is one line of the committed snapshot and its diff in review reads like the groups table.
+std::string RenderPlanSnapshot(const Json& snapshot);
+
 /// Reads the "inputs" object back. Errors name the missing or mistyped field.
 Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot);
 

@@ -8,6 +8,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/plan_setup.h"
 #include "core/util/file_io.h"
+#include "sim/plan_snapshot.h"
 
 namespace dsp::app {
 namespace {
@@ -27,7 +28,7 @@ int RunPlan(const PlanArgs& args) {
   int code = kExitOk;
   std::optional<Json> snapshot = ComputeSnapshot(args.sim, &code);
   if (!snapshot) return code;
-  const std::string text = snapshot->dump(2) + "\n";
+  const std::string text = sim::RenderPlanSnapshot(*snapshot);
   if (args.output == "-") {
     std::cout << text;
     return kExitOk;

@@ -67,6 +67,28 @@ TEST(PlanSnapshot, CollectivesAreSummedPerKindAndGroup) {
   EXPECT_EQ(j["collectives"].size(), 1u);
 }
 
+TEST(PlanSnapshot, RenderedTextPutsNumberArraysOnOneLineAndParsesBack) {
+  Json j = Json::parse(R"({"a": [[0, 1], [2, 3]], "b": [0.9, -1e-05], "s": ["x [1,", "2]"], "e": [], "o": {"k": 1}})");
+  const std::string text = RenderPlanSnapshot(j);
+  EXPECT_EQ(text,
+            "{\n"
+            "  \"a\": [\n"
+            "    [0, 1],\n"
+            "    [2, 3]\n"
+            "  ],\n"
+            "  \"b\": [0.9, -1e-05],\n"
+            "  \"e\": [],\n"
+            "  \"o\": {\n"
+            "    \"k\": 1\n"
+            "  },\n"
+            "  \"s\": [\n"
+            "    \"x [1,\",\n"
+            "    \"2]\"\n"
+            "  ]\n"
+            "}\n");
+  EXPECT_EQ(Json::parse(text), j);
+}
+
 TEST(PlanSnapshot, DamagedInputsAreErrorsNamingTheField) {
   Json j = PlanSnapshotToJson(Sample());
   Json no_model = j;

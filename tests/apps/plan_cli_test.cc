@@ -167,6 +167,22 @@ TEST_F(PlanCheckTest, ConfigEditThatKeepsThePlanIsANote) {
   EXPECT_NE(r.output.find("/gradient_clipping: 1.0 -> 0.5"), std::string::npos) << r.output;
 }
 
+TEST_F(PlanCheckTest, ChangedClusterFileAndVersionAreNotes) {
+  const fs::path cluster = dir_ / "cluster.json";
+  fs::copy_file(fs::path(DSP_SOURCE_DIR) / "samples/clusters/h100-sxm.json", cluster);
+  auto r = RunCli("plan " + ShellQuote(config_.string()) + " --model samples/models/mixtral-8x7b.json --cluster " +
+                  ShellQuote(cluster.string()) + " --world-size 8 -o " + ShellQuote(plan_.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Spit(cluster, Slurp(cluster) + "\n");  // same cluster, different bytes
+  Json doc = Json::parse(Slurp(plan_));
+  doc["ds_plan_version"] = "0.0.1";
+  Spit(plan_, doc.dump(2));
+  auto c = Check();
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("  cluster " + cluster.string() + ": sha256 "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("ds-plan 0.0.1 wrote the snapshot, this is "), std::string::npos) << c.output;
+}
+
 // Scales one recorded float of the snapshot, as if the cost model had moved it.
 void ScaleRecorded(const fs::path& plan, const std::string& pointer, double factor) {
   Json doc = Json::parse(Slurp(plan));

@@ -29,6 +29,8 @@ Command AddSimulateCommand(CLI::App& root);
 Command AddTuneCommand(CLI::App& root);
 Command AddVisualizeCommand(CLI::App& root);
 Command AddPassesCommand(CLI::App& root);
+// `visualize schedule`, registered under the visualize command.
+Command AddVisualizeScheduleCommand(CLI::App& visualize);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

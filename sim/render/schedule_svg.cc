@@ -72,8 +72,14 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
   const double span = schedule.step_seconds > 0 ? schedule.step_seconds : 1.0;
   const double ms = span * 1e3;
   auto x = [&](double seconds) { return kLeft + kWidth * seconds / span; };
-  double peak = 0;
-  for (int r : ranks) peak = std::max(peak, schedule.Of(r).peak_bytes);
+  // The memory curves share one scale from the lowest to the highest value of the shown ranks:
+  // the resident model states would otherwise flatten what changes during the step.
+  double peak = 0, low = -1;
+  for (int r : ranks) {
+    peak = std::max(peak, schedule.Of(r).peak_bytes);
+    for (const auto& [t, bytes] : schedule.Of(r).memory) low = low < 0 ? bytes : std::min(low, bytes);
+  }
+  if (low < 0 || low >= peak) low = 0;
   const double rank_height = kLane * static_cast<double>(streams.size()) + kMemoryHeight + 30;
   const double top = 40;
   const double legend_y = top + rank_height * static_cast<double>(ranks.size()) + 30;
@@ -113,16 +119,19 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
     }
     // Memory in use: a step curve scaled to the highest peak of the shown ranks.
     const double my = y0 + 18 + kLane * static_cast<double>(streams.size()) + 6;
-    auto yb = [&](double bytes) { return my + kMemoryHeight - (peak > 0 ? kMemoryHeight * bytes / peak : 0); };
+    auto yb = [&](double bytes) {
+      return my + kMemoryHeight - (peak > low ? kMemoryHeight * (bytes - low) / (peak - low) : 0);
+    };
     out += "<text x=\"20\" y=\"" + Fmt(my + 12) + "\">memory</text>\n";
     out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / (1u << 30)) + " GiB</text>\n";
-    std::string points = Fmt(x(0)) + "," + Fmt(yb(0));
+    out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(low / (1u << 30)) + " GiB</text>\n";
+    std::string points = Fmt(x(0)) + "," + Fmt(yb(low));
     double prev = tl.memory.empty() ? 0 : tl.memory.front().second;
     for (const auto& [t, bytes] : tl.memory) {
       points += " " + Fmt(x(t)) + "," + Fmt(yb(prev)) + " " + Fmt(x(t)) + "," + Fmt(yb(bytes));
       prev = bytes;
     }
-    points += " " + Fmt(x(span)) + "," + Fmt(yb(prev)) + " " + Fmt(x(span)) + "," + Fmt(yb(0));
+    points += " " + Fmt(x(span)) + "," + Fmt(yb(prev)) + " " + Fmt(x(span)) + "," + Fmt(yb(low));
     out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
     out += "<line x1=\"" + Fmt(x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(x(tl.peak_at)) + "\" y2=\"" +
            Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";

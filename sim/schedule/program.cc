@@ -16,18 +16,6 @@ namespace {
 namespace ops = graph::ops;
 using graph::Node;
 
-int LayerOf(const std::string& module) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (!module.starts_with(kPrefix)) return -1;
-  int layer = 0;
-  size_t i = kPrefix.size();
-  if (i >= module.size() || !std::isdigit(static_cast<unsigned char>(module[i]))) return -1;
-  while (i < module.size() && std::isdigit(static_cast<unsigned char>(module[i]))) {
-    layer = layer * 10 + (module[i++] - '0');
-  }
-  return layer;
-}
-
 bool IsCompute(const Node& n) {
   return n.op != ops::kPlaceholder && n.op != ops::kOutput && n.op != ops::kRelease &&
          !graph::IsCollective(n.op);
@@ -125,7 +113,7 @@ class Builder {
     for (const Node* n : g_) {
       NodeInfo& info = info_[n];
       info.position = position++;
-      info.layer = LayerOf(n->module);
+      info.layer = graph::LayerOfModule(n->module);
       if (IsCompute(*n)) {
         info.fwd_ordinal = ordinal++;
         compute_order_.push_back(n);

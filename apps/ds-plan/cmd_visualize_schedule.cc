@@ -3,7 +3,9 @@
 // (SVG) or written as a Perfetto/Chrome trace (JSON), with a text summary on stdout: where the
 // time went, exposed communication per kind, the critical path, and the memory peak next to the
 // cost model's figures.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -142,17 +144,20 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   if (args.micro_steps == 0) out << "   (cost model: " << Ms(model_time.step_seconds) << ")";
   out << "\nrank " << sum.rank << "             compute " << Ms(sum.compute_seconds) << ", exposed communication "
       << Ms(sum.exposed_communication_seconds) << ", idle " << Ms(sum.idle_seconds) << "\n";
-  out << "exposed by kind   ";
-  if (sum.exposed_by_kind.empty()) out << " none";
-  for (const auto& [kind, seconds] : sum.exposed_by_kind) out << " " << kind << " " << Ms(seconds) << ";";
-  out << "\ncommunication     ";
-  if (sum.communication_by_kind.empty()) out << " none";
-  for (const auto& [kind, seconds] : sum.communication_by_kind) out << " " << kind << " " << Ms(seconds) << ";";
-  out << "\nmemory peak        " << GiB(sum.peak_bytes) << " at " << Ms(sum.peak_at)
-      << "   (cost model: " << GiB(model_memory.peak_bytes) << ")\n";
-  out << "critical path     ";
-  for (const auto& [category, seconds] : sum.critical_path_by_category) out << " " << category << " " << Ms(seconds) << ";";
-  out << "\n";
+  // Largest first: what to look at first.
+  auto ranked = [](const std::map<std::string, double>& parts) {
+    std::vector<std::pair<std::string, double>> v(parts.begin(), parts.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (const auto& [name, seconds] : v) text += (text.empty() ? "" : ", ") + name + " " + Ms(seconds);
+    return text.empty() ? std::string("none") : text;
+  };
+  out << "exposed by kind    " << ranked(sum.exposed_by_kind) << "\n";
+  out << "communication      " << ranked(sum.communication_by_kind) << "\n";
+  out << "memory peak        " << GiB(sum.peak_bytes) << " at " << Ms(sum.peak_at)
+      << "   (cost model: " << GiB(model_memory.peak_bytes) << "; HBM " << GiB(s->cluster.gpu.hbm_bytes)
+      << (sum.peak_bytes <= s->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
+  out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";
   std::cout << out.str();
   std::cerr << "wrote " << args.output << "\n";
   return kExitOk;

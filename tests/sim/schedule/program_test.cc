@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/schedule/simulator.h"
 #include "tests/sim/schedule/schedule_test_util.h"
 
 namespace dsp::sim::schedule {
@@ -64,6 +65,23 @@ TEST(ProgramTest, ZeroTwoReducesEveryMicroStepAndGathersAfterTheStep) {
             0);
   // One copy_to_tp backward all-reduce and one reduce_from_tp forward all-reduce per block.
   EXPECT_EQ(Count(p, [](const Task& t) { return t.collective && t.group == GroupKind::kTp; }), 2 * 2 * 2 * 32);
+}
+
+// overlap_comm moves the ZeRO-2 buckets to the dp stream, where they hide behind backward.
+TEST(ProgramTest, OverlapCommHidesZeroTwoReductions) {
+  ScheduleCase c("autotp-layer-specs.json", 16, 8, "llama-3-8b.json", 1, 4096, 1);
+  auto off = Simulate(c.program, c.input());
+  c.sim->input.zero.overlap_comm = true;
+  auto program = BuildProgram(c.graph, c.input());
+  ASSERT_TRUE(program.ok());
+  for (const Task& t : program->tasks) {
+    if (IsGradBucket(t)) {
+      EXPECT_EQ(t.stream, StreamOf(GroupKind::kDp));
+    }
+  }
+  auto on = Simulate(*program, c.input());
+  ASSERT_TRUE(off.ok() && on.ok());
+  EXPECT_LT(on->step_seconds, off->step_seconds);
 }
 
 TEST(ProgramTest, ZeroThreeGathersForwardAndBackwardWithinThePrefetchWindow) {

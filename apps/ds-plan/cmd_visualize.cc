@@ -170,8 +170,9 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
 
 Command AddVisualizeCommand(CLI::App& root) {
   auto args = std::make_shared<VisualizeGraphArgs>();
-  CLI::App* app = root.add_subcommand("visualize", "draw the training step's graph (Graphviz SVG, DOT or JSON)");
+  CLI::App* app = root.add_subcommand("visualize", "draw the training step: its graph (Graphviz SVG, DOT, JSON) or its schedule (SVG, Perfetto trace)");
   app->require_subcommand(1);
+  Command schedule = AddVisualizeScheduleCommand(*app);
   CLI::App* graph = app->add_subcommand("graph", "the forward graph of one training step, as built from the model");
   graph->add_option("config", args->config, "DeepSpeed config file")->required();
   graph->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
@@ -185,7 +186,7 @@ Command AddVisualizeCommand(CLI::App& root) {
                     "print the graph's text form to stdout after this pass (or 'all')");
   graph->add_flag("--force", args->force, "overwrite OUT if it exists");
   graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json");
-  return Command{app, [args] { return RunVisualizeGraph(*args); }};
+  return Command{app, [args, schedule] { return schedule.app->parsed() ? schedule.run() : RunVisualizeGraph(*args); }};
 }
 
 }  // namespace dsp::app

@@ -31,6 +31,8 @@ Command AddVisualizeCommand(CLI::App& root);
 Command AddPassesCommand(CLI::App& root);
 Command AddPlanCommand(CLI::App& root);
 Command AddCheckCommand(CLI::App& root);
+// `visualize schedule`, registered under the visualize command.
+Command AddVisualizeScheduleCommand(CLI::App& visualize);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

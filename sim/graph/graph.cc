@@ -104,6 +104,20 @@ Status Graph::Erase(Node* node) {
   return Status::Ok();
 }
 
+int LayerOfModule(std::string_view module) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (module.substr(0, kPrefix.size()) != kPrefix) return -1;
+  size_t i = kPrefix.size();
+  int layer = 0;
+  size_t digits = 0;
+  while (i < module.size() && module[i] >= '0' && module[i] <= '9' && digits < 7) {
+    layer = layer * 10 + (module[i++] - '0');
+    ++digits;
+  }
+  if (digits == 0 || (i < module.size() && module[i] != '.')) return -1;
+  return layer;
+}
+
 bool IsCollective(std::string_view op) {
   for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,
                              ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {

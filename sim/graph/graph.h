@@ -49,6 +49,8 @@ inline constexpr std::string_view kRelease = "release";
 }  // namespace ops
 
 struct Node;
+// The decoder layer of a module path ("model.layers.12.mlp.up_proj" -> 12), or -1.
+int LayerOfModule(std::string_view module);
 // True for the collective ops above (all_to_all ... combine).
 bool IsCollective(std::string_view op);
 // A collective on a parameter's gradient (the ZeRO pass's reduce_grad_*, tp_average_grad_*): it

@@ -179,7 +179,7 @@ class Builder {
     if (!options_.layers) return;
     std::set<int> hidden;
     for (const Node* node : graph_) {
-      int layer = LayerOfModule(node->module);
+      int layer = graph::LayerOfModule(node->module);
       if (layer >= 0 && !options_.layers->Contains(layer)) hidden.insert(layer);
     }
     for (int layer : hidden) {
@@ -195,7 +195,7 @@ class Builder {
   // block_sparse_moe); norms and residual adds sit directly in the layer cluster.
   void ScanContainers() {
     for (const Node* node : graph_) {
-      int layer = LayerOfModule(node->module);
+      int layer = graph::LayerOfModule(node->module);
       std::string sub = SubModule(node->module);
       if (layer < 0 || sub.empty()) continue;
       std::string prefix = "model.layers." + std::to_string(layer) + "." + sub + ".";
@@ -211,7 +211,7 @@ class Builder {
   }
 
   Agraph_t* ClusterFor(const Node& node) {
-    int layer = LayerOfModule(node.module);
+    int layer = graph::LayerOfModule(node.module);
     if (layer < 0) return root_;
     std::string layer_name = "cluster_layers_" + std::to_string(layer);
     Agraph_t* cluster = agsubg(root_, Mut(layer_name), 0);
@@ -235,7 +235,7 @@ class Builder {
   }
 
   void AddNode(const Node& node) {
-    int layer = LayerOfModule(node.module);
+    int layer = graph::LayerOfModule(node.module);
     if (Summary* s = layer >= 0 ? SummaryOf(layer) : nullptr) {
       if (s->node == nullptr) {
         // Summary names start with a character the IR's node names never have, so no clash.
@@ -391,20 +391,6 @@ Result<LayerRange> ParseLayerRange(std::string_view text) {
   if (!ok) return Error{"layer range '" + std::string(text) + "' is not N or A-B (for example 0-1)"};
   if (r.first > r.last) return Error{"layer range '" + std::string(text) + "' is empty (start after end)"};
   return r;
-}
-
-int LayerOfModule(std::string_view module) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (module.substr(0, kPrefix.size()) != kPrefix) return -1;
-  size_t i = kPrefix.size();
-  int layer = 0;
-  size_t digits = 0;
-  while (i < module.size() && module[i] >= '0' && module[i] <= '9' && digits < 7) {
-    layer = layer * 10 + (module[i++] - '0');
-    ++digits;
-  }
-  if (digits == 0 || (i < module.size() && module[i] != '.')) return -1;
-  return layer;
 }
 
 Result<std::string> RenderGraph(const graph::Graph& graph, const RenderOptions& options, Format format) {

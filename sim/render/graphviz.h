@@ -34,9 +34,6 @@ enum class Format {
 };
 
 
-// The layer index of a module path ("model.layers.12.mlp.up_proj" -> 12), or -1.
-int LayerOfModule(std::string_view module);
-
 // Same graph and options, same bytes: nodes, clusters and edges are created in graph order and
 // nothing time- or address-dependent reaches the output.
 Result<std::string> RenderGraph(const graph::Graph& graph, const RenderOptions& options, Format format);

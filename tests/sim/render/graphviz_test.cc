@@ -113,14 +113,5 @@ TEST(GraphvizTest, ParsesLayerRanges) {
   }
 }
 
-TEST(GraphvizTest, LayerOfModule) {
-  EXPECT_EQ(LayerOfModule("model.layers.12.mlp.up_proj"), 12);
-  EXPECT_EQ(LayerOfModule("model.layers.3"), 3);
-  EXPECT_EQ(LayerOfModule("model.layers.x"), -1);
-  EXPECT_EQ(LayerOfModule("model.layers.3x.mlp"), -1);
-  EXPECT_EQ(LayerOfModule("model.norm"), -1);
-  EXPECT_EQ(LayerOfModule(""), -1);
-}
-
 }  // namespace
 }  // namespace dsp::sim::render

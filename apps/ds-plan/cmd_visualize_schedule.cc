@@ -1,0 +1,183 @@
+// ds-plan visualize schedule CONFIG --model M --cluster C -o OUT.svg|OUT.json: one training step
+// simulated event by event over the graph the passes rewrote (sim/schedule), drawn as a timeline
+// (SVG) or written as a Perfetto/Chrome trace (JSON), with a text summary on stdout: where the
+// time went, exposed communication per kind, the critical path, and the memory peak next to the
+// cost model's figures.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/ds-plan/command.h"
+#include "apps/ds-plan/sim_setup.h"
+#include "core/util/file_io.h"
+#include "sim/graph/builder.h"
+#include "sim/memory_model.h"
+#include "sim/passes/from_config.h"
+#include "sim/render/schedule_svg.h"
+#include "sim/render/schedule_trace.h"
+#include "sim/schedule/program.h"
+#include "sim/schedule/simulator.h"
+#include "sim/schedule/summary.h"
+#include "sim/step_time.h"
+
+namespace dsp::app {
+namespace {
+
+struct ScheduleArgs {
+  SimArgs sim;
+  std::string ranks = "0";
+  int micro_steps = 0;
+  bool full = false;
+  std::vector<std::string> slow;  // "RANK:FACTOR"
+  std::string output;
+  bool force = false;
+};
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
+  return buf;
+}
+
+std::string GiB(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1u << 30));
+  return buf;
+}
+
+Result<std::vector<int>> ParseRanks(const std::string& text, int world) {
+  std::vector<int> ranks;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const int r = std::stoi(item, &used);
+      if (used != item.size() || r < 0 || r >= world) throw std::out_of_range("rank");
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+    } catch (const std::exception&) {
+      return Error{"--ranks: '" + item + "' is not a rank of this world (0-" + std::to_string(world - 1) + ")"};
+    }
+  }
+  if (ranks.empty()) return Error{"--ranks: no rank given"};
+  return ranks;
+}
+
+Result<std::map<int, double>> ParseSlow(const std::vector<std::string>& items) {
+  std::map<int, double> slow;
+  for (const std::string& item : items) {
+    const size_t colon = item.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      size_t a = 0, b = 0;
+      const int rank = std::stoi(item.substr(0, colon), &a);
+      const double factor = std::stod(item.substr(colon + 1), &b);
+      if (a != colon || b != item.size() - colon - 1 || !(factor > 0)) throw std::invalid_argument("bad");
+      slow[rank] = factor;
+    } catch (const std::exception&) {
+      return Error{"--slow-rank " + item + ": expected RANK:FACTOR, e.g. 3:1.5 (rank 3 computes 50% slower)"};
+    }
+  }
+  return slow;
+}
+
+int RunVisualizeSchedule(const ScheduleArgs& args) {
+  const bool svg = args.output.ends_with(".svg");
+  if (!svg && !args.output.ends_with(".json")) {
+    return UsageError("-o " + args.output + ": the extension picks the format: .svg (timeline) or .json (Perfetto trace)");
+  }
+  std::error_code ec;
+  if (!args.force && std::filesystem::exists(args.output, ec)) {
+    return UsageError(args.output + " exists (pass --force to overwrite it)");
+  }
+  if (args.micro_steps < 0) return UsageError("--micro-steps must be >= 1");
+  auto slow = ParseSlow(args.slow);
+  if (!slow.ok()) return UsageError(slow.error().message);
+
+  int code = kExitOk;
+  std::unique_ptr<SimSetup> s = PrepareSimulation(args.sim, &code);
+  if (!s) return code;
+  auto ranks = ParseRanks(args.ranks, static_cast<int>(s->world_size));
+  if (!ranks.ok()) return UsageError(ranks.error().message);
+
+  auto graph = sim::graph::BuildModelGraph(s->model);
+  if (!graph.ok()) return UsageError("--model: " + graph.error().message);
+  auto pipeline = sim::passes::PipelineForConfig({.model = &s->model, .config = &s->config, .plan = &s->plan});
+  if (!pipeline.ok()) return UsageError(pipeline.error().message);
+  if (auto r = pipeline->Run(*graph); !r.ok()) {
+    std::cerr << args.sim.config << ": error: " << r.error().message << "\n";
+    return kExitFindings;
+  }
+  auto program = sim::schedule::BuildProgram(*graph, s->input, {.micro_steps = args.micro_steps});
+  if (!program.ok()) {
+    std::cerr << args.sim.config << ": error: " << program.error().message << "\n";
+    return kExitFindings;
+  }
+  auto schedule = sim::schedule::Simulate(*program, s->input, {.full = args.full, .slow_ranks = *slow});
+  if (!schedule.ok()) return UsageError(schedule.error().message);
+
+  const std::string title = args.sim.config + " - " + s->model.model_type + " on " + std::to_string(s->world_size) +
+                            " GPUs (" + s->cluster.name + "), " + std::to_string(program->micro_steps) + " micro-step" +
+                            (program->micro_steps == 1 ? "" : "s");
+  const std::string contents = svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title)
+                                   : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
+  if (Status w = WriteFileAtomic(args.output, contents); !w.ok()) return UsageError(w.error().message);
+
+  // The summary, next to the cost model's closed-form figures for the same inputs.
+  const sim::schedule::ScheduleSummary sum = sim::schedule::Summarize(*program, *schedule, ranks->front());
+  const sim::TimeReport model_time = sim::EstimateStepTime(s->input);
+  const sim::MemoryReport model_memory = sim::EstimateMemory(s->input);
+  std::ostringstream out;
+  const size_t classes = schedule->representative.size();
+  out << "schedule: " << args.sim.config << ", " << s->world_size << " ranks ("
+      << (args.full ? "all simulated" : std::to_string(classes) + " rank class" + (classes == 1 ? "" : "es") + " simulated")
+      << "), " << program->micro_steps << " micro-step" << (program->micro_steps == 1 ? "" : "s") << ", "
+      << program->tasks.size() << " tasks per rank\n";
+  for (const std::string& note : s->notes) out << "note: " << note << "\n";
+  out << "step time          " << Ms(sum.step_seconds);
+  if (args.micro_steps == 0) out << "   (cost model: " << Ms(model_time.step_seconds) << ")";
+  out << "\nrank " << sum.rank << "             compute " << Ms(sum.compute_seconds) << ", exposed communication "
+      << Ms(sum.exposed_communication_seconds) << ", idle " << Ms(sum.idle_seconds) << "\n";
+  // Largest first: what to look at first.
+  auto ranked = [](const std::map<std::string, double>& parts) {
+    std::vector<std::pair<std::string, double>> v(parts.begin(), parts.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (const auto& [name, seconds] : v) text += (text.empty() ? "" : ", ") + name + " " + Ms(seconds);
+    return text.empty() ? std::string("none") : text;
+  };
+  out << "exposed by kind    " << ranked(sum.exposed_by_kind) << "\n";
+  out << "communication      " << ranked(sum.communication_by_kind) << "\n";
+  out << "memory peak        " << GiB(sum.peak_bytes) << " at " << Ms(sum.peak_at)
+      << "   (cost model: " << GiB(model_memory.peak_bytes) << "; HBM " << GiB(s->cluster.gpu.hbm_bytes)
+      << (sum.peak_bytes <= s->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
+  out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";
+  std::cout << out.str();
+  std::cerr << "wrote " << args.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddVisualizeScheduleCommand(CLI::App& visualize) {
+  auto args = std::make_shared<ScheduleArgs>();
+  CLI::App* app = visualize.add_subcommand(
+      "schedule", "one training step simulated rank by rank: SVG timeline or Perfetto trace, with a summary");
+  args->sim.AddTo(app);
+  app->add_option("--ranks", args->ranks, "ranks drawn (comma-separated; default 0); the summary is the first one's");
+  app->add_option("--micro-steps", args->micro_steps, "micro-steps simulated (default: gradient_accumulation_steps)")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--full", args->full, "simulate every rank instead of one per symmetry class (small worlds)");
+  app->add_option("--slow-rank", args->slow, "RANK:FACTOR, a rank whose compute is FACTOR times slower; repeatable");
+  app->add_flag("--force", args->force, "overwrite OUT if it exists");
+  app->add_option("-o,--output", args->output, "output file: .svg (timeline) or .json (Perfetto/Chrome trace)")->required();
+  return Command{app, [args] { return RunVisualizeSchedule(*args); }};
+}
+
+}  // namespace dsp::app

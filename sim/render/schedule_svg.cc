@@ -1,0 +1,168 @@
+#include "sim/render/schedule_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "sim/schedule/summary.h"
+
+namespace dsp::sim::render {
+namespace {
+
+constexpr double kLeft = 150;   // label column
+constexpr double kWidth = 1100; // time area
+constexpr double kLane = 16;
+constexpr double kMemoryHeight = 60;
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  std::string s = buf;
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+    const bool dot = s.back() == '.';
+    s.pop_back();
+    if (dot) break;
+  }
+  return s;
+}
+
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// 1, 2 or 5 times a power of ten, so about `target` ticks span `range`.
+double TickStep(double range, int target) {
+  const double raw = range / target;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= raw) return m * p;
+  }
+  return 10 * p;
+}
+
+}  // namespace
+
+std::string CategoryColor(const std::string& category) {
+  static const std::pair<const char*, const char*> colors[] = {
+      {"compute forward", "#9ecae1"}, {"compute backward", "#4292c6"}, {"recompute", "#c6dbef"},
+      {"optimizer", "#969696"},       {"all_reduce", "#fb6a4a"},       {"all_gather", "#74c476"},
+      {"reduce_scatter", "#fd8d3c"},  {"all_to_all", "#9e9ac8"},       {"broadcast", "#bcbddc"}};
+  for (const auto& [name, color] : colors) {
+    if (category == name) return color;
+  }
+  return "#d9d9d9";
+}
+
+std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
+                          const std::vector<int>& ranks, const std::string& title) {
+  std::set<int> stream_set;
+  for (const schedule::Task& t : program.tasks) stream_set.insert(t.stream);
+  const std::vector<int> streams(stream_set.begin(), stream_set.end());
+  const double span = schedule.step_seconds > 0 ? schedule.step_seconds : 1.0;
+  const double ms = span * 1e3;
+  auto x = [&](double seconds) { return kLeft + kWidth * seconds / span; };
+  // The memory curves share one scale from the lowest to the highest value of the shown ranks:
+  // the resident model states would otherwise flatten what changes during the step.
+  double peak = 0, low = -1;
+  for (int r : ranks) {
+    peak = std::max(peak, schedule.Of(r).peak_bytes);
+    for (const auto& [t, bytes] : schedule.Of(r).memory) low = low < 0 ? bytes : std::min(low, bytes);
+  }
+  if (low < 0 || low >= peak) low = 0;
+  const double rank_height = kLane * static_cast<double>(streams.size()) + kMemoryHeight + 30;
+  const double top = 40;
+  const double legend_y = top + rank_height * static_cast<double>(ranks.size()) + 30;
+  const double height = legend_y + 40;
+  const double width = kLeft + kWidth + 20;
+
+  std::string out;
+  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Fmt(width) + "\" height=\"" + Fmt(height) +
+         "\" viewBox=\"0 0 " + Fmt(width) + " " + Fmt(height) + "\" font-family=\"Helvetica,Arial,sans-serif\" font-size=\"11\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += "<text x=\"10\" y=\"20\" font-size=\"14\">" + Escape(title) + "</text>\n";
+
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const int rank = ranks[ri];
+    const schedule::RankTimeline& tl = schedule.Of(rank);
+    const double y0 = top + rank_height * static_cast<double>(ri);
+    out += "<g id=\"rank_" + std::to_string(rank) + "\">\n";
+    out += "<text x=\"10\" y=\"" + Fmt(y0 + 12) + "\" font-weight=\"bold\">rank " + std::to_string(rank) + "</text>\n";
+    for (size_t si = 0; si < streams.size(); ++si) {
+      const double ly = y0 + 18 + kLane * static_cast<double>(si);
+      out += "<text x=\"20\" y=\"" + Fmt(ly + 11) + "\">" + Escape(schedule::StreamName(streams[si])) + "</text>\n";
+      out += "<rect x=\"" + Fmt(kLeft) + "\" y=\"" + Fmt(ly) + "\" width=\"" + Fmt(kWidth) + "\" height=\"" +
+             Fmt(kLane - 2) + "\" fill=\"#f7f7f7\"/>\n";
+    }
+    for (size_t i = 0; i < program.tasks.size(); ++i) {
+      const schedule::Task& task = program.tasks[i];
+      const schedule::TaskTime& t = tl.times[i];
+      if (t.end <= t.start) continue;
+      const size_t si = static_cast<size_t>(std::find(streams.begin(), streams.end(), task.stream) - streams.begin());
+      const double ly = y0 + 18 + kLane * static_cast<double>(si);
+      const std::string cat = schedule::TaskCategory(task);
+      out += "<rect class=\"task\" x=\"" + Fmt(x(t.start)) + "\" y=\"" + Fmt(ly) + "\" width=\"" +
+             Fmt(std::max(0.2, x(t.end) - x(t.start))) + "\" height=\"" + Fmt(kLane - 2) + "\" fill=\"" +
+             CategoryColor(cat) + "\"><title>" + Escape(task.name) + " (" + Escape(cat) + ", " +
+             Fmt((t.end - t.start) * 1e3) + " ms at " + Fmt(t.start * 1e3) + " ms)</title></rect>\n";
+    }
+    // Memory in use: a step curve scaled to the highest peak of the shown ranks.
+    const double my = y0 + 18 + kLane * static_cast<double>(streams.size()) + 6;
+    auto yb = [&](double bytes) {
+      return my + kMemoryHeight - (peak > low ? kMemoryHeight * (bytes - low) / (peak - low) : 0);
+    };
+    out += "<text x=\"20\" y=\"" + Fmt(my + 12) + "\">memory</text>\n";
+    out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / (1u << 30)) + " GiB</text>\n";
+    out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(low / (1u << 30)) + " GiB</text>\n";
+    std::string points = Fmt(x(0)) + "," + Fmt(yb(low));
+    double prev = tl.memory.empty() ? 0 : tl.memory.front().second;
+    for (const auto& [t, bytes] : tl.memory) {
+      points += " " + Fmt(x(t)) + "," + Fmt(yb(prev)) + " " + Fmt(x(t)) + "," + Fmt(yb(bytes));
+      prev = bytes;
+    }
+    points += " " + Fmt(x(span)) + "," + Fmt(yb(prev)) + " " + Fmt(x(span)) + "," + Fmt(yb(low));
+    out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
+    out += "<line x1=\"" + Fmt(x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(x(tl.peak_at)) + "\" y2=\"" +
+           Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";
+    out += "</g>\n";
+  }
+
+  // Time axis.
+  const double axis_y = legend_y - 20;
+  out += "<line x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(kLeft + kWidth) + "\" y2=\"" +
+         Fmt(axis_y) + "\" stroke=\"black\"/>\n";
+  const double step = TickStep(ms, 10);
+  for (double t = 0; t <= ms + 1e-9; t += step) {
+    const double px = kLeft + kWidth * t / ms;
+    out += "<line x1=\"" + Fmt(px) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(px) + "\" y2=\"" + Fmt(axis_y + 4) +
+           "\" stroke=\"black\"/>\n";
+    out += "<text x=\"" + Fmt(px) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"middle\">" + Fmt(t) + "</text>\n";
+  }
+  out += "<text x=\"" + Fmt(kLeft - 10) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"end\">ms</text>\n";
+
+  // Legend: the categories present.
+  std::set<std::string> present;
+  for (const schedule::Task& t : program.tasks) present.insert(schedule::TaskCategory(t));
+  double lx = kLeft;
+  for (const std::string& cat : present) {
+    out += "<rect x=\"" + Fmt(lx) + "\" y=\"" + Fmt(legend_y + 8) + "\" width=\"12\" height=\"12\" fill=\"" +
+           CategoryColor(cat) + "\"/>\n";
+    out += "<text x=\"" + Fmt(lx + 16) + "\" y=\"" + Fmt(legend_y + 18) + "\">" + Escape(cat) + "</text>\n";
+    lx += 24 + 7.0 * static_cast<double>(cat.size());
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace dsp::sim::render

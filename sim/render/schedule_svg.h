@@ -1,0 +1,22 @@
+// A simulated schedule as an SVG timeline: for each shown rank one lane per stream (compute and
+// one per process-group kind) with a box per task coloured by category, so overlap of
+// communication and compute is visible at a glance; under them the rank's memory in use over the
+// step with its peak; a time axis in milliseconds and a legend. Written directly as SVG text (a
+// timeline is rectangles on a time axis, nothing Graphviz lays out).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/schedule/program.h"
+#include "sim/schedule/simulator.h"
+
+namespace dsp::sim::render {
+
+std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
+                          const std::vector<int>& ranks, const std::string& title);
+
+// The colour of a task category (schedule::TaskCategory), shared by the SVG and its legend.
+std::string CategoryColor(const std::string& category);
+
+}  // namespace dsp::sim::render

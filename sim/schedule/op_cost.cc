@@ -1,0 +1,151 @@
+#include "sim/schedule/op_cost.h"
+
+#include <string>
+
+namespace dsp::sim::schedule {
+namespace {
+
+namespace ops = graph::ops;
+
+Result<double> Dim(const graph::SymExpr& e, const graph::SymbolValues& values) {
+  Result<int64_t> v = e.Evaluate(values);
+  if (!v.ok()) return v.error();
+  return static_cast<double>(*v);
+}
+
+Result<double> NumelOf(const graph::Node& n, const graph::SymbolValues& values) {
+  if (!n.shape) return 0.0;
+  return Numel(*n.shape, values);
+}
+
+Error Blame(const graph::Node& n, const Error& e) { return Error{"%" + n.name + ": " + e.message}; }
+
+}  // namespace
+
+Result<double> Numel(const graph::Shape& shape, const graph::SymbolValues& values) {
+  double n = 1;
+  for (const graph::SymExpr& d : shape) {
+    Result<double> v = Dim(d, values);
+    if (!v.ok()) return v.error();
+    n *= *v;
+  }
+  return n;
+}
+
+std::optional<GroupKind> GroupKindFromName(std::string_view name) {
+  if (name == "tp") return GroupKind::kTp;
+  if (name == "sp") return GroupKind::kSp;
+  if (name == "ep") return GroupKind::kEp;
+  if (name == "dp") return GroupKind::kDp;
+  if (name == "sp_dp") return GroupKind::kSpDp;
+  if (name == "edp") return GroupKind::kEdp;
+  return std::nullopt;
+}
+
+Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolValues& values,
+                                    double bpe) {
+  if (n.op == ops::kPlaceholder || n.op == ops::kOutput || n.op == ops::kRelease ||
+      graph::IsCollective(n.op)) {
+    return ComputeCost{};
+  }
+  Result<double> out = NumelOf(n, values);
+  if (!out.ok()) return Blame(n, out.error());
+  double param = 0;
+  if (n.param_shape) {
+    Result<double> p = Numel(*n.param_shape, values);
+    if (!p.ok()) return Blame(n, p.error());
+    param = *p;
+  }
+  double in = 0;
+  for (const graph::Node* a : n.args) {
+    if (a->op == ops::kAllGather && !a->param.empty()) continue;  // the weight, counted as param
+    Result<double> v = NumelOf(*a, values);
+    if (!v.ok()) return Blame(n, v.error());
+    in += *v;
+  }
+  ComputeCost c;
+  c.bytes = bpe * (in + param + *out);
+  if ((n.op == ops::kLinear || n.op == ops::kRouter) && n.param_shape && n.param_shape->size() == 2) {
+    Result<double> in_features = Dim((*n.param_shape)[1], values);
+    if (!in_features.ok()) return Blame(n, in_features.error());
+    c.flops = 2 * *out * *in_features;
+  } else if (n.op == ops::kExperts && n.param_shape && n.param_shape->size() == 4) {
+    // [E_local, 3, FE, H]: each routed row goes through three FE x H matrices.
+    Result<double> width = Dim((*n.param_shape)[2], values);
+    if (!width.ok()) return Blame(n, width.error());
+    const bool dispatched = !n.args.empty() && n.args[0]->op == ops::kDispatch;
+    double rows_times_h = *out;  // [E/EP, rows, H] after dispatch: every row is one assignment
+    if (!dispatched) {
+      // [B, S, H] without AutoEP: each token visits K experts.
+      auto k = values.find("K");
+      rows_times_h *= k == values.end() ? 1.0 : static_cast<double>(k->second);
+    }
+    c.flops = 2 * rows_times_h * 3 * *width;
+  } else if (n.op == ops::kSdpa && n.args.size() >= 2 && n.args[0]->shape &&
+             n.args[0]->shape->size() == 4 && n.args[1]->shape && n.args[1]->shape->size() == 4) {
+    // QK^T and AV over the full (non-causal) square: 2 x 2 x Sq x Sk x D per head.
+    Result<double> q = Numel(*n.args[0]->shape, values);
+    Result<double> sk = Dim((*n.args[1]->shape)[2], values);
+    if (!q.ok() || !sk.ok()) return Blame(n, q.ok() ? sk.error() : q.error());
+    c.flops = 4 * *q * *sk;
+    // FlashAttention reads q, k, v and writes o; the mask is not materialised per head.
+    double qkvo = *out;
+    for (size_t i = 0; i < 3 && i < n.args.size(); ++i) {
+      Result<double> v = NumelOf(*n.args[i], values);
+      if (v.ok()) qkvo += *v;
+    }
+    c.bytes = bpe * qkvo;
+  } else {
+    c.flops = *out;  // elementwise: about one operation per output element
+  }
+  return c;
+}
+
+Result<std::optional<CollectiveCost>> NodeCollectiveCost(const graph::Node& n, bool backward,
+                                                         const graph::SymbolValues& values,
+                                                         double bpe, int group_size) {
+  if (!graph::IsCollective(n.op)) return std::optional<CollectiveCost>{};
+  std::optional<GroupKind> group = GroupKindFromName(n.group);
+  if (!group) return Error{"%" + n.name + ": unknown process group '" + n.group + "'"};
+  Result<double> out = NumelOf(n, values);
+  if (!out.ok()) return Blame(n, out.error());
+  CollectiveCost c;
+  c.group = *group;
+  c.bytes = bpe * *out;
+  const bool gradient = graph::IsGradientReduction(n);
+  if (gradient) {
+    // Runs once, in backward, on the gradient: S is the whole gradient for both kinds (the
+    // reduce-scatter input; the node's shape is the output partition).
+    if (!backward) return std::optional<CollectiveCost>{};
+    double grad = *out;
+    if (n.param_shape) {
+      Result<double> p = Numel(*n.param_shape, values);
+      if (!p.ok()) return Blame(n, p.error());
+      grad = *p;
+    }
+    c.kind = n.op == ops::kReduceScatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+    c.bytes = bpe * grad;
+    return std::optional<CollectiveCost>{c};
+  }
+  if (n.op == ops::kCopyToTp) {
+    if (!backward) return std::optional<CollectiveCost>{};
+    c.kind = CollectiveKind::kAllReduce;
+  } else if (n.op == ops::kReduceFromTp) {
+    if (backward) return std::optional<CollectiveCost>{};
+    c.kind = CollectiveKind::kAllReduce;
+  } else if (n.op == ops::kAllToAll || n.op == ops::kDispatch || n.op == ops::kCombine) {
+    c.kind = CollectiveKind::kAllToAll;
+  } else if (n.op == ops::kAllGather) {
+    // A ZeRO-3 parameter gather runs again before backward; the folded restore's backward is an
+    // all-reduce of the gathered gradient.
+    c.kind = backward && n.param.empty() ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+  } else if (n.op == ops::kReduceScatter) {
+    c.kind = backward ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter;
+    c.bytes *= group_size;  // S is the input: the output partition times the group
+  } else if (n.op == ops::kAllReduce) {
+    c.kind = CollectiveKind::kAllReduce;
+  }
+  return std::optional<CollectiveCost>{c};
+}
+
+}  // namespace dsp::sim::schedule

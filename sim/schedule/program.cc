@@ -1,0 +1,557 @@
+#include "sim/schedule/program.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "sim/graph/builder.h"
+#include "sim/memory_model.h"
+#include "sim/offload_time.h"
+#include "sim/schedule/op_cost.h"
+
+namespace dsp::sim::schedule {
+namespace {
+
+namespace ops = graph::ops;
+using graph::Node;
+
+bool IsCompute(const Node& n) {
+  return n.op != ops::kPlaceholder && n.op != ops::kOutput && n.op != ops::kRelease &&
+         !graph::IsCollective(n.op);
+}
+
+bool IsParamGather(const Node& n) {
+  return n.op == ops::kAllGather && !n.param.empty() && n.args.empty();
+}
+
+bool IsAllToAll(const Node& n) {
+  return n.op == ops::kAllToAll || n.op == ops::kDispatch || n.op == ops::kCombine;
+}
+
+void AddDeps(std::vector<int>& deps, const std::vector<int>& more) {
+  for (int d : more) {
+    if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+  }
+}
+
+int64_t GroupSize(const Plan& plan, GroupKind kind) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
+  return static_cast<int64_t>(it->second.front().size());
+}
+
+// A parameter's gradient path as the ZeRO pass left it in the graph.
+struct GradPath {
+  const Node* reduce = nullptr;      // reduce_grad_*: op and family group
+  const Node* tp_average = nullptr;  // tp_average_grad_* (folding)
+  double elements = 0;
+};
+
+// Everything per node the builder needs, computed once.
+struct NodeInfo {
+  int position = 0;           // in graph order
+  int layer = -1;
+  int fwd_ordinal = -1;       // among compute nodes, forward order
+  int bwd_ordinal = -1;       // among compute nodes, backward order
+  double forward_seconds = 0;
+  double activation_bytes = 0;  // saved for backward, freed by its backward
+};
+
+class Builder {
+ public:
+  Builder(const graph::Graph& g, const SimInput& in, const ProgramOptions& o) : g_(g), in_(in), o_(o) {}
+
+  Result<Program> Build() {
+    const Plan& plan = *in_.plan;
+    if (plan.sizes.pp > 1) {
+      return Error{"the schedule of pipeline parallelism (pp > 1) is not simulated yet; "
+                   "simulate gives its 1F1B estimate"};
+    }
+    micro_steps_ = o_.micro_steps > 0 ? o_.micro_steps
+                                      : static_cast<int>(std::max<int64_t>(in_.workload.grad_accum, 1));
+    bpe_ = in_.workload.bytes_per_param;
+    memory_ = EstimateMemory(in_);
+    if (Status s = BindValues(); !s.ok()) return s.error();
+    if (Status s = Analyse(); !s.ok()) return s.error();
+
+    program_.micro_steps = micro_steps_;
+    program_.static_bytes =
+        memory_.parameters_bytes + memory_.gradients_bytes + memory_.optimizer_states_bytes;
+    const double reduce_bucket_bytes = bpe_ * in_.zero.reduce_bucket_size;
+    program_.buffer_bytes = in_.zero.stage == 3 ? reduce_bucket_bytes : memory_.zero_buffers_bytes;
+
+    for (int m = 0; m < micro_steps_; ++m) {
+      if (Status s = Forward(m); !s.ok()) return s.error();
+      if (Status s = Backward(m); !s.ok()) return s.error();
+    }
+    Optimizer();
+    return std::move(program_);
+  }
+
+ private:
+  Status BindValues() {
+    const Plan& plan = *in_.plan;
+    values_ = graph::ModelSymbolValues(*in_.model, in_.workload.micro_batch, in_.workload.seq_len);
+    values_["T"] = std::max(plan.sizes.tp, 1);
+    values_["P"] = std::max(plan.sizes.sp, 1);
+    values_["EP"] = std::max(plan.sizes.ep, 1);
+    values_["DP"] = GroupSize(plan, GroupKind::kDp);
+    values_["SDP"] = GroupSize(plan, GroupKind::kSpDp);
+    values_["EDP"] = GroupSize(plan, GroupKind::kEdp);
+    const Cluster& c = *in_.cluster;
+    flops_rate_ = c.gpu.peak_bf16_flops_per_second * (c.efficiency.matmul > 0 ? c.efficiency.matmul : 1.0);
+    hbm_rate_ = c.gpu.hbm_bytes_per_second * (c.efficiency.memory > 0 ? c.efficiency.memory : 1.0);
+    if (flops_rate_ <= 0 || hbm_rate_ <= 0) return Error{"the cluster has no GPU peak FLOPs or HBM bandwidth"};
+    return Status::Ok();
+  }
+
+  Status Analyse() {
+    int position = 0, ordinal = 0;
+    std::map<int, double> layer_weight;  // sum of output elements of a layer's compute nodes
+    double output_weight = 0;
+    for (const Node* n : g_) {
+      NodeInfo& info = info_[n];
+      info.position = position++;
+      info.layer = graph::LayerOfModule(n->module);
+      if (IsCompute(*n)) {
+        info.fwd_ordinal = ordinal++;
+        compute_order_.push_back(n);
+        Result<ComputeCost> cost = NodeComputeCost(*n, values_, bpe_);
+        if (!cost.ok()) return cost.error();
+        info.forward_seconds = std::max(cost->flops / flops_rate_, cost->bytes / hbm_rate_);
+        if (info.layer >= 0) {
+          layer_seconds_[info.layer] += info.forward_seconds;
+          if (!layer_first_.contains(info.layer)) layer_first_[info.layer] = n;
+          layer_last_[info.layer] = n;
+        }
+      }
+      if (IsParamGather(*n)) gathers_.push_back(n);
+      if (graph::IsGradientReduction(*n)) {
+        GradPath& path = grads_[n->param];
+        if (n->name.starts_with("tp_average_grad_")) {
+          path.tp_average = n;
+        } else {
+          path.reduce = n;
+        }
+        if (n->param_shape) {
+          Result<double> e = Numel(*n->param_shape, values_);
+          if (!e.ok()) return e.error();
+          path.elements = *e;
+        }
+      }
+    }
+    for (size_t i = 0; i < compute_order_.size(); ++i) {
+      info_[compute_order_[compute_order_.size() - 1 - i]].bwd_ordinal = static_cast<int>(i);
+    }
+    // Activations saved for backward, spread over each layer's nodes by output size (Korthikanti
+    // counts per layer; the timeline needs them per node). Full recompute keeps only the layer
+    // input, i.e. everything at the layer's first node.
+    const bool full = in_.workload.recompute == Recompute::kFull;
+    for (const Node* n : compute_order_) {
+      NodeInfo& info = info_[n];
+      Result<double> out = n->shape ? Numel(*n->shape, values_) : Result<double>(0.0);
+      const double w = out.ok() ? *out : 0;
+      info.activation_bytes = w;  // weight for now
+      if (info.layer >= 0) {
+        layer_weight[info.layer] += full && n != layer_first_[info.layer] ? 0 : w;
+      } else if (info.fwd_ordinal > 0) {
+        output_weight += w;  // final norm, lm_head, loss (the embedding saves nothing of note)
+      }
+    }
+    for (const Node* n : compute_order_) {
+      NodeInfo& info = info_[n];
+      double total = 0, weight = 0;
+      if (info.layer >= 0) {
+        const size_t l = static_cast<size_t>(info.layer);
+        total = l < memory_.layer_activations_bytes.size() ? memory_.layer_activations_bytes[l] : 0;
+        weight = layer_weight[info.layer];
+        if (full && n != layer_first_[info.layer]) info.activation_bytes = 0;
+      } else if (info.fwd_ordinal > 0) {
+        total = memory_.output_activations_bytes;
+        weight = output_weight;
+      }
+      info.activation_bytes = weight > 0 ? total * info.activation_bytes / weight : 0;
+    }
+    return Status::Ok();
+  }
+
+  double ParamBytes(const Node& gather) {
+    Result<double> e = gather.shape ? Numel(*gather.shape, values_) : Result<double>(0.0);
+    return e.ok() ? bpe_ * *e : 0;
+  }
+
+  // Readers of a ZeRO-3 gather in graph order (its users but the release).
+  std::vector<const Node*> Readers(const Node& gather) {
+    std::vector<const Node*> r;
+    for (const Node* u : gather.users) {
+      if (u->op != ops::kRelease) r.push_back(u);
+    }
+    std::sort(r.begin(), r.end(), [&](const Node* a, const Node* b) {
+      return info_[a].position < info_[b].position;
+    });
+    return r;
+  }
+
+  int Add(Task t) {
+    program_.tasks.push_back(std::move(t));
+    return static_cast<int>(program_.tasks.size()) - 1;
+  }
+
+  // The compute ordinal after which a gather for a reader at `ordinal` is issued: DeepSpeed's
+  // prefetch fetches ahead while the parameters in flight fit stage3_prefetch_bucket_size and the
+  // gathered ones max_live_parameters; without prefetch it waits for the previous module.
+  // `elements_by_reader` holds, per reader ordinal, the elements gathered for it.
+  int IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader) {
+    double in_flight = 0;
+    int start = ordinal;
+    for (auto it = elements_by_reader.upper_bound(ordinal); it != elements_by_reader.begin();) {
+      --it;
+      const double next = in_flight + it->second;
+      const bool own = it->first == ordinal;
+      if (!own && (next > in_.zero.prefetch_bucket_size || next > in_.zero.max_live_parameters)) break;
+      in_flight = next;
+      start = it->first;
+    }
+    return start - 1;
+  }
+
+  Status Forward(int m) {
+    fwd_.clear();
+    fwd_by_ordinal_.assign(compute_order_.size(), -1);
+    std::map<int, double> gather_elements;  // by first reader's forward ordinal
+    for (const Node* gth : gathers_) {
+      auto readers = Readers(*gth);
+      if (!readers.empty()) gather_elements[info_[readers.front()].fwd_ordinal] += ParamBytes(*gth) / bpe_;
+    }
+    for (const Node* n : g_) {
+      const NodeInfo& info = info_[n];
+      std::vector<int> deps;
+      for (const Node* a : n->args) AddDeps(deps, fwd_[a]);
+      if (IsCompute(*n)) {
+        Task t{.name = "fwd " + n->name, .phase = Phase::kForward, .micro = m, .layer = info.layer};
+        t.compute_seconds = info.forward_seconds;
+        t.deps = deps;
+        t.alloc_at_end = info.activation_bytes;
+        // ZeRO-3: the last reader frees the gathered parameter.
+        for (const Node* a : n->args) {
+          if (IsParamGather(*a) && Readers(*a).back() == n) t.alloc_at_end -= ParamBytes(*a);
+        }
+        const int id = Add(std::move(t));
+        fwd_[n] = {id};
+        fwd_by_ordinal_[static_cast<size_t>(info.fwd_ordinal)] = id;
+      } else if (IsParamGather(*n)) {
+        auto readers = Readers(*n);
+        if (readers.empty()) continue;
+        const int issue = IssueOrdinal(info_[readers.front()].fwd_ordinal, gather_elements);
+        Result<int> id = AddCollective(*n, false, m, Phase::kForward,
+                                       issue >= 0 ? std::vector<int>{fwd_by_ordinal_[issue]} : deps);
+        if (!id.ok()) return id.error();
+        program_.tasks[*id].alloc_at_start = ParamBytes(*n);
+        fwd_[n] = {*id};
+      } else if (graph::IsCollective(n->op) && !graph::IsGradientReduction(*n)) {
+        Result<int> id = AddCollective(*n, false, m, Phase::kForward, deps);
+        if (!id.ok()) return id.error();
+        fwd_[n] = *id >= 0 ? std::vector<int>{*id} : deps;
+      } else {
+        fwd_[n] = deps;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A collective task for node `n` in one direction; -1 when it moves nothing that way.
+  Result<int> AddCollective(const Node& n, bool backward, int m, Phase phase, std::vector<int> deps) {
+    std::optional<GroupKind> kind = GroupKindFromName(n.group);
+    if (!kind) return Error{"%" + n.name + ": unknown process group '" + n.group + "'"};
+    if (!in_.plan->groups.groups.contains(*kind)) {
+      return Error{"%" + n.name + ": the plan has no " + std::string(GroupKindName(*kind)) + " groups"};
+    }
+    auto cost = NodeCollectiveCost(n, backward, values_, bpe_,
+                                   static_cast<int>(GroupSize(*in_.plan, *kind)));
+    if (!cost.ok()) return cost.error();
+    if (!cost->has_value()) return -1;
+    Task t{.name = std::string(backward ? "bwd " : "fwd ") + n.name, .phase = phase, .micro = m,
+           .layer = info_[&n].layer};
+    t.collective = true;
+    t.kind = (*cost)->kind;
+    t.group = (*cost)->group;
+    t.bytes = (*cost)->bytes;
+    t.stream = StreamOf(t.group);
+    t.deps = std::move(deps);
+    if (IsAllToAll(n)) {  // send and receive buffers live for the call
+      t.alloc_at_start = memory_.all_to_all_bytes;
+      t.alloc_at_end = -memory_.all_to_all_bytes;
+    }
+    return Add(std::move(t));
+  }
+
+  struct Bucket {
+    double elements = 0;
+    std::vector<int> deps;
+    int count = 0;
+  };
+
+  bool ReducesIn(int m) const { return in_.zero.stage >= 2 || m == micro_steps_ - 1; }
+  // ZeRO-0 (engine all-reduce) and ZeRO-1 without overlap_comm reduce after backward; ZeRO-2/3 and
+  // ZeRO-1 with overlap_comm as buckets fill during backward.
+  bool ReducesDuringBackward() const { return in_.zero.stage >= 2 || (in_.zero.stage == 1 && in_.zero.overlap_comm); }
+
+  void FlushBucket(const std::string& key, GroupKind group, CollectiveKind kind, int stream, int m,
+                   std::vector<int> extra_deps = {}) {
+    Bucket& b = buckets_[key];
+    if (b.elements <= 0) return;
+    Task t{.name = std::string(CollectiveKindName(kind)) + " " + std::string(GroupKindName(group)) +
+                   " grad bucket " + std::to_string(b.count++),
+           .phase = Phase::kBackward, .micro = m, .stream = stream};
+    t.collective = true;
+    t.kind = kind;
+    t.group = group;
+    t.bytes = bpe_ * b.elements;
+    t.deps = b.deps;
+    AddDeps(t.deps, extra_deps);
+    reductions_.push_back(Add(std::move(t)));
+    b.elements = 0;
+    b.deps.clear();
+  }
+
+  void GradientReady(const std::string& param, int task, int m) {
+    auto it = grads_.find(param);
+    if (it == grads_.end() || !ReducesIn(m)) return;
+    const GradPath& path = it->second;
+    if (path.tp_average != nullptr && m == micro_steps_ - 1) {
+      Bucket& b = buckets_["tp_average"];
+      b.elements += path.elements;
+      b.deps.push_back(task);
+    }
+    if (path.reduce == nullptr) return;
+    std::optional<GroupKind> group = GroupKindFromName(path.reduce->group);
+    if (!group) return;
+    const CollectiveKind kind =
+        path.reduce->op == ops::kReduceScatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+    const std::string key = path.reduce->group;
+    Bucket& b = buckets_[key];
+    b.elements += path.elements;
+    if (!ReducesDuringBackward()) return;  // reduced after the backward pass
+    b.deps.push_back(task);
+    if (b.elements >= in_.zero.reduce_bucket_size) {
+      // ZeRO-2 without overlap_comm reduces inside the backward hook, on the compute stream.
+      const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 ? StreamOf(*group) : kComputeStream;
+      FlushBucket(key, *group, kind, stream, m);
+    }
+    reduce_kind_[key] = {*group, kind};
+  }
+
+  Status Backward(int m) {
+    bwd_.clear();
+    std::vector<int> bwd_by_ordinal(compute_order_.size(), -1);
+    std::map<const Node*, int> bwd_gather;
+    std::map<int, double> gather_elements;  // by first backward reader's backward ordinal
+    for (const Node* gth : gathers_) {
+      auto readers = Readers(*gth);
+      if (!readers.empty()) gather_elements[info_[readers.back()].bwd_ordinal] += ParamBytes(*gth) / bpe_;
+    }
+    std::map<int, int> recompute_task;  // layer -> task
+    int last = -1;
+    for (Node* n = g_.back(); n != nullptr; n = n->prev()) {
+      const NodeInfo& info = info_[n];
+      std::vector<int> deps;
+      bool loss = false;
+      for (const Node* u : n->users) {
+        if (u->op == ops::kOutput) loss = true;
+        if (u->op == ops::kRelease || graph::IsGradientReduction(*u)) continue;
+        AddDeps(deps, bwd_[u]);
+      }
+      if (loss) AddDeps(deps, fwd_[n]);
+      if (IsCompute(*n)) {
+        // Recompute before the first backward op of a layer (full) or of attention (selective).
+        const Recompute rc = in_.workload.recompute;
+        if (rc == Recompute::kFull && info.layer >= 0 && layer_last_[info.layer] == n) {
+          Task r{.name = "recompute layer " + std::to_string(info.layer), .phase = Phase::kBackward,
+                 .micro = m, .layer = info.layer};
+          r.compute_seconds = layer_seconds_[info.layer];
+          r.deps = deps;
+          r.alloc_at_start = memory_.recompute_working_bytes;
+          recompute_task[info.layer] = Add(std::move(r));
+          deps = {recompute_task[info.layer]};
+        } else if (rc == Recompute::kSelective && n->op == ops::kSdpa) {
+          Task r{.name = "recompute " + n->name, .phase = Phase::kBackward, .micro = m, .layer = info.layer};
+          r.compute_seconds = info.forward_seconds;
+          r.deps = deps;
+          deps = {Add(std::move(r))};
+        }
+        // ZeRO-3: gather again before the first backward use, prefetched like forward.
+        for (const Node* a : n->args) {
+          if (!IsParamGather(*a)) continue;
+          auto readers = Readers(*a);
+          if (!bwd_gather.contains(a)) {
+            const int issue = IssueOrdinal(info_[readers.back()].bwd_ordinal, gather_elements);
+            Result<int> id = AddCollective(*a, false, m, Phase::kBackward,
+                                           issue >= 0 ? std::vector<int>{bwd_by_ordinal[issue]} : deps);
+            if (!id.ok()) return id.error();
+            program_.tasks[*id].name = "bwd " + a->name;
+            program_.tasks[*id].alloc_at_start = ParamBytes(*a);
+            bwd_gather[a] = *id;
+          }
+          deps.push_back(bwd_gather[a]);
+        }
+        Task t{.name = "bwd " + n->name, .phase = Phase::kBackward, .micro = m, .layer = info.layer};
+        t.compute_seconds = 2 * info.forward_seconds;  // input and weight gradients
+        t.deps = deps;
+        t.alloc_at_end = -info.activation_bytes;
+        if (in_.workload.recompute == Recompute::kFull && info.layer >= 0 && layer_first_[info.layer] == n) {
+          t.alloc_at_end -= memory_.recompute_working_bytes;
+        }
+        for (const Node* a : n->args) {
+          if (IsParamGather(*a) && Readers(*a).front() == n) t.alloc_at_end -= ParamBytes(*a);
+        }
+        const int id = Add(std::move(t));
+        bwd_[n] = {id};
+        bwd_by_ordinal[static_cast<size_t>(info.bwd_ordinal)] = id;
+        last = id;
+        // The first forward reader of a parameter is the last to add to its gradient.
+        if (!n->param.empty() && first_reader_of(n->param) == n) GradientReady(n->param, id, m);
+      } else if (graph::IsCollective(n->op) && !IsParamGather(*n) && !graph::IsGradientReduction(*n)) {
+        Result<int> id = AddCollective(*n, true, m, Phase::kBackward, deps);
+        if (!id.ok()) return id.error();
+        bwd_[n] = *id >= 0 ? std::vector<int>{*id} : deps;
+      } else {
+        bwd_[n] = deps;
+      }
+    }
+    // The buckets still open at the end of backward; ZeRO-0/1 without overlap reduce everything now.
+    if (ReducesIn(m)) {
+      for (auto& [key, b] : buckets_) {
+        if (key == "tp_average") continue;
+        auto k = reduce_kind_.find(key);
+        std::optional<GroupKind> group = GroupKindFromName(key);
+        if (!group) continue;
+        const CollectiveKind kind = k != reduce_kind_.end() ? k->second.second
+                                    : in_.zero.stage >= 2 ? CollectiveKind::kReduceScatter
+                                                          : CollectiveKind::kAllReduce;
+        const int stream = in_.zero.overlap_comm || in_.zero.stage <= 1 ? StreamOf(*group) : kComputeStream;
+        if (!ReducesDuringBackward()) {
+          // One engine all-reduce pass after backward, in reduce_bucket_size pieces.
+          const double total = b.elements;
+          b.elements = 0;
+          for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
+            b.elements = std::min(left, in_.zero.reduce_bucket_size);
+            FlushBucket(key, *group, kind, stream, m, {last});
+          }
+        } else {
+          FlushBucket(key, *group, kind, stream, m, {last});
+        }
+      }
+      if (m == micro_steps_ - 1 && buckets_["tp_average"].elements > 0) {
+        // AutoEP folding: replicated gradients AVERAGEd over tp at the boundary (§4.1).
+        Bucket& b = buckets_["tp_average"];
+        const double total = b.elements;
+        b.elements = 0;
+        for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
+          b.elements = std::min(left, in_.zero.reduce_bucket_size);
+          FlushBucket("tp_average", GroupKind::kTp, CollectiveKind::kAllReduce, StreamOf(GroupKind::kTp), m,
+                      {last});
+        }
+      }
+    }
+    last_backward_ = last;
+    return Status::Ok();
+  }
+
+  const Node* first_reader_of(const std::string& param) {
+    auto it = first_reader_.find(param);
+    if (it != first_reader_.end()) return it->second;
+    const Node* first = nullptr;
+    for (const Node* n : compute_order_) {
+      if (n->param == param) {
+        first = n;
+        break;
+      }
+    }
+    first_reader_[param] = first;
+    return first;
+  }
+
+  void Optimizer() {
+    const int m = micro_steps_ - 1;
+    std::vector<int> deps = reductions_;
+    if (last_backward_ >= 0) deps.push_back(last_backward_);
+    Task t{.name = "optimizer step", .phase = Phase::kOptimizer, .micro = m};
+    if (in_.zero.offload_optimizer) {
+      // CPU Adam and the PCIe copies (sim/offload_time.h), on the host while the GPU waits.
+      double fwd = 0;
+      for (const auto& [layer, s] : layer_seconds_) fwd += s;
+      t.name = "optimizer step (CPU offload)";
+      t.compute_seconds = EstimateOffloadTime(in_, fwd, 2 * fwd).total_seconds();
+    } else {
+      // The fused GPU optimizer streams the rank's partition: fp32 master and states read and
+      // written (2K bytes), the gradient read (4) and the 16-bit parameter written (2).
+      const double k = in_.workload.optimizer_state_bytes_per_param;
+      const double elements = k > 0 ? memory_.optimizer_states_bytes / k : 0;
+      t.compute_seconds = elements * (2 * k + 4 + 2) / hbm_rate_;
+    }
+    t.deps = deps;
+    const int opt = Add(std::move(t));
+    if (in_.zero.stage == 1 || in_.zero.stage == 2) {
+      // Each rank stepped its partition; the updated 16-bit parameters are all-gathered.
+      std::map<std::string, double> elements;  // family group -> local parameter elements
+      for (const auto& [param, path] : grads_) {
+        if (path.reduce != nullptr) elements[path.reduce->group] += path.elements;
+      }
+      for (const auto& [group_name, total] : elements) {
+        std::optional<GroupKind> group = GroupKindFromName(group_name);
+        if (!group) continue;
+        int count = 0;
+        for (double left = total; left > 0; left -= in_.zero.allgather_bucket_size) {
+          Task g{.name = "all_gather " + group_name + " params bucket " + std::to_string(count++),
+                 .phase = Phase::kOptimizer, .micro = m, .stream = StreamOf(*group)};
+          g.collective = true;
+          g.kind = CollectiveKind::kAllGather;
+          g.group = *group;
+          g.bytes = bpe_ * std::min(left, in_.zero.allgather_bucket_size);
+          g.deps = {opt};
+          Add(std::move(g));
+        }
+      }
+    }
+  }
+
+  const graph::Graph& g_;
+  const SimInput& in_;
+  const ProgramOptions& o_;
+  Program program_;
+  int micro_steps_ = 1;
+  double bpe_ = 2;
+  double flops_rate_ = 0, hbm_rate_ = 0;
+  MemoryReport memory_;
+  graph::SymbolValues values_;
+  std::unordered_map<const Node*, NodeInfo> info_;
+  std::vector<const Node*> compute_order_;
+  std::vector<const Node*> gathers_;
+  std::map<int, double> layer_seconds_;
+  std::map<int, const Node*> layer_first_, layer_last_;
+  std::map<std::string, GradPath> grads_;
+  std::map<std::string, const Node*> first_reader_;
+  std::unordered_map<const Node*, std::vector<int>> fwd_, bwd_;
+  std::vector<int> fwd_by_ordinal_;
+  std::map<std::string, Bucket> buckets_;
+  std::map<std::string, std::pair<GroupKind, CollectiveKind>> reduce_kind_;
+  std::vector<int> reductions_;
+  int last_backward_ = -1;
+};
+
+}  // namespace
+
+std::string StreamName(int stream) {
+  if (stream == kComputeStream) return "compute";
+  return "comm " + std::string(GroupKindName(static_cast<GroupKind>(stream - 1)));
+}
+
+Result<Program> BuildProgram(const graph::Graph& graph, const SimInput& input, const ProgramOptions& options) {
+  if (input.plan == nullptr || input.model == nullptr || input.cluster == nullptr) {
+    return Error{"the schedule needs a plan, a model and a cluster"};
+  }
+  return Builder(graph, input, options).Build();
+}
+
+}  // namespace dsp::sim::schedule

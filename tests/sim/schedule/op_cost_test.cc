@@ -1,0 +1,88 @@
+// Node costs from symbolic shapes: matmul FLOPs 2mkn, attention 4 x q x Sk, experts per routed
+// row, memory-bound bytes, and collective kinds and sizes in both directions.
+#include "sim/schedule/op_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/graph/text_format.h"
+
+namespace dsp::sim::schedule {
+namespace {
+
+graph::Graph Parse(const std::string& text) {
+  auto g = graph::ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  return std::move(g).value();
+}
+
+const graph::SymbolValues kValues = {{"B", 2}, {"S", 8}, {"H", 16}, {"N", 4}, {"D", 4}, {"T", 2},
+                                     {"E", 4}, {"K", 2}, {"FE", 8}, {"EP", 2}, {"DP", 4}};
+
+TEST(OpCostTest, LinearAndAttention) {
+  graph::Graph g = Parse(
+      "%x = placeholder() {shape=[B, S, H]}\n"
+      "%q = linear(%x) {param=\"q.weight\", param_shape=[N*D/T, H], shape=[B, S, N*D/T]}\n"
+      "%qh = rotary(%q) {shape=[B, N/T, S, D]}\n"
+      "%a = sdpa(%qh, %qh, %qh) {shape=[B, N/T, S, D]}\n"
+      "%output = output(%a)\n");
+  auto lin = NodeComputeCost(*g.Find("q"), kValues, 2);
+  ASSERT_TRUE(lin.ok());
+  EXPECT_DOUBLE_EQ(lin->flops, 2.0 * (2 * 8 * 8) * 16);             // 2 x out elements x in features
+  EXPECT_DOUBLE_EQ(lin->bytes, 2.0 * (2 * 8 * 16 + 8 * 16 + 2 * 8 * 8));  // x, weight, out
+  auto att = NodeComputeCost(*g.Find("a"), kValues, 2);
+  ASSERT_TRUE(att.ok());
+  EXPECT_DOUBLE_EQ(att->flops, 4.0 * (2 * 2 * 8 * 4) * 8);  // 4 x q elements x Sk
+  EXPECT_DOUBLE_EQ(att->bytes, 2.0 * 4 * (2 * 2 * 8 * 4));  // q, k, v, o
+}
+
+TEST(OpCostTest, ExpertsCountRoutedRows) {
+  graph::Graph g = Parse(
+      "%x = placeholder() {shape=[B, S, H]}\n"
+      "%k = placeholder() {shape=[B*S, K]}\n"
+      "%local = experts(%x, %k) {param=\"e.*\", param_shape=[E, 3, FE, H], shape=[B, S, H]}\n"
+      "%d = dispatch(%x, %k) {shape=[E/EP, B*S*K*EP/E, H], group=\"ep\"}\n"
+      "%ep = experts(%d) {param=\"f.*\", param_shape=[E/EP, 3, FE, H], shape=[E/EP, B*S*K*EP/E, H]}\n"
+      "%output = output(%ep)\n");
+  // Without AutoEP each of the B*S tokens visits K experts of 3 FE x H matrices.
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("local"), kValues, 2)->flops, 2.0 * (2 * 8) * 2 * 3 * 8 * 16);
+  // After dispatch every row is one token-expert assignment: the same work, spread over EP ranks.
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("ep"), kValues, 2)->flops, 2.0 * (2 * 8) * 2 * 3 * 8 * 16);
+}
+
+TEST(OpCostTest, CollectivesInBothDirections) {
+  graph::Graph g = Parse(
+      "%x = placeholder() {shape=[B, S, H]}\n"
+      "%c = copy_to_tp(%x) {shape=[B, S, H], group=\"tp\"}\n"
+      "%r = reduce_from_tp(%c) {shape=[B, S, H], group=\"tp\"}\n"
+      "%a = all_to_all(%r) {shape=[B, S, H], group=\"sp\"}\n"
+      "%w = all_gather() {param=\"w\", param_shape=[H*H/DP], shape=[H, H], group=\"dp\"}\n"
+      "%y = linear(%a, %w) {param=\"w\", param_shape=[H, H], shape=[B, S, H]}\n"
+      "%g = reduce_scatter(%y) {param=\"w\", param_shape=[H, H], shape=[H*H/DP], group=\"dp\"}\n"
+      "%output = output(%y)\n");
+  const double act = 2.0 * 2 * 8 * 16;  // bytes of [B, S, H]
+  auto cost = [&](const char* name, bool backward) {
+    auto c = NodeCollectiveCost(*g.Find(name), backward, kValues, 2, 4);
+    EXPECT_TRUE(c.ok());
+    return *c;
+  };
+  EXPECT_FALSE(cost("c", false).has_value());  // copy_to_tp: identity forward
+  EXPECT_EQ(cost("c", true)->kind, CollectiveKind::kAllReduce);
+  EXPECT_DOUBLE_EQ(cost("c", true)->bytes, act);
+  EXPECT_EQ(cost("r", false)->kind, CollectiveKind::kAllReduce);
+  EXPECT_FALSE(cost("r", true).has_value());  // reduce_from_tp: identity backward
+  EXPECT_EQ(cost("a", true)->kind, CollectiveKind::kAllToAll);
+  EXPECT_EQ(cost("w", false)->kind, CollectiveKind::kAllGather);
+  EXPECT_DOUBLE_EQ(cost("w", false)->bytes, 2.0 * 16 * 16);  // S = the gathered weight
+  EXPECT_EQ(cost("w", true)->kind, CollectiveKind::kAllGather);  // gathered again for backward
+  EXPECT_FALSE(cost("g", false).has_value());  // gradient reductions run in backward only
+  EXPECT_EQ(cost("g", true)->kind, CollectiveKind::kReduceScatter);
+  EXPECT_DOUBLE_EQ(cost("g", true)->bytes, 2.0 * 16 * 16);  // S = the whole gradient
+  EXPECT_EQ(cost("g", true)->group, GroupKind::kDp);
+  // An unbound symbol is an error naming the node.
+  auto bad = NodeComputeCost(*g.Find("y"), {{"B", 2}}, 2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("%y: ", 0), 0u) << bad.error().message;
+}
+
+}  // namespace
+}  // namespace dsp::sim::schedule

@@ -1,0 +1,123 @@
+// The program a sample config gives: tasks per micro-step, collectives both ways, gradient
+// buckets where each ZeRO stage puts them, ZeRO-3 gathers and their prefetch window, recompute,
+// the optimizer, and the refusals.
+#include "sim/schedule/program.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/schedule/simulator.h"
+#include "tests/sim/schedule/schedule_test_util.h"
+
+namespace dsp::sim::schedule {
+namespace {
+
+using testing::Count;
+using testing::ScheduleCase;
+
+bool IsGradBucket(const Task& t) { return t.name.find("grad bucket") != std::string::npos; }
+
+TEST(ProgramTest, UlyssesAllToAllsRunBothWays) {
+  ScheduleCase c("autosp-sp4.json", 8, 8, "llama-3-8b.json", 1, 4096, 2);
+  const Program& p = c.program;
+  EXPECT_EQ(p.micro_steps, 2);
+  // 4 all-to-alls per layer forward and 4 backward, per micro-step.
+  EXPECT_EQ(Count(p, [](const Task& t) { return t.collective && t.kind == CollectiveKind::kAllToAll; }),
+            2 * 2 * 4 * 32);
+  // Every compute task of micro 0 forward has a backward twice as long.
+  double fwd = 0, bwd = 0;
+  for (const Task& t : p.tasks) {
+    if (t.collective || t.micro != 0) continue;
+    (t.phase == Phase::kForward ? fwd : bwd) += t.phase == Phase::kOptimizer ? 0 : t.compute_seconds;
+  }
+  EXPECT_NEAR(bwd / fwd, 2.0, 1e-9);
+  // ZeRO-1 without overlap_comm: the all-reduce buckets come after the last micro-step's backward.
+  for (const Task& t : p.tasks) {
+    if (IsGradBucket(t)) {
+      EXPECT_EQ(t.micro, 1);
+      EXPECT_EQ(t.kind, CollectiveKind::kAllReduce);
+      EXPECT_EQ(t.group, GroupKind::kSpDp);
+    }
+  }
+  EXPECT_GT(Count(p, IsGradBucket), 0);
+  EXPECT_EQ(p.tasks.back().phase, Phase::kOptimizer);
+}
+
+TEST(ProgramTest, ZeroTwoReducesEveryMicroStepAndGathersAfterTheStep) {
+  ScheduleCase c("autotp-layer-specs.json", 8, 8, "llama-3-8b.json", 1, 4096, 2);
+  const Program& p = c.program;
+  int per_micro[2] = {0, 0};
+  for (const Task& t : p.tasks) {
+    if (IsGradBucket(t)) {
+      EXPECT_EQ(t.kind, CollectiveKind::kReduceScatter);
+      ++per_micro[t.micro];
+    }
+  }
+  EXPECT_GT(per_micro[0], 0);
+  EXPECT_EQ(per_micro[0], per_micro[1]);
+  // Without overlap_comm ZeRO-2 reduces inside the backward hooks: on the compute stream.
+  for (const Task& t : p.tasks) {
+    if (IsGradBucket(t)) {
+      EXPECT_EQ(t.stream, kComputeStream);
+    }
+  }
+  EXPECT_GT(Count(p, [](const Task& t) { return t.phase == Phase::kOptimizer && t.kind == CollectiveKind::kAllGather &&
+                                                t.collective; }),
+            0);
+  // One copy_to_tp backward all-reduce and one reduce_from_tp forward all-reduce per block.
+  EXPECT_EQ(Count(p, [](const Task& t) { return t.collective && t.group == GroupKind::kTp; }), 2 * 2 * 2 * 32);
+}
+
+// overlap_comm moves the ZeRO-2 buckets to the dp stream, where they hide behind backward.
+TEST(ProgramTest, OverlapCommHidesZeroTwoReductions) {
+  ScheduleCase c("autotp-layer-specs.json", 16, 8, "llama-3-8b.json", 1, 4096, 1);
+  auto off = Simulate(c.program, c.input());
+  c.sim->input.zero.overlap_comm = true;
+  auto program = BuildProgram(c.graph, c.input());
+  ASSERT_TRUE(program.ok());
+  for (const Task& t : program->tasks) {
+    if (IsGradBucket(t)) {
+      EXPECT_EQ(t.stream, StreamOf(GroupKind::kDp));
+    }
+  }
+  auto on = Simulate(*program, c.input());
+  ASSERT_TRUE(off.ok() && on.ok());
+  EXPECT_LT(on->step_seconds, off->step_seconds);
+}
+
+TEST(ProgramTest, ZeroThreeGathersForwardAndBackwardWithinThePrefetchWindow) {
+  ScheduleCase c("zero3-offload.json", 16, 8, "llama-3-70b.json", 1, 4096, 1);
+  const Program& p = c.program;
+  // 80 layers x 7 matrices + embedding + lm_head are above the persistence threshold.
+  const int gathered = 80 * 7 + 2;
+  EXPECT_EQ(Count(p, [](const Task& t) { return t.name.starts_with("fwd allgather_"); }), gathered);
+  EXPECT_EQ(Count(p, [](const Task& t) { return t.name.starts_with("bwd allgather_"); }), gathered);
+  // A gather is issued ahead of its reader (prefetch), after an earlier module's compute.
+  for (const Task& t : p.tasks) {
+    if (t.name == "fwd allgather_layers_40_self_attn_q_proj_weight") {
+      ASSERT_EQ(t.deps.size(), 1u);
+      EXPECT_TRUE(p.tasks[static_cast<size_t>(t.deps[0])].name.starts_with("fwd layers_"));
+      EXPECT_GT(t.alloc_at_start, 0);
+    }
+  }
+  EXPECT_EQ(p.tasks.back().name, "optimizer step (CPU offload)");
+}
+
+TEST(ProgramTest, FullRecomputeRerunsEachLayerBeforeItsBackward) {
+  ScheduleCase c("autosp-sp4.json", 8, 8, "llama-3-8b.json", 1, 4096, 1);
+  c.sim->input.workload.recompute = Recompute::kFull;
+  auto p = BuildProgram(c.graph, c.input());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(Count(*p, [](const Task& t) { return t.name.starts_with("recompute layer "); }), 32);
+}
+
+TEST(ProgramTest, RefusesPipelineParallelism) {
+  dsp::testing::SimCase pp(Json::parse(R"({"train_batch_size": 8})"), 8, 8, "tiny-llama.json", 2);
+  auto g = graph::BuildModelGraph(pp.model);
+  ASSERT_TRUE(g.ok());
+  auto p = BuildProgram(*g, pp.input);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("pipeline parallelism (pp > 1) is not simulated"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsp::sim::schedule

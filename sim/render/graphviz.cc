@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -27,13 +28,9 @@ using graph::Node;
 char* Mut(const char* s) { return const_cast<char*>(s); }
 char* Mut(const std::string& s) { return const_cast<char*>(s.c_str()); }
 
-struct GvcDeleter {
-  void operator()(GVC_t* gvc) const { gvFreeContext(gvc); }
-};
 struct GraphDeleter {
   void operator()(Agraph_t* g) const { agclose(g); }
 };
-using GvcPtr = std::unique_ptr<GVC_t, GvcDeleter>;
 using GraphPtr = std::unique_ptr<Agraph_t, GraphDeleter>;
 
 // Frees the layout before the graph goes: gvFreeLayout needs the graph alive.
@@ -353,16 +350,30 @@ Result<std::string> WriteDot(Agraph_t* g) {
   return text;
 }
 
+// One Graphviz context for the whole process, created on first use and never freed: Graphviz
+// 2.42's pango text-layout plugin keeps font data in a static cache that gvFreeContext frees but
+// does not reset, so the next context's layout reads freed memory (found by ASan on the second
+// render in one process). The mutex serialises renders, which share that context.
+GVC_t* SharedContext() {
+  static GVC_t* gvc = gvContext();
+  return gvc;
+}
+std::mutex& ContextMutex() {
+  static std::mutex m;
+  return m;
+}
+
 Result<std::string> WriteSvg(Agraph_t* g) {
-  GvcPtr gvc(gvContext());
-  if (!gvc) return Error{"graphviz: gvContext failed"};
-  if (gvLayout(gvc.get(), g, "dot") != 0) {
+  std::lock_guard<std::mutex> lock(ContextMutex());
+  GVC_t* gvc = SharedContext();
+  if (gvc == nullptr) return Error{"graphviz: gvContext failed"};
+  if (gvLayout(gvc, g, "dot") != 0) {
     return Error{"graphviz: dot layout failed (is the graphviz plugin config installed? see docs/visualize.md)"};
   }
-  LayoutGuard layout(gvc.get(), g);
+  LayoutGuard layout(gvc, g);
   char* data = nullptr;
   unsigned int len = 0;
-  if (gvRenderData(gvc.get(), g, "svg", &data, &len) != 0 || data == nullptr) {
+  if (gvRenderData(gvc, g, "svg", &data, &len) != 0 || data == nullptr) {
     return Error{"graphviz: SVG rendering failed"};
   }
   std::string svg(data, len);

@@ -2,7 +2,8 @@
 # Quick start, command 1: install, build, then run ds-plan on the bundled samples: validate and
 # groups on the folding sample (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs), a rejected
 # config, simulate on the AutoSP sample, tune for Llama-3-70B on 64 GPUs, and the folding sample's
-# graph after the AutoEP, AutoTP and ZeRO passes as an SVG picture.
+# graph after the AutoEP, AutoTP and ZeRO passes as an SVG picture, and `check` on a stale plan
+# snapshot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -26,3 +27,8 @@ echo
 out=$(mktemp -d)/mixtral-folding.svg
 echo "\$ ds-plan visualize graph samples/configs/folding-tp2-ep4.json --model samples/models/mixtral-8x7b.json --world-size 8 --layers 0-1 -o $out"
 "$bin" visualize graph samples/configs/folding-tp2-ep4.json --model samples/models/mixtral-8x7b.json --world-size 8 --layers 0-1 -o "$out"
+echo
+# A plan snapshot taken while the folding sample said ZeRO stage 2: check shows what stage 1 changes
+# (exit 1 is the answer here, not a failure of the demo).
+echo "\$ ds-plan check samples/plans/folding-tp2-ep4-zero2.plan.json"
+"$bin" check samples/plans/folding-tp2-ep4-zero2.plan.json || echo "(exit $?: the plan changed)"

@@ -109,7 +109,9 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   const int t = std::max(shape.tp, 1);
   const int replicated = shape.megatron_sp ? t : 1;
   const double hidden_part = Div(4.0 * tokens * static_cast<double>(shape.hidden), replicated);
-  const double vocab_part = Div(4.0 * tokens * static_cast<double>(vocab_size), t);
+  // The logits are whole on every TP rank (AutoTP training keeps lm_head replicated); only the
+  // Megatron comparison mode splits them vocab-parallel.
+  const double vocab_part = Div(4.0 * tokens * static_cast<double>(vocab_size), shape.megatron_sp ? t : 1);
   return hidden_part + vocab_part;
 }
 

@@ -88,12 +88,13 @@ RankParams CountRankParams(const SimInput& in) {
   const double tp = in.plan->sizes.tp, ep = in.plan->sizes.ep, pp = in.plan->sizes.pp;
   const bool autoep = in.plan->sizes.expert_parallel;
   RankParams r;
-  // AutoTP splits attention, dense MLPs, the embedding and lm_head; norms and routers stay whole.
+  // AutoTP splits attention and dense MLPs; embedding, lm_head (param_sharding.cc), norms and
+  // routers stay whole.
   const double shared =
       autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
-  const double tp_split = family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp) +
-                          family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead);
-  r.dense = tp_split / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter);
+  const double tp_split = family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp);
+  r.dense = tp_split / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) +
+            family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead);
   const double routed =
       autoep ? family(ParamFamily::kRoutedExperts) / ep : family(ParamFamily::kRoutedExperts) / tp;
   if (autoep) {
@@ -156,12 +157,8 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe,
              tp_calls, critical);
   }
-  // lm_head is row-parallel (LmHeadLinearAllreduce): the logits are all-reduced forward, the
-  // hidden-state gradient backward. Last stage only; not recomputed.
-  plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
-           tokens * static_cast<double>(m.vocab_size) * bpe, 1, critical);
-  plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, 1,
-           critical);
+  // lm_head stays whole under AutoTP training (no LmHeadLinearAllreduce, param_sharding.cc): no
+  // logits all-reduce.
 
   // Ulysses/AutoSP: all-to-alls after q, k, v and on the attention output, mirrored in backward.
   // A rank's send buffer is its s/sp tokens of every head; K/V heads are repeated up to sp.

@@ -94,8 +94,9 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
 
 std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const ShardShape& shard) {
   const double tokens = static_cast<double>(shard.micro_batch * shard.seq_len) / shard.sp;
-  // AutoTP makes lm_head row-parallel (LmHeadLinearAllreduce): the hidden dim is split.
-  return {Matmul("lm_head", tokens, static_cast<double>(model.hidden_size) / shard.tp,
+  // AutoTP training leaves lm_head whole (replace_module.py's set_lm_head returns early in
+  // training mode; LmHeadLinearAllreduce is for inference): every TP rank computes all logits.
+  return {Matmul("lm_head", tokens, static_cast<double>(model.hidden_size),
                  static_cast<double>(model.vocab_size), shard.bytes_per_element)};
 }
 

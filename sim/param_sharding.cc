@@ -14,17 +14,19 @@ double GroupSize(const Plan& plan, GroupKind kind) {
 }  // namespace
 
 // How many ranks share one copy of a family before ZeRO: AutoTP splits attention and dense MLP
-// weights (column/row) and embedding/lm_head (vocab-parallel); norms and routers stay replicated;
+// weights (column/row); embedding and lm_head stay whole (AutoTP training replaces only the
+// decoder layers' linears: nn.Embedding is never replaced, and replace_module.py's set_lm_head
+// returns early in training mode); norms and routers stay replicated;
 // AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
 // shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
 int ShardDivisor(ParamFamily family, const ParallelSizes& s) {
   const int tp = EffectiveTp(s.tp);
   switch (family) {
-    case ParamFamily::kEmbedding:
     case ParamFamily::kAttention:
     case ParamFamily::kDenseMlp:
-    case ParamFamily::kLmHead:
       return tp;
+    case ParamFamily::kEmbedding:
+    case ParamFamily::kLmHead:
     case ParamFamily::kNorm:
     case ParamFamily::kRouter:
       return 1;

@@ -1,5 +1,7 @@
 #include "sim/graph/symbolic.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -91,6 +93,18 @@ Result<int64_t> SymExpr::Evaluate(const SymbolValues& values) const {
                  std::to_string(den) + ")"};
   }
   return num / den;
+}
+
+Result<double> SymExpr::EvaluateReal(const SymbolValues& values) const {
+  double v = static_cast<double>(num_) / static_cast<double>(den_ == 0 ? 1 : den_);
+  if (den_ == 0) return Error{"division by zero in " + ToString()};
+  for (const auto& [name, exp] : factors_) {
+    auto it = values.find(name);
+    if (it == values.end()) return Error{"symbol " + name + " has no value in " + ToString()};
+    if (it->second == 0 && exp < 0) return Error{"division by zero in " + ToString()};
+    v *= std::pow(static_cast<double>(it->second), exp);
+  }
+  return v;
 }
 
 std::string SymExpr::ToString() const {

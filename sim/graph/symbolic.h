@@ -43,6 +43,9 @@ class SymExpr {
   // The integer value with every symbol bound; an error when a symbol is unbound, the division
   // is not exact (S/P with S=10, P=4) or divides by zero.
   Result<int64_t> Evaluate(const SymbolValues& values) const;
+  // The value as a real number: expected sizes such as B*S*K*EP/E rows per expert (uniform
+  // routing) need not be whole. Errors: an unbound symbol, a division by zero.
+  Result<double> EvaluateReal(const SymbolValues& values) const;
 
   // Numerator factors joined by '*' (coefficient first unless it is 1), then "/d" for every
   // denominator factor: "2*H", "S/P", "N*D/P/2", "7/2". ParseSymExpr reads it back to an equal

@@ -7,10 +7,9 @@ namespace {
 
 namespace ops = graph::ops;
 
+// Real-valued: an expected size (rows per expert under uniform routing) may be fractional.
 Result<double> Dim(const graph::SymExpr& e, const graph::SymbolValues& values) {
-  Result<int64_t> v = e.Evaluate(values);
-  if (!v.ok()) return v.error();
-  return static_cast<double>(*v);
+  return e.EvaluateReal(values);
 }
 
 Result<double> NumelOf(const graph::Node& n, const graph::SymbolValues& values) {

@@ -202,16 +202,33 @@ class Builder {
   // prefetch fetches ahead while the parameters in flight fit stage3_prefetch_bucket_size and the
   // gathered ones max_live_parameters; without prefetch it waits for the previous module.
   // `elements_by_reader` holds, per reader ordinal, the elements gathered for it.
-  int IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader) {
-    double in_flight = 0;
+  // Elements of the largest single tensor a gather fetches: the experts glob is E/EP x 3 separate
+  // weights, which DeepSpeed fetches module by module.
+  double LargestTensor(const Node& gather) {
+    const double all = ParamBytes(gather) / bpe_;
+    if (gather.param.ends_with("*") && gather.shape && gather.shape->size() == 4) {
+      Result<double> a = gather.shape->at(0).EvaluateReal(values_), b = gather.shape->at(1).EvaluateReal(values_);
+      if (a.ok() && b.ok() && *a * *b > 0) return all / (*a * *b);
+    }
+    return all;
+  }
+
+  int IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader,
+                   const std::map<int, double>& largest_by_reader) {
+    // PartitionedParameterCoordinator: when a module is fetched, the parameters of the modules
+    // after it are prefetched in order while fewer than prefetch_bucket_size elements are in
+    // flight (so the one that crosses the limit still goes). A gather can therefore be issued at
+    // the fetch of module q when the parameters gathered between q and its reader stay below the
+    // bucket, and the gathered ones (with its own) within max_live_parameters.
+    auto own_it = largest_by_reader.find(ordinal);
+    const double own = own_it == largest_by_reader.end() ? 0 : own_it->second;
+    double between = 0;
     int start = ordinal;
-    for (auto it = elements_by_reader.upper_bound(ordinal); it != elements_by_reader.begin();) {
+    for (auto it = elements_by_reader.lower_bound(ordinal); it != elements_by_reader.begin();) {
       --it;
-      const double next = in_flight + it->second;
-      const bool own = it->first == ordinal;
-      if (!own && (next > in_.zero.prefetch_bucket_size || next > in_.zero.max_live_parameters)) break;
-      in_flight = next;
+      if (between >= in_.zero.prefetch_bucket_size || between + own > in_.zero.max_live_parameters) break;
       start = it->first;
+      between += it->second;
     }
     return start - 1;
   }
@@ -219,10 +236,13 @@ class Builder {
   Status Forward(int m) {
     fwd_.clear();
     fwd_by_ordinal_.assign(compute_order_.size(), -1);
-    std::map<int, double> gather_elements;  // by first reader's forward ordinal
+    std::map<int, double> gather_elements, largest;  // by first reader's forward ordinal
     for (const Node* gth : gathers_) {
       auto readers = Readers(*gth);
-      if (!readers.empty()) gather_elements[info_[readers.front()].fwd_ordinal] += ParamBytes(*gth) / bpe_;
+      if (readers.empty()) continue;
+      const int o = info_[readers.front()].fwd_ordinal;
+      gather_elements[o] += ParamBytes(*gth) / bpe_;
+      largest[o] = std::max(largest[o], LargestTensor(*gth));
     }
     for (const Node* n : g_) {
       const NodeInfo& info = info_[n];
@@ -243,7 +263,7 @@ class Builder {
       } else if (IsParamGather(*n)) {
         auto readers = Readers(*n);
         if (readers.empty()) continue;
-        const int issue = IssueOrdinal(info_[readers.front()].fwd_ordinal, gather_elements);
+        const int issue = IssueOrdinal(info_[readers.front()].fwd_ordinal, gather_elements, largest);
         Result<int> id = AddCollective(*n, false, m, Phase::kForward,
                                        issue >= 0 ? std::vector<int>{fwd_by_ordinal_[issue]} : deps);
         if (!id.ok()) return id.error();
@@ -336,7 +356,7 @@ class Builder {
     b.deps.push_back(task);
     if (b.elements >= in_.zero.reduce_bucket_size) {
       // ZeRO-2 without overlap_comm reduces inside the backward hook, on the compute stream.
-      const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 ? StreamOf(*group) : kComputeStream;
+      const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 ? ReduceStreamOf(*group) : kComputeStream;
       FlushBucket(key, *group, kind, stream, m);
     }
     reduce_kind_[key] = {*group, kind};
@@ -346,10 +366,13 @@ class Builder {
     bwd_.clear();
     std::vector<int> bwd_by_ordinal(compute_order_.size(), -1);
     std::map<const Node*, int> bwd_gather;
-    std::map<int, double> gather_elements;  // by first backward reader's backward ordinal
+    std::map<int, double> gather_elements, largest;  // by first backward reader's backward ordinal
     for (const Node* gth : gathers_) {
       auto readers = Readers(*gth);
-      if (!readers.empty()) gather_elements[info_[readers.back()].bwd_ordinal] += ParamBytes(*gth) / bpe_;
+      if (readers.empty()) continue;
+      const int o = info_[readers.back()].bwd_ordinal;
+      gather_elements[o] += ParamBytes(*gth) / bpe_;
+      largest[o] = std::max(largest[o], LargestTensor(*gth));
     }
     std::map<int, int> recompute_task;  // layer -> task
     int last = -1;
@@ -385,7 +408,7 @@ class Builder {
           if (!IsParamGather(*a)) continue;
           auto readers = Readers(*a);
           if (!bwd_gather.contains(a)) {
-            const int issue = IssueOrdinal(info_[readers.back()].bwd_ordinal, gather_elements);
+            const int issue = IssueOrdinal(info_[readers.back()].bwd_ordinal, gather_elements, largest);
             Result<int> id = AddCollective(*a, false, m, Phase::kBackward,
                                            issue >= 0 ? std::vector<int>{bwd_by_ordinal[issue]} : deps);
             if (!id.ok()) return id.error();
@@ -429,7 +452,7 @@ class Builder {
         const CollectiveKind kind = k != reduce_kind_.end() ? k->second.second
                                     : in_.zero.stage >= 2 ? CollectiveKind::kReduceScatter
                                                           : CollectiveKind::kAllReduce;
-        const int stream = in_.zero.overlap_comm || in_.zero.stage <= 1 ? StreamOf(*group) : kComputeStream;
+        const int stream = in_.zero.overlap_comm || in_.zero.stage <= 1 ? ReduceStreamOf(*group) : kComputeStream;
         if (!ReducesDuringBackward()) {
           // One engine all-reduce pass after backward, in reduce_bucket_size pieces.
           const double total = b.elements;
@@ -449,7 +472,7 @@ class Builder {
         b.elements = 0;
         for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
           b.elements = std::min(left, in_.zero.reduce_bucket_size);
-          FlushBucket("tp_average", GroupKind::kTp, CollectiveKind::kAllReduce, StreamOf(GroupKind::kTp), m,
+          FlushBucket("tp_average", GroupKind::kTp, CollectiveKind::kAllReduce, ReduceStreamOf(GroupKind::kTp), m,
                       {last});
         }
       }
@@ -544,6 +567,7 @@ class Builder {
 
 std::string StreamName(int stream) {
   if (stream == kComputeStream) return "compute";
+  if (stream > kGroupKinds) return "reduce " + std::string(GroupKindName(static_cast<GroupKind>(stream - 1 - kGroupKinds)));
   return "comm " + std::string(GroupKindName(static_cast<GroupKind>(stream - 1)));
 }
 

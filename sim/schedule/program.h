@@ -21,10 +21,15 @@ namespace dsp::sim::schedule {
 enum class Phase { kForward, kBackward, kOptimizer };
 
 // Stream 0 is the compute stream; every process-group kind has its own communication stream
-// (DeepSpeed and NCCL use one stream per communicator), numbered by StreamOf.
+// (NCCL serialises the calls of one communicator), numbered by StreamOf, and gradient reductions
+// have their own (ReduceStreamOf): DeepSpeed reduces on a side stream of its own
+// (stage3's reduce_and_partition_stream, stage 1/2's reduction stream), so a bucket waiting for
+// its gradients never holds up the next parameter gather.
 inline constexpr int kComputeStream = 0;
+inline constexpr int kGroupKinds = 7;
 inline int StreamOf(GroupKind kind) { return 1 + static_cast<int>(kind); }
-std::string StreamName(int stream);  // "compute", "comm tp", "comm dp", ...
+inline int ReduceStreamOf(GroupKind kind) { return 1 + kGroupKinds + static_cast<int>(kind); }
+std::string StreamName(int stream);  // "compute", "comm tp", "comm dp", "reduce dp", ...
 
 struct Task {
   std::string name = {};  // "fwd layers_0_self_attn_q_proj", "bwd a2a_q_0", "reduce_scatter dp bucket 3"

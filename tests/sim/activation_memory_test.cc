@@ -153,8 +153,10 @@ TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
   LayerShape s = Llama8BLayer();
   // 4·s·b·h·(1 + V/h) with V = 128256.
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
-  s.tp = 4;  // vocab-parallel logits
-  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256 / 4));
+  s.tp = 4;  // AutoTP training: lm_head whole, every TP rank holds all logits
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
+  s.megatron_sp = true;  // Megatron: vocab-parallel logits, sequence-parallel hidden states
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 / 4 + 128256 / 4));
 }
 
 }  // namespace

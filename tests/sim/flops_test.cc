@@ -92,11 +92,14 @@ TEST(FlopsTest, ShardingSplitsWorkPerRank) {
   ShardShape whole;
   whole.seq_len = 4096;
   const double full = ModelForwardFlops(llama, whole);
+  // AutoTP training keeps lm_head whole: every TP rank computes all logits.
+  const double head = SumFlops(HeadForwardOperators(llama, whole));
+  EXPECT_DOUBLE_EQ(head, 2.0 * 4096 * 4096 * 128256);
   for (int n : {2, 4, 8}) {
     ShardShape tp = whole, sp = whole;
     tp.tp = n;
     sp.sp = n;
-    EXPECT_DOUBLE_EQ(ModelForwardFlops(llama, tp), full / n) << n;
+    EXPECT_DOUBLE_EQ(ModelForwardFlops(llama, tp), (full - head) / n + head) << n;
     EXPECT_DOUBLE_EQ(ModelForwardFlops(llama, sp), full / n) << n;
   }
   // AutoEP: an EP rank computes as many assignments as its own tokens make (uniform routing).
@@ -105,12 +108,14 @@ TEST(FlopsTest, ShardingSplitsWorkPerRank) {
   ep.expert_parallel = true;
   ep.ep = 4;
   EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, ep), ModelForwardFlops(mixtral, whole));
-  // Folding TP 2: everything halves except the router, which every TP peer runs on all tokens.
+  // Folding TP 2: everything halves except the router, which every TP peer runs on all tokens,
+  // and lm_head, which AutoTP leaves whole.
   ShardShape fold = ep;
   fold.tp = 2;
   const double router = 32 * 2 * 4096.0 * 4096 * 8;
+  const double mixtral_head = SumFlops(HeadForwardOperators(mixtral, whole));
   EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, fold),
-                   (ModelForwardFlops(mixtral, whole) - router) / 2 + router);
+                   (ModelForwardFlops(mixtral, whole) - router - mixtral_head) / 2 + router + mixtral_head);
 }
 
 TEST(FlopsTest, RouterIsBelowTheRidgePoint) {

@@ -99,5 +99,17 @@ TEST(SymbolicTest, ShapesPrintInBrackets) {
   EXPECT_EQ(ShapeToString({}), "[]");
 }
 
+TEST(SymExprTest, EvaluateRealAllowsExpectedFractions) {
+  auto rows = ParseSymExpr("B*S*K*EP/E");
+  ASSERT_TRUE(rows.ok());
+  const SymbolValues v = {{"B", 1}, {"S", 4096}, {"K", 4}, {"EP", 4}, {"E", 60}};
+  EXPECT_FALSE(rows->Evaluate(v).ok());  // 65536/60 is not whole
+  auto real = rows->EvaluateReal(v);
+  ASSERT_TRUE(real.ok());
+  EXPECT_DOUBLE_EQ(*real, 65536.0 / 60);
+  EXPECT_FALSE(rows->EvaluateReal({{"B", 1}}).ok());  // unbound symbols
+  EXPECT_FALSE(rows->EvaluateReal({{"B", 1}, {"S", 1}, {"K", 1}, {"EP", 1}, {"E", 0}}).ok());
+}
+
 }  // namespace
 }  // namespace dsp::sim::graph

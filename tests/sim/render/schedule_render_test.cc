@@ -47,8 +47,8 @@ TEST(ScheduleRenderTest, TraceHasOneEventPerTaskAndRank) {
   EXPECT_EQ(complete, 2 * c.program.tasks.size());
   EXPECT_EQ(counters, s->Of(0).memory.size() + s->Of(3).memory.size());
   EXPECT_EQ(named_processes, (std::set<int>{0, 3}));
-  // compute plus the sp and sp_dp communication streams, on both ranks
-  EXPECT_EQ(threads.size(), 2u * 3u);
+  // compute, the sp and sp_dp communication streams and the sp_dp reduction stream, on both ranks
+  EXPECT_EQ(threads.size(), 2u * 4u);
   EXPECT_EQ(doc["displayTimeUnit"], "ms");
 }
 

@@ -76,7 +76,7 @@ TEST(ProgramTest, OverlapCommHidesZeroTwoReductions) {
   ASSERT_TRUE(program.ok());
   for (const Task& t : program->tasks) {
     if (IsGradBucket(t)) {
-      EXPECT_EQ(t.stream, StreamOf(GroupKind::kDp));
+      EXPECT_EQ(t.stream, ReduceStreamOf(GroupKind::kDp));
     }
   }
   auto on = Simulate(*program, c.input());

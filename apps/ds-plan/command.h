@@ -28,6 +28,7 @@ Command AddExplainCommand(CLI::App& root);
 Command AddSimulateCommand(CLI::App& root);
 Command AddTuneCommand(CLI::App& root);
 Command AddVisualizeCommand(CLI::App& root);
+Command AddRunCommand(CLI::App& root);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
   app.require_subcommand(1);
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
-                                   AddTuneCommand(app), AddVisualizeCommand(app),
+                                   AddTuneCommand(app), AddVisualizeCommand(app), AddRunCommand(app),
                                    AddRulesCommand(app), AddExplainCommand(app)};
 
   // An unknown subcommand gets an edit-distance suggestion before CLI11's generic message.

@@ -1,0 +1,132 @@
+// Rendering of the `ds-plan run` parity report (text for people, JSON for CI).
+#include <cstdio>
+#include <sstream>
+
+#include "core/json/document.h"
+#include "exec/run.h"
+
+namespace dsp::exec {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// JSON numbers: round-tripping doubles would make reports differ in the last digit between
+// machines; 6 significant digits is far below the tolerances and keeps reports stable.
+double Six(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
+std::string FaultName(Fault fault) {
+  switch (fault) {
+    case Fault::kNone: return "none";
+    case Fault::kNoCopyAllreduce: return "no-copy-allreduce";
+  }
+  return "none";
+}
+
+bool HaveTorch() {
+#ifdef DSP_HAVE_TORCH
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool HaveNccl() {
+#ifdef DSP_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string RenderRunText(const RunReport& r) {
+  std::ostringstream out;
+  out << "ds-plan run: " << r.mode << " on " << r.world_size << " ranks (" << r.backend << "), model "
+      << r.model_label << "\n";
+  out << "tiny model: " << r.tiny.layers << " layers, hidden " << r.tiny.hidden << ", heads " << r.tiny.heads
+      << "/" << r.tiny.kv_heads << " kv, mlp " << r.tiny.intermediate;
+  if (r.tiny.is_moe()) out << ", " << r.tiny.experts << " experts top-" << r.tiny.top_k;
+  out << ", batch " << r.tiny.micro_batch << "x" << r.tiny.seq_len << " per replica, SGD, " << r.steps
+      << " steps, seed " << r.seed << "\n";
+  if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
+  out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
+      << " * max|reference| (fp32)\n";
+  for (const auto& s : r.step_reports) {
+    out << "step " << s.step << ": loss " << Num(s.loss) << " reference " << Num(s.ref_loss) << " diff "
+        << Num(s.loss - s.ref_loss) << (s.loss_ok ? "" : "  FAIL") << "\n";
+    for (const auto& f : s.families) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-15s grad max abs %-9s rel %-9s  weight max abs %-9s rel %-9s %s\n",
+                    f.family.c_str(), Num(f.grad_max_abs).c_str(), Num(f.grad_max_rel()).c_str(),
+                    Num(f.weight_max_abs).c_str(), Num(f.weight_max_rel()).c_str(), f.ok ? "ok" : "FAIL");
+      out << line;
+    }
+  }
+  if (r.ok) {
+    out << "parity: ok (" << r.step_reports.size() << " steps, every family within tolerance)\n";
+  } else {
+    out << "parity: FAILED";
+    if (!r.failing_families.empty()) {
+      out << " in ";
+      for (size_t i = 0; i < r.failing_families.size(); ++i) out << (i ? ", " : "") << r.failing_families[i];
+    }
+    if (!r.loss_ok) out << (r.failing_families.empty() ? " in " : "; ") << "the loss";
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string RenderRunJson(const RunReport& r) {
+  Json root = Json::object();
+  root["schema_version"] = 1;
+  root["world_size"] = r.world_size;
+  root["backend"] = r.backend;
+  root["mode"] = r.mode;
+  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"zero_stage", r.zero_stage}};
+  root["fault"] = r.fault;
+  root["model"] = r.model_label;
+  root["tiny_model"] = {{"model_type", r.tiny.model_type}, {"layers", r.tiny.layers}, {"hidden", r.tiny.hidden},
+                        {"heads", r.tiny.heads}, {"kv_heads", r.tiny.kv_heads}, {"head_dim", r.tiny.head_dim},
+                        {"intermediate", r.tiny.intermediate}, {"vocab", r.tiny.vocab},
+                        {"experts", r.tiny.experts}, {"top_k", r.tiny.top_k},
+                        {"seq_len", r.tiny.seq_len}, {"micro_batch", r.tiny.micro_batch}};
+  root["steps"] = r.steps;
+  root["seed"] = r.seed;
+  root["plan_hash"] = r.plan_hash;
+  root["tolerances"] = {{"dtype", "fp32"}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
+  Json steps = Json::array();
+  for (const auto& s : r.step_reports) {
+    Json fams = Json::array();
+    for (const auto& f : s.families) {
+      fams.push_back({{"family", f.family},
+                      {"grad_max_abs", Six(f.grad_max_abs)},
+                      {"grad_max_rel", Six(f.grad_max_rel())},
+                      {"weight_max_abs", Six(f.weight_max_abs)},
+                      {"weight_max_rel", Six(f.weight_max_rel())},
+                      {"ok", f.ok}});
+    }
+    steps.push_back({{"step", s.step},
+                     {"loss", Six(s.loss)},
+                     {"reference_loss", Six(s.ref_loss)},
+                     {"loss_diff", Six(s.loss - s.ref_loss)},
+                     {"loss_ok", s.loss_ok},
+                     {"families", fams},
+                     {"ok", s.ok}});
+  }
+  root["step_reports"] = steps;
+  root["failing_families"] = r.failing_families;
+  root["loss_ok"] = r.loss_ok;
+  root["ok"] = r.ok;
+  return root.dump(2) + "\n";
+}
+
+}  // namespace dsp::exec

@@ -1,0 +1,106 @@
+// `ds-plan run`: the executor's public face. Nothing here includes LibTorch, so apps/ can call it
+// (and print its reports) without paying for torch headers; RunPlan itself exists only when the
+// build found LibTorch (DSP_HAVE_TORCH).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/model_spec.h"
+#include "core/plan/plan.h"
+#include "core/util/result.h"
+#include "exec/launch/plan_hash.h"
+#include "exec/model/tiny_config.h"
+
+namespace dsp::exec {
+
+enum class Backend { kGloo, kNccl };
+
+// Deliberate contract breaks: each must make the parity check fail, naming the family.
+enum class Fault {
+  kNone,
+  kNoCopyAllreduce,  // copy_to_tp without its backward all-reduce (Megatron "f")
+};
+
+// "none", "no-copy-allreduce".
+std::string FaultName(Fault fault);
+
+// fp32 parity: a family passes when max|sharded - reference| <= atol + rtol * max|reference| for
+// its gradients and weights, and the loss when |loss - reference| <= atol + rtol * |reference|.
+// Summation order differs between the sharded and the reference run (all-reduce trees, split
+// matmuls), so exact equality is not expected; errors from a broken contract are O(1) relative.
+struct Tolerances {
+  double rtol = 1e-4;
+  double atol = 1e-6;
+};
+
+struct RunOptions {
+  Plan plan;
+  TinyConfig tiny;
+  std::string model_label;  // the --model path, or "built-in tiny llama/qwen3_moe"
+  int steps = 3;
+  Backend backend = Backend::kGloo;
+  uint64_t seed = 1;
+  double lr = 0.05;
+  double timeout_seconds = 60;
+  Fault fault = Fault::kNone;
+  Tolerances tolerances;
+  PlanFingerprint fingerprint;
+};
+
+struct FamilyParity {
+  std::string family;         // ParamFamilyName
+  double grad_max_abs = 0;    // max |sharded grad - reference grad| over the family, all ranks
+  double grad_ref_max = 0;    // max |reference grad|
+  double weight_max_abs = 0;  // after the optimizer step
+  double weight_ref_max = 0;
+  bool ok = true;
+  double grad_max_rel() const { return grad_ref_max > 0 ? grad_max_abs / grad_ref_max : grad_max_abs; }
+  double weight_max_rel() const { return weight_ref_max > 0 ? weight_max_abs / weight_ref_max : weight_max_abs; }
+};
+
+struct StepParity {
+  int step = 0;
+  double loss = 0;      // the sharded run's global loss
+  double ref_loss = 0;  // the unsharded reference on the same global batch
+  bool loss_ok = true;
+  std::vector<FamilyParity> families;  // in ParamFamily order, only families the model has
+  bool ok = true;
+};
+
+struct RunReport {
+  int world_size = 0;
+  std::string backend;           // "gloo" | "nccl"
+  std::string fault;             // FaultName
+  std::string mode;              // e.g. "dp2 x tp2, zero-1"
+  int64_t tp = 1, dp = 1, sp = 1, ep = 1, zero_stage = 0;
+  std::string model_label;
+  TinyConfig tiny;
+  int steps = 0;
+  uint64_t seed = 0;
+  std::string plan_hash;
+  Tolerances tolerances;
+  std::vector<StepParity> step_reports;
+  std::vector<std::string> failing_families;  // sorted, unique
+  bool loss_ok = true;
+  bool ok = true;
+  double seconds_total = 0;      // rank 0, from entering RunPlan to the report
+  double seconds_setup = 0;      // store, plan check, process groups
+  double seconds_steps = 0;      // sharded + reference steps and parity reductions
+};
+
+// Runs the plan on this process's rank and returns the report (every rank computes the same
+// report; apps/ prints it on rank 0 only). Errors: launch environment, store, peers that never
+// arrive or die (named), plans that differ between ranks (named), unsupported modes.
+Result<RunReport> RunPlan(const RunOptions& options);
+
+// Does this build contain RunPlan?
+bool HaveTorch();
+bool HaveNccl();
+
+// Report rendering (stable key order; numbers in %.3g for text).
+std::string RenderRunText(const RunReport& report);
+std::string RenderRunJson(const RunReport& report);  // schemas/run-report.schema.json
+
+}  // namespace dsp::exec

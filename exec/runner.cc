@@ -1,6 +1,8 @@
 // RunPlan: join the run, check every rank holds the same plan, build every process group of the
 // plan's tables, then train the tiny model sharded and unsharded side by side and compare.
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <optional>
 
 #include "exec/comm/comm.h"
@@ -95,20 +97,8 @@ at::Tensor Batch(uint64_t seed, int step, int64_t rows, int64_t cols, int64_t vo
   return at::randint(vocab, {rows, cols}, gen, at::kLong);
 }
 
-Result<RunReport> RunPlanImpl(const RunOptions& o) {
-  const auto t0 = Clock::now();
-  if (auto s = CheckSupported(o); !s.ok()) return s.error();
-  auto env = ReadLaunchEnv();
-  if (!env.ok()) return env.error();
-  if (env->world_size != o.plan.groups.world) {
-    return Error{"WORLD_SIZE is " + std::to_string(env->world_size) + " but the plan was built for " +
-                 std::to_string(o.plan.groups.world) + " ranks"};
-  }
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_seconds * 1000));
-  auto rdv = Rendezvous::Join(*env, timeout);
-  if (!rdv.ok()) return rdv.error();
-  Rendezvous& rv = **rdv;
-
+Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvous& rv, Clock::time_point t0,
+                            std::chrono::milliseconds timeout) {
   RunReport report;
   report.world_size = env->world_size;
   report.backend = o.backend == Backend::kNccl ? "nccl" : "gloo";
@@ -196,6 +186,8 @@ Result<RunReport> RunPlanImpl(const RunOptions& o) {
     ref_loss.backward();
     at::Tensor li = inputs.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
     at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
+    // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
+    if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
     at::Tensor loss;
     try {
       loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
@@ -257,6 +249,29 @@ Result<RunReport> RunPlanImpl(const RunOptions& o) {
   if (auto s = rv.Finish(); !s.ok()) return s.error();
   report.seconds_total = Seconds(t0, Clock::now());
   return report;
+}
+
+Result<RunReport> RunPlanImpl(const RunOptions& o) {
+  const auto t0 = Clock::now();
+  if (auto s = CheckSupported(o); !s.ok()) return s.error();
+  auto env = ReadLaunchEnv();
+  if (!env.ok()) return env.error();
+  if (env->world_size != o.plan.groups.world) {
+    return Error{"WORLD_SIZE is " + std::to_string(env->world_size) + " but the plan was built for " +
+                 std::to_string(o.plan.groups.world) + " ranks"};
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_seconds * 1000));
+  auto rdv = Rendezvous::Join(*env, timeout);
+  if (!rdv.ok()) return rdv.error();
+  Result<RunReport> r = Error{""};
+  try {
+    r = RunJoined(o, &*env, **rdv, t0, timeout);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    r = Error{"rank " + std::to_string(env->rank) + ": internal error in ds-plan run: " + what.substr(0, what.find('\n'))};
+  }
+  if (!r.ok()) (*rdv)->Abort(r.error().message);
+  return r;
 }
 
 }  // namespace

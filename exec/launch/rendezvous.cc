@@ -111,12 +111,23 @@ std::string Rendezvous::Diagnose(const std::vector<int>& ranks) {
     auto before = sample();
     std::this_thread::sleep_for(kDiagnoseWindow);
     auto after = sample();
-    std::vector<int> never, silent;
+    std::vector<int> never, silent, failed;
     for (size_t i = 0; i < ranks.size(); ++i) {
-      if (after[i] < 0) never.push_back(ranks[i]);
-      else if (after[i] == before[i]) silent.push_back(ranks[i]);
+      if (after[i] < 0) {
+        never.push_back(ranks[i]);
+      } else if (hb_store_->check({"failed/" + std::to_string(ranks[i])})) {
+        failed.push_back(ranks[i]);  // gave up after its own error: a consequence, not the cause
+      } else if (after[i] == before[i]) {
+        silent.push_back(ranks[i]);
+      }
     }
     std::string out;
+    if (silent.empty() && never.empty() && !failed.empty()) {
+      // Pass on the first one's reason: it usually names the rank that really died.
+      std::string why = ToString(hb_store_->get("failed/" + std::to_string(failed[0])));
+      out = RankList(failed) + " stopped after an error of " + (failed.size() == 1 ? "its" : "their") + " own (" +
+            why.substr(why.find(": ") == std::string::npos ? 0 : why.find(": ") + 2) + ")";
+    }
     if (!silent.empty()) {
       out += RankList(silent) + (silent.size() == 1 ? " is" : " are") + " not responding (no heartbeat for " +
              std::to_string(kDiagnoseWindow.count()) + " ms: the process died or was killed)";
@@ -170,6 +181,15 @@ Status Rendezvous::CheckSamePlan(const std::string& hash, const std::string& des
     return Error{"rank " + std::to_string(env_.rank) + ": plan check through the store failed: " + FirstLine(e.what())};
   }
   return Status::Ok();
+}
+
+void Rendezvous::Abort(const std::string& message) {
+  try {
+    hb_store_->set("failed/" + std::to_string(env_.rank), Bytes(message));
+  } catch (const std::exception&) {
+    // The store is gone already; nothing left to tell.
+  }
+  if (server_) std::this_thread::sleep_for(2 * kDiagnoseWindow);
 }
 
 Status Rendezvous::Finish() {

@@ -38,6 +38,11 @@ class Rendezvous {
   // "" when all are alive (the failure then lies elsewhere).
   std::string Diagnose(const std::vector<int>& ranks);
 
+  // This rank gives up with `message`: peers' Diagnose then reports it as failed-after-an-error
+  // rather than dead, and rank 0 (the store host without the agent) keeps the store up for a few
+  // seconds so the others can still diagnose and report.
+  void Abort(const std::string& message);
+
   // Every rank reports completion; rank 0 (the store host without torchrun's agent) waits for all.
   Status Finish();
 

@@ -72,8 +72,8 @@ struct Groups {
 Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
   Groups g;
   auto make = [&](const std::string& name, const std::vector<int>& ranks) {
-    return o.backend == Backend::kNccl && ranks.size() > 1 ? MakeNcclComm(ctx, name, ranks)
-                                                            : MakeGlooComm(ctx, name, ranks);
+    // NCCL also for groups of one, so a single-GPU check still initialises real communicators.
+    return o.backend == Backend::kNccl ? MakeNcclComm(ctx, name, ranks) : MakeGlooComm(ctx, name, ranks);
   };
   for (const auto& [kind, groups] : o.plan.groups.groups) {
     for (const auto& ranks : groups) {

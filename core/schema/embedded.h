@@ -9,4 +9,5 @@ extern const char* const k_cluster_schema_json;
 extern const char* const k_simulate_report_schema_json;
 extern const char* const k_tune_report_schema_json;
 extern const char* const k_graph_schema_json;
+extern const char* const k_run_report_schema_json;
 }  // namespace dsp::schemas

@@ -3,10 +3,23 @@
 // this command; rank 0 prints the report. The LibTorch code lives in exec/ (exec/run.h is
 // torch-free), so this file compiles in the time of any other subcommand.
 //
+// Two builds of this file: in ds-plan, RunRun re-executes the process as ds-plan-exec (next to the
+// ds-plan binary, same arguments), the only executable that links LibTorch; ds-plan-exec compiles
+// it with DSP_RUN_IN_PROCESS and runs the plan. Loading libtorch takes ~0.45 s and 290 shared
+// libraries, which validate, groups and the rest must not pay at every start.
+//
 // Exit codes: 0 parity within tolerance, 1 parity failure or a config DeepSpeed would reject,
 // 2 usage, a build without LibTorch, or a run that could not complete (a dead or missing rank).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
@@ -39,11 +52,53 @@ constexpr const char* kEnableTorch =
     "(or run scripts/setup.sh, which installs them), then re-run scripts/setup.sh or\n"
     "cmake --preset release && cmake --build --preset release so CMake finds LibTorch.\n";
 
+#ifndef DSP_RUN_IN_PROCESS
+// Replaces this process with ds-plan-exec, passing our own command line on (from /proc, so the
+// arguments arrive exactly as torchrun gave them). Returns only on failure.
+int ExecHelper() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  fs::path helper = self.parent_path() / "ds-plan-exec";
+  if (ec || !fs::exists(helper)) {
+    return UsageError("ds-plan-exec (the LibTorch half of ds-plan run) is missing next to " + self.string() +
+                      ": build it with cmake --build --preset release");
+  }
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> words;
+  for (size_t start = 0; start < all.size();) {
+    size_t end = all.find('\0', start);
+    if (end == std::string::npos) end = all.size();
+    words.push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  execv(helper.c_str(), argv.data());
+  return UsageError("cannot start " + helper.string() + ": " + std::strerror(errno));
+}
+#endif
+
+#ifdef DSP_RUN_IN_PROCESS
+int RunInProcess(const RunArgs& args);
+#endif
+
 int RunRun(const RunArgs& args) {
   if (!exec::HaveTorch()) {
     std::cerr << "ds-plan: error: " << kEnableTorch;
     return kExitUsage;
   }
+#ifndef DSP_RUN_IN_PROCESS
+  return ExecHelper();
+#else
+  return RunInProcess(args);
+#endif
+}
+
+#ifdef DSP_RUN_IN_PROCESS
+int RunInProcess(const RunArgs& args) {
   auto env = exec::ReadLaunchEnv();
   if (!env.ok()) return UsageError("run: " + env.error().message);
   const bool reporter = env->rank == 0;
@@ -104,7 +159,6 @@ int RunRun(const RunArgs& args) {
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
                          "seed=" + std::to_string(args.seed), "inject=" + args.inject};
 
-#ifdef DSP_HAVE_TORCH
   auto report = exec::RunPlan(o);
   if (!report.ok()) {
     std::cerr << "ds-plan run: error: " << report.error().message << "\n";
@@ -125,11 +179,8 @@ int RunRun(const RunArgs& args) {
     }
   }
   return report->ok ? kExitOk : kExitFindings;
-#else
-  std::cerr << "ds-plan: error: " << kEnableTorch;
-  return kExitUsage;
-#endif
 }
+#endif
 
 }  // namespace
 

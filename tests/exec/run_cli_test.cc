@@ -76,7 +76,8 @@ std::vector<CliResult> ManualLaunch(int world, const std::string& args,
   char tmpl[] = "/tmp/dsp-run-test-XXXXXX";
   fs::path dir = mkdtemp(tmpl);
   const int port = FreePort();
-  std::string script = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " && ";
+  // `cd DIR; a & b & wait`, not `cd DIR && a & b`: the latter runs only `a` in DIR.
+  std::string script = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " || exit 1; ";
   for (int r : ranks) {
     script += "(RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +

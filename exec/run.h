@@ -21,10 +21,14 @@ enum class Backend { kGloo, kNccl };
 enum class Fault {
   kNone,
   kNoCopyAllreduce,  // copy_to_tp without its backward all-reduce (Megatron "f")
+  kSkipTpCancel,     // folded TP x EP: routed-expert gradients keep restore's tp factor
+  kSumRouterGrads,   // folded TP x EP: router gradients SUMmed over tp instead of AVERAGEd
 };
 
-// "none", "no-copy-allreduce".
+// "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads".
 std::string FaultName(Fault fault);
+// The inverse; false for an unknown name.
+bool ParseFault(const std::string& name, Fault* fault);
 
 // fp32 parity: a family passes when max|sharded - reference| <= atol + rtol * max|reference| for
 // its gradients and weights, and the loss when |loss - reference| <= atol + rtol * |reference|.
@@ -82,7 +86,11 @@ struct RunReport {
   std::string plan_hash;
   Tolerances tolerances;
   std::vector<StepParity> step_reports;
-  std::vector<std::string> failing_families;  // sorted, unique
+  std::vector<std::string> failing_families;  // sorted, unique, over all steps
+  // The root cause: a wrong step-1 update makes every later step differ everywhere, so the first
+  // failing step's families are the ones that name the broken contract. 0 / empty when all pass.
+  int first_failing_step = 0;
+  std::vector<std::string> first_failing_families;
   bool loss_ok = true;
   bool ok = true;
   double seconds_total = 0;      // rank 0, from entering RunPlan to the report

@@ -27,7 +27,10 @@ std::string ModeName(const Plan& plan) {
   std::string out = "dp" + std::to_string(plan.derived.dp);
   if (plan.sizes.tp > 1) out += " x tp" + std::to_string(plan.sizes.tp);
   if (plan.sizes.sp > 1) out += " x sp" + std::to_string(plan.sizes.sp);
-  if (plan.sizes.expert_parallel) out += ", ep" + std::to_string(plan.sizes.ep) + " (edp" + std::to_string(plan.derived.edp) + ")";
+  if (plan.sizes.expert_parallel) {
+    out += std::string(plan.sizes.tp > 1 ? ", folded" : ",") + " ep" + std::to_string(plan.sizes.ep) + " (edp" +
+           std::to_string(plan.derived.edp) + ")";
+  }
   out += ", zero-" + std::to_string(plan.zero_stage);
   return out;
 }
@@ -39,9 +42,13 @@ Status CheckSupported(const RunOptions& o) {
   if (plan.zero_stage > 2) {
     return Error{"ZeRO stage " + std::to_string(plan.zero_stage) + " is not implemented in ds-plan run (stages 0-2 are)"};
   }
-  if (plan.sizes.expert_parallel && plan.sizes.tp > 1) {
-    return Error{"folded TP x EP (AutoEP with autotp_size > 1) is not implemented in ds-plan run yet; "
-                 "EP without TP and TP without EP are"};
+  const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
+  if (folded && plan.groups.expert_layout != ExpertLayout::kFolding) {
+    return Error{"AutoEP with autotp_size > 1 runs only with DeepSpeed's folding layout in ds-plan run"};
+  }
+  if ((o.fault == Fault::kSkipTpCancel || o.fault == Fault::kSumRouterGrads) && !folded) {
+    return Error{"--inject " + FaultName(o.fault) + " breaks the folded TP x EP gradient contract: it needs a config "
+                 "with expert_parallel enabled and tensor_parallel.autotp_size > 1"};
   }
   if (plan.sizes.etp > 1) return Error{"expert tensor parallelism (etp > 1) is not implemented in ds-plan run"};
   if (o.fault == Fault::kNoCopyAllreduce && plan.sizes.tp <= 1) {
@@ -165,7 +172,13 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
   std::vector<ReduceGroup> reduce{dense_group};
   if (!expert_group.params.empty()) reduce.push_back(expert_group);
-  DataParallelSgd sgd(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce);
+  FoldingReduction folding;
+  if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
+    folding.tp = comms.tp;
+    folding.skip_tp_cancel = o.fault == Fault::kSkipTpCancel;
+    folding.sum_router_grads = o.fault == Fault::kSumRouterGrads;
+  }
+  DataParallelSgd sgd(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
 
   const TinyConfig& t = o.tiny;
   const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
@@ -239,6 +252,12 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
         }
       }
       sp_report.families.push_back(f);
+    }
+    if (!sp_report.ok && report.first_failing_step == 0) {
+      report.first_failing_step = sp_report.step;
+      for (const auto& f : sp_report.families) {
+        if (!f.ok) report.first_failing_families.push_back(f.family);
+      }
     }
     report.loss_ok = report.loss_ok && sp_report.loss_ok;
     report.ok = report.ok && sp_report.ok;

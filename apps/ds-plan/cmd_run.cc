@@ -152,7 +152,7 @@ int RunInProcess(const RunArgs& args) {
   o.backend = args.backend == "nccl" ? exec::Backend::kNccl : exec::Backend::kGloo;
   o.seed = args.seed;
   o.timeout_seconds = args.timeout;
-  o.fault = args.inject == "no-copy-allreduce" ? exec::Fault::kNoCopyAllreduce : exec::Fault::kNone;
+  exec::ParseFault(args.inject, &o.fault);  // CLI11 already restricted --inject to the known names
   o.fingerprint.config_text = text.value();
   o.fingerprint.model_text = model_text;
   o.fingerprint.world_size = env->world_size;
@@ -203,7 +203,7 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--timeout", args->timeout, "seconds to wait for a peer before naming it and giving up")
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
-      ->check(CLI::IsMember({"none", "no-copy-allreduce"}));
+      ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads"}));
   app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");
   // --tiny is the only model scale today; accepted so command lines can say so explicitly.
   app->add_flag("--tiny", args->tiny, "run the tiny scaled-down model (the default and only scale)");

@@ -79,7 +79,50 @@ struct AllToAllRowsFn : torch::autograd::Function<AllToAllRowsFn> {
   }
 };
 
+struct RestoreRowsFn : torch::autograd::Function<RestoreRowsFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& rows, Comm* tp, std::vector<int64_t> counts) {
+    ctx->saved_data["comm"] = Handle(tp);
+    ctx->saved_data["counts"] = counts;
+    // An all-gather of uneven row counts is an all-to-all that sends the same rows to everyone.
+    const int n = tp->size();
+    std::vector<int64_t> send(n, rows.size(0));
+    return ValueOrThrow(tp->AllToAll(rows.repeat({n, 1}), send, counts));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    Comm* tp = CommOf(ctx);
+    auto counts = ctx->saved_data["counts"].toIntVector();
+    at::Tensor g = AllReduced(grad[0], tp);
+    int64_t offset = 0;
+    for (int i = 0; i < tp->rank(); ++i) offset += counts[i];
+    return {g.narrow(0, offset, counts[tp->rank()]).contiguous(), at::Tensor(), at::Tensor()};
+  }
+};
+
+struct TpMeanGradFn : torch::autograd::Function<TpMeanGradFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Comm* tp) {
+    ctx->saved_data["comm"] = Handle(tp);
+    return x.clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    Comm* tp = CommOf(ctx);
+    return {AllReduced(grad[0], tp) / static_cast<double>(tp->size()), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor RestoreRows(const at::Tensor& rows, Comm* tp, std::vector<int64_t>* counts) {
+  at::Tensor mine = at::full({1, 1}, static_cast<float>(rows.size(0)));
+  at::Tensor all = ValueOrThrow(tp->AllGather(mine));
+  counts->clear();
+  for (int i = 0; i < tp->size(); ++i) counts->push_back(static_cast<int64_t>(all[i][0].item<float>()));
+  return RestoreRowsFn::apply(rows, tp, *counts);
+}
+
+at::Tensor TpMeanGrad(const at::Tensor& x, Comm* tp) {
+  if (tp == nullptr || tp->size() == 1) return x;
+  return TpMeanGradFn::apply(x, tp);
+}
 
 void ThrowIfError(const Status& s) {
   if (!s.ok()) throw CollectiveError(s.error().message);

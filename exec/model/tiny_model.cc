@@ -145,7 +145,14 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
 at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardComms& comms) {
   const LayerIdx& li = layers_[layer];
   const int64_t hid = cfg_.hidden, k = cfg_.top_k;
+  Comm* ep = ref ? nullptr : comms.ep;
+  Comm* tp = ref ? nullptr : comms.tp;
+  const bool sharded = ep != nullptr && ep->size() > 1;
+  const bool folded = sharded && tp != nullptr && tp->size() > 1;
   at::Tensor x = h.reshape({-1, hid});
+  // Folded: each peer's gradient into the MoE input covers only its own assignments (times tp,
+  // from restore's backward); averaging over tp makes it whole and equal on every peer.
+  if (folded) x = TpMeanGrad(x, tp);
   const int64_t t = x.size(0);
   at::Tensor probs = at::softmax(at::matmul(x, W(ref, li.router).t()), -1);
   auto [topv, topi] = at::topk(probs, k, -1);
@@ -154,8 +161,7 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
     return SwiGlu(rows, W(ref, li.expert_gate[e]), W(ref, li.expert_up[e]), W(ref, li.expert_down[e]));
   };
   at::Tensor out = at::zeros({t, hid}, x.options());
-  Comm* ep = ref ? nullptr : comms.ep;
-  if (ep == nullptr || ep->size() == 1) {
+  if (!sharded) {
     for (int64_t e = 0; e < cfg_.experts; ++e) {
       at::Tensor hit = topi == e;  // [T, k]
       at::Tensor idx = hit.any(-1).nonzero().squeeze(1);
@@ -167,9 +173,21 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   }
   // EP dispatch: one row per (token, slot) assignment, sent to the rank holding its expert, in
   // rank order; combine sends the expert outputs back the same way and weights them at home.
+  //
+  // Folded TP x EP (parallel-groups.md §2.4): every tp peer routes all of its (identical) tokens
+  // ("route-full") but dispatches only the assignments whose index is its tp rank modulo tp
+  // ("partition-dispatch"), so each (token, expert) pair travels once per tp group; "restore"
+  // all-gathers the weighted rows across tp so every peer holds the full output again.
   const int64_t p = ep->size(), per_rank = cfg_.experts / p;
-  at::Tensor flat_e = topi.reshape({-1});                                  // [T*k]
-  at::Tensor flat_t = at::arange(t, at::kLong).repeat_interleave(k);        // token of each assignment
+  at::Tensor flat_e = topi.reshape({-1});                               // [T*k]
+  at::Tensor flat_t = at::arange(t, at::kLong).repeat_interleave(k);     // token of each assignment
+  at::Tensor flat_g = topv.reshape({-1});
+  if (folded) {
+    at::Tensor mine = at::arange(tp->rank(), t * k, tp->size(), at::kLong);
+    flat_e = flat_e.index_select(0, mine);
+    flat_t = flat_t.index_select(0, mine);
+    flat_g = flat_g.index_select(0, mine);
+  }
   at::Tensor dest = at::floor_divide(flat_e, per_rank);
   at::Tensor order = std::get<1>(at::sort(dest, /*stable=*/true, 0, false));
   std::vector<int64_t> send(p, 0);
@@ -190,9 +208,16 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
     if (idx.numel() == 0) continue;
     y = y.index_add(0, idx, expert(e, rows.index_select(0, idx)));
   }
-  at::Tensor back = AllToAllRows(y, ep, recv, send);
-  at::Tensor gate = topv.reshape({-1}).index_select(0, order).unsqueeze(1);
-  return out.index_add(0, tok, back * gate).view(h.sizes());
+  at::Tensor back = AllToAllRows(y, ep, recv, send) * flat_g.index_select(0, order).unsqueeze(1);
+  if (folded) {
+    std::vector<int64_t> per_peer;
+    back = RestoreRows(back, tp, &per_peer);
+    std::vector<int64_t> same(tp->size(), tok.size(0));
+    tok = ValueOrThrow(tp->AllToAll(tok.to(at::kFloat).unsqueeze(1).repeat({tp->size(), 1}), same, per_peer))
+              .squeeze(1)
+              .to(at::kLong);
+  }
+  return out.index_add(0, tok, back).view(h.sizes());
 }
 
 }  // namespace dsp::exec

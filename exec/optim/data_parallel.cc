@@ -13,8 +13,9 @@ void Bump(double& slot, double v) { slot = std::max(slot, v); }
 
 }  // namespace
 
-DataParallelSgd::DataParallelSgd(TinyModel& model, int zero_stage, double lr, std::vector<ReduceGroup> groups)
-    : model_(model), zero_stage_(zero_stage), lr_(lr) {
+DataParallelSgd::DataParallelSgd(TinyModel& model, int zero_stage, double lr, std::vector<ReduceGroup> groups,
+                                 FoldingReduction folding)
+    : model_(model), folding_(folding), zero_stage_(zero_stage), lr_(lr) {
   for (auto& g : groups) {
     Flat f;
     f.group = std::move(g);
@@ -70,9 +71,27 @@ void DataParallelSgd::Compare(const Flat& f, const at::Tensor& got, const at::Te
   }
 }
 
+void DataParallelSgd::ReduceFolded() {
+  Comm* tp = folding_.tp;
+  const double n = static_cast<double>(tp->size());
+  for (Param& p : model_.params()) {
+    if (!p.local.defined() || !p.local.grad().defined()) continue;
+    at::Tensor g = p.local.mutable_grad();
+    if (p.expert) {
+      // The restore all-gather's backward left a tp factor on every expert gradient.
+      if (!folding_.skip_tp_cancel) g.div_(n);
+    } else if (p.shard.dim < 0 && p.shard.parts == 1) {
+      ThrowIfError(tp->AllReduceSum(g));
+      if (!(p.family == ParamFamily::kRouter && folding_.sum_router_grads)) g.div_(n);
+    }
+    // tp-sharded (column/row) parameters: SKIP, their collectives already ran in forward/backward.
+  }
+}
+
 Status DataParallelSgd::Step(FamilyDiffs& diffs) {
   at::NoGradGuard no_grad;
   try {
+    if (folding_.tp != nullptr) ReduceFolded();
     for (Flat& f : flats_) {
       Comm* comm = f.group.comm;
       const int64_t n = comm->size(), part = f.padded / n, lo = comm->rank() * part;

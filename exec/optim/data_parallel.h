@@ -30,9 +30,19 @@ struct FamilyDiff {
 };
 using FamilyDiffs = std::map<ParamFamily, FamilyDiff>;
 
+// AutoEP + AutoTP folding's reduction over tp before the DP reduction (deepspeed-config.md §4.1):
+// routed experts EXPERT_TP_CANCEL (grad /= tp), router AVERAGE (all-reduce over tp, / tp), other
+// replicated parameters AVERAGE, tp-sharded parameters SKIP. The two flags are injected faults.
+struct FoldingReduction {
+  Comm* tp = nullptr;  // null: not folded
+  bool skip_tp_cancel = false;
+  bool sum_router_grads = false;
+};
+
 class DataParallelSgd {
  public:
-  DataParallelSgd(TinyModel& model, int zero_stage, double lr, std::vector<ReduceGroup> groups);
+  DataParallelSgd(TinyModel& model, int zero_stage, double lr, std::vector<ReduceGroup> groups,
+                  FoldingReduction folding = {});
 
   // After backward() of both losses: reduces the sharded gradients, compares them with the
   // reference gradients, steps both models, compares the weights, clears the gradients.
@@ -49,7 +59,10 @@ class DataParallelSgd {
   void Scatter(const Flat& f, const at::Tensor& flat);
   void Compare(const Flat& f, const at::Tensor& got, const at::Tensor& want, int64_t lo, FamilyDiffs& diffs) const;
 
+  void ReduceFolded();
+
   TinyModel& model_;
+  FoldingReduction folding_;
   int zero_stage_;
   double lr_;
   std::vector<Flat> flats_;

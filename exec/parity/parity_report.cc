@@ -28,8 +28,20 @@ std::string FaultName(Fault fault) {
   switch (fault) {
     case Fault::kNone: return "none";
     case Fault::kNoCopyAllreduce: return "no-copy-allreduce";
+    case Fault::kSkipTpCancel: return "skip-tp-cancel";
+    case Fault::kSumRouterGrads: return "sum-router-grads";
   }
   return "none";
+}
+
+bool ParseFault(const std::string& name, Fault* fault) {
+  for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads}) {
+    if (FaultName(f) == name) {
+      *fault = f;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool HaveTorch() {
@@ -74,12 +86,17 @@ std::string RenderRunText(const RunReport& r) {
   if (r.ok) {
     out << "parity: ok (" << r.step_reports.size() << " steps, every family within tolerance)\n";
   } else {
-    out << "parity: FAILED";
-    if (!r.failing_families.empty()) {
-      out << " in ";
-      for (size_t i = 0; i < r.failing_families.size(); ++i) out << (i ? ", " : "") << r.failing_families[i];
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+      return s;
+    };
+    out << "parity: FAILED at step " << r.first_failing_step;
+    if (!r.first_failing_families.empty()) out << " in " << join(r.first_failing_families);
+    if (r.first_failing_families.empty() && !r.loss_ok) out << " in the loss";
+    if (r.failing_families != r.first_failing_families && !r.failing_families.empty()) {
+      out << " (over all steps: " << join(r.failing_families) << ")";
     }
-    if (!r.loss_ok) out << (r.failing_families.empty() ? " in " : "; ") << "the loss";
     out << "\n";
   }
   return out.str();
@@ -124,6 +141,9 @@ std::string RenderRunJson(const RunReport& r) {
   }
   root["step_reports"] = steps;
   root["failing_families"] = r.failing_families;
+  root["first_failure"] = r.first_failing_step == 0
+                              ? Json(nullptr)
+                              : Json{{"step", r.first_failing_step}, {"families", r.first_failing_families}};
   root["loss_ok"] = r.loss_ok;
   root["ok"] = r.ok;
   return root.dump(2) + "\n";

@@ -180,7 +180,48 @@ TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
   EXPECT_EQ(std::find(failing.begin(), failing.end(), "lm_head"), failing.end());
   auto text = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce");
   EXPECT_EQ(text.r.exit_code, 1);
-  EXPECT_TRUE(Has(text.r.output, "parity: FAILED in attention, dense_mlp, embedding, norm")) << text.r.output;
+  EXPECT_TRUE(Has(text.r.output, "parity: FAILED at step 1 in embedding, attention, dense_mlp, norm")) << text.r.output;
+}
+
+TEST(RunCliTest, FoldedTp2Ep4MatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2");
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "dp2 x tp2, folded ep4 (edp1), zero-1")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "parity: ok (2 steps")) << t.r.output;
+}
+
+// Each folding fault breaks exactly one reduction rule (deepspeed-config.md §4.1), by a factor of
+// tp = 2, so the first step must fail in exactly that family and nowhere else.
+void ExpectFoldingFault(const std::string& fault, const std::string& family) {
+  auto t = Torchrun(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2 "
+                       "--format json --inject " + fault, false);
+  EXPECT_EQ(t.r.exit_code, 1) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  ASSERT_TRUE(doc["first_failure"].is_object()) << t.r.output;
+  EXPECT_EQ(doc["first_failure"]["step"], 1);
+  EXPECT_EQ(doc["first_failure"]["families"], Json::array({family})) << t.r.output;
+  for (const auto& f : doc["step_reports"][0]["families"]) {
+    if (f["family"] == family) EXPECT_NEAR(f["grad_max_rel"].get<double>(), 1.0, 0.01) << "a factor of tp = 2";
+  }
+}
+
+TEST(RunCliTest, SkipTpCancelFailsInTheRoutedExperts) {
+  SKIP_WITHOUT_TORCH();
+  ExpectFoldingFault("skip-tp-cancel", "routed_experts");
+}
+
+TEST(RunCliTest, SumRouterGradsFailsInTheRouter) {
+  SKIP_WITHOUT_TORCH();
+  ExpectFoldingFault("sum-router-grads", "router");
+}
+
+TEST(RunCliTest, FoldingFaultsNeedAFoldedPlan) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --inject skip-tp-cancel");
+  // Each worker exits 2; torchrun itself reports any failed worker with exit code 1.
+  EXPECT_EQ(t.r.exit_code, 1) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "needs a config with expert_parallel enabled")) << t.r.output;
 }
 
 TEST(RunCliTest, AKilledRankEndsTheTorchrunRunWithinTheTimeout) {

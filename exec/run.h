@@ -39,6 +39,22 @@ struct Tolerances {
   double atol = 1e-6;
 };
 
+// --bench: one collective kind on one group kind, sizes and bandwidths as nccl-tests defines them
+// (bytes = the "size" column: all_reduce and broadcast the buffer, all_gather the gathered output,
+// reduce_scatter the input, all_to_all one rank's send buffer; algbw = bytes / time; busbw = algbw x
+// 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast).
+// Every group of the kind runs at the same time, as in training; time is the slowest member's.
+struct BenchResult {
+  std::string group_kind;  // "tp", "dp", ...
+  std::vector<int> group;  // the group of this kind that contains rank 0
+  std::string collective;  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
+  std::string algorithm;   // what the backend runs
+  int64_t bytes = 0;
+  double seconds = 0;      // median over iterations of the slowest member's time
+  double algbw_bytes_per_second = 0;
+  double busbw_bytes_per_second = 0;
+};
+
 struct RunOptions {
   Plan plan;
   TinyConfig tiny;
@@ -51,6 +67,9 @@ struct RunOptions {
   Fault fault = Fault::kNone;
   Tolerances tolerances;
   PlanFingerprint fingerprint;
+  bool bench = false;  // measure collectives instead of checking parity
+  std::vector<int64_t> bench_bytes = {int64_t{1} << 10, int64_t{1} << 20, int64_t{8} << 20};
+  int bench_iterations = 5;
 };
 
 struct FamilyParity {
@@ -93,6 +112,7 @@ struct RunReport {
   std::vector<std::string> first_failing_families;
   bool loss_ok = true;
   bool ok = true;
+  std::vector<BenchResult> bench;  // --bench only (then step_reports is empty)
   double seconds_total = 0;      // rank 0, from entering RunPlan to the report
   double seconds_setup = 0;      // store, plan check, process groups
   double seconds_steps = 0;      // sharded + reference steps and parity reductions
@@ -110,5 +130,10 @@ bool HaveNccl();
 // Report rendering (stable key order; numbers in %.3g for text).
 std::string RenderRunText(const RunReport& report);
 std::string RenderRunJson(const RunReport& report);  // schemas/run-report.schema.json
+std::string RenderBenchText(const RunReport& report);
+std::string RenderBenchJson(const RunReport& report);  // schemas/bench-report.schema.json
+
+// nccl-tests' bus-bandwidth factor of a collective on n ranks.
+double BusBandwidthFactor(const std::string& collective, int n);
 
 }  // namespace dsp::exec

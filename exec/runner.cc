@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "exec/bench.h"
 #include "exec/comm/comm.h"
 #include "exec/launch/env.h"
 #include "exec/launch/rendezvous.h"
@@ -162,6 +163,16 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   Comm* edp = groups->get(GroupKind::kEdp);
   if (dense == nullptr) return Error{"internal: no dense data-parallel group for rank " + std::to_string(rank)};
   report.seconds_setup = Seconds(t0, Clock::now());
+  if (o.bench) {
+    std::map<GroupKind, Comm*> mine;
+    for (const auto& [kind, comm] : groups->mine) mine[kind] = comm.get();
+    auto results = MeasureCollectives(mine, o);
+    if (!results.ok()) return results.error();
+    report.bench = std::move(results).value();
+    if (auto s = rv.Finish(); !s.ok()) return s.error();
+    report.seconds_total = Seconds(t0, Clock::now());
+    return report;
+  }
 
   TinyModel model(o.tiny, o.seed, layout);
   ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};

@@ -27,6 +27,7 @@
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
 #include "core/validate/validator.h"
+#include "sim/cluster.h"
 #include "exec/launch/env.h"
 #include "exec/run.h"
 
@@ -44,6 +45,9 @@ struct RunArgs {
   std::string inject = "none";
   std::string report_path;
   bool tiny = true;
+  bool bench = false;
+  std::string cluster_base;  // --cluster: the figures --cluster-out keeps
+  std::string cluster_out;
 };
 
 constexpr const char* kEnableTorch =
@@ -98,6 +102,37 @@ int RunRun(const RunArgs& args) {
 }
 
 #ifdef DSP_RUN_IN_PROCESS
+// The --cluster BASE file with its intra-node link replaced by what --bench measured: busbw of the
+// largest all-reduce on the largest group, latency of the smallest. The result must still parse
+// as a cluster (sim::ParseCluster), so simulate can use it.
+Result<Json> MeasuredCluster(Json base, const exec::RunReport& r) {
+  const exec::BenchResult* big = nullptr;
+  const exec::BenchResult* small = nullptr;
+  for (const auto& b : r.bench) {
+    if (b.collective != "all_reduce") continue;
+    if (big == nullptr || b.group.size() > big->group.size() ||
+        (b.group.size() == big->group.size() && b.bytes > big->bytes)) {
+      big = &b;
+    }
+  }
+  if (big == nullptr) return Error{"no all_reduce was measured (every group of the plan has one rank)"};
+  for (const auto& b : r.bench) {
+    if (b.collective == "all_reduce" && b.group_kind == big->group_kind && (small == nullptr || b.bytes < small->bytes)) {
+      small = &b;
+    }
+  }
+  const std::string how = "measured by ds-plan run --bench (" + r.backend + ", " + std::to_string(r.world_size) +
+                          " ranks): all_reduce on the " + big->group_kind + " group of " +
+                          std::to_string(big->group.size()) + " ranks, nccl-tests bus bandwidth";
+  base["name"] = base.value("name", std::string("cluster")) + " (intra-node link measured by ds-plan run --bench)";
+  base["intra_node"]["busbw_bytes_per_second"] = big->busbw_bytes_per_second;
+  base["intra_node"]["_busbw_bytes_per_second_source"] = how + ", " + std::to_string(big->bytes) + " bytes";
+  base["intra_node"]["latency_seconds"] = small->seconds;
+  base["intra_node"]["_latency_seconds_source"] = how + ", time of " + std::to_string(small->bytes) + " bytes";
+  if (auto c = sim::ParseCluster(base); !c.ok()) return c.error();
+  return base;
+}
+
 int RunInProcess(const RunArgs& args) {
   auto env = exec::ReadLaunchEnv();
   if (!env.ok()) return UsageError("run: " + env.error().message);
@@ -157,12 +192,38 @@ int RunInProcess(const RunArgs& args) {
   o.fingerprint.model_text = model_text;
   o.fingerprint.world_size = env->world_size;
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
-                         "seed=" + std::to_string(args.seed), "inject=" + args.inject};
+                         "seed=" + std::to_string(args.seed), "inject=" + args.inject,
+                         std::string("bench=") + (args.bench ? "1" : "0")};
+  o.bench = args.bench;
+  Json base_cluster;
+  if (!args.cluster_out.empty()) {
+    if (!args.bench) return UsageError("--cluster-out needs --bench");
+    if (args.cluster_base.empty()) {
+      return UsageError("--cluster-out needs --cluster BASE: the GPU, memory and efficiency figures come from it");
+    }
+    if (auto c = LoadCluster(args.cluster_base); !c.ok()) return UsageError("--cluster: " + c.error().message);
+    base_cluster = Json::parse(ReadFile(args.cluster_base).value(), nullptr, false);
+  }
 
   auto report = exec::RunPlan(o);
   if (!report.ok()) {
     std::cerr << "ds-plan run: error: " << report.error().message << "\n";
     return kExitUsage;
+  }
+  if (args.bench) {
+    if (!reporter) return kExitOk;
+    if (!args.report_path.empty()) {
+      if (auto s = WriteFileAtomic(args.report_path, exec::RenderBenchJson(*report)); !s.ok()) {
+        return UsageError(s.error().message);
+      }
+    }
+    if (!args.cluster_out.empty()) {
+      auto cluster = MeasuredCluster(base_cluster, *report);
+      if (!cluster.ok()) return UsageError("--cluster-out: " + cluster.error().message);
+      if (auto s = WriteFileAtomic(args.cluster_out, cluster->dump(2) + "\n"); !s.ok()) return UsageError(s.error().message);
+    }
+    std::cout << (args.format == "json" ? exec::RenderBenchJson(*report) : exec::RenderBenchText(*report));
+    return kExitOk;
   }
   if (reporter) {
     std::string out = args.format == "json" ? exec::RenderRunJson(*report) : exec::RenderRunText(*report);
@@ -205,6 +266,12 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads"}));
   app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");
+  app->add_flag("--bench", args->bench,
+                "measure every collective kind on every group kind instead of checking parity (nccl-tests "
+                "bus bandwidth)");
+  app->add_option("--cluster", args->cluster_base, "with --cluster-out: the cluster file whose other figures are kept");
+  app->add_option("--cluster-out", args->cluster_out,
+                  "with --bench: write a cluster file for simulate with the measured intra-node link");
   // --tiny is the only model scale today; accepted so command lines can say so explicitly.
   app->add_flag("--tiny", args->tiny, "run the tiny scaled-down model (the default and only scale)");
   return Command{app, [args] { return RunRun(*args); }};

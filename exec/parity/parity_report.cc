@@ -149,4 +149,49 @@ std::string RenderRunJson(const RunReport& r) {
   return root.dump(2) + "\n";
 }
 
+double BusBandwidthFactor(const std::string& collective, int n) {
+  if (n <= 1) return 0.0;
+  if (collective == "all_reduce") return 2.0 * (n - 1) / n;
+  if (collective == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;  // all_gather, reduce_scatter, all_to_all
+}
+
+std::string RenderBenchText(const RunReport& r) {
+  std::ostringstream out;
+  out << "ds-plan run --bench: " << r.mode << " on " << r.world_size << " ranks (" << r.backend
+      << "); sizes and bandwidths as nccl-tests defines them\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%-6s %-5s %-15s %10s %11s %12s %12s  %s\n", "group", "size", "collective", "bytes",
+                "time (us)", "algbw GB/s", "busbw GB/s", "algorithm");
+  out << line;
+  for (const auto& b : r.bench) {
+    std::snprintf(line, sizeof line, "%-6s %-5zu %-15s %10lld %11.1f %12.3f %12.3f  %s\n", b.group_kind.c_str(),
+                  b.group.size(), b.collective.c_str(), static_cast<long long>(b.bytes), b.seconds * 1e6,
+                  b.algbw_bytes_per_second / 1e9, b.busbw_bytes_per_second / 1e9, b.algorithm.c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+std::string RenderBenchJson(const RunReport& r) {
+  Json root = Json::object();
+  root["schema_version"] = 1;
+  root["world_size"] = r.world_size;
+  root["backend"] = r.backend;
+  root["mode"] = r.mode;
+  Json rows = Json::array();
+  for (const auto& b : r.bench) {
+    rows.push_back({{"group_kind", b.group_kind},
+                    {"group", b.group},
+                    {"collective", b.collective},
+                    {"algorithm", b.algorithm},
+                    {"bytes", b.bytes},
+                    {"seconds", b.seconds},
+                    {"algbw_bytes_per_second", b.algbw_bytes_per_second},
+                    {"busbw_bytes_per_second", b.busbw_bytes_per_second}});
+  }
+  root["results"] = rows;
+  return root.dump(2) + "\n";
+}
+
 }  // namespace dsp::exec

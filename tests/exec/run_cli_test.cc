@@ -224,6 +224,45 @@ TEST(RunCliTest, FoldingFaultsNeedAFoldedPlan) {
   EXPECT_TRUE(Has(t.r.output, "needs a config with expert_parallel enabled")) << t.r.output;
 }
 
+TEST(RunCliTest, BenchMeasuresEveryCollectiveOnEveryGroupAndWritesACluster) {
+  SKIP_WITHOUT_TORCH();
+  char tmpl[] = "/tmp/dsp-bench-test-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  const std::string cluster = (dir / "measured.json").string();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --bench --format json --cluster "
+                       "samples/clusters/h200.json --cluster-out " + cluster, false);
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  Json doc = Json::parse(t.r.output, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << t.r.output;
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_bench_report_schema_json, doc), "");
+  // 2 group kinds (tp, dp) x 5 collectives x 3 sizes.
+  EXPECT_EQ(doc["results"].size(), 30u);
+  for (const auto& row : doc["results"]) {
+    EXPECT_GT(row["seconds"].get<double>(), 0.0) << row;
+    const double factor = row["collective"] == "all_reduce" || row["collective"] == "broadcast" ? 1.0 : 0.5;
+    EXPECT_NEAR(row["busbw_bytes_per_second"].get<double>(), row["algbw_bytes_per_second"].get<double>() * factor,
+                1e-6 * row["algbw_bytes_per_second"].get<double>()) << "nccl-tests factor for 2 ranks: " << row;
+  }
+  // simulate accepts the cluster file it wrote.
+  auto sim = RunCli("simulate samples/configs/run/tp2-dp2-zero1.json --model samples/models/tiny-llama.json "
+                    "--world-size 4 --cluster " + cluster);
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_TRUE(Has(sim.output, "intra-node link measured by ds-plan run --bench")) << sim.output;
+  fs::remove_all(dir);
+}
+
+TEST(RunCliTest, NcclRunsOnAGpuOrStopsCleanlyWithout) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(1, "samples/configs/run/dp1.json --backend nccl --steps 1 --timeout 20");
+  if (out[0].exit_code == 0) {
+    EXPECT_TRUE(Has(out[0].output, "parity: ok")) << out[0].output;
+  } else {
+    EXPECT_EQ(out[0].exit_code, 2) << out[0].output;
+    EXPECT_TRUE(Has(out[0].output, "--backend nccl needs a CUDA GPU") || Has(out[0].output, "built without CUDA/NCCL"))
+        << out[0].output;
+  }
+}
+
 TEST(RunCliTest, AKilledRankEndsTheTorchrunRunWithinTheTimeout) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 3 --timeout 20", true,

@@ -23,9 +23,10 @@ enum class Fault {
   kNoCopyAllreduce,  // copy_to_tp without its backward all-reduce (Megatron "f")
   kSkipTpCancel,     // folded TP x EP: routed-expert gradients keep restore's tp factor
   kSumRouterGrads,   // folded TP x EP: router gradients SUMmed over tp instead of AVERAGEd
+  kWrongEpGroup,     // folded TP x EP: EP groups of the non-folded lane-major layout (path B)
 };
 
-// "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads".
+// "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group".
 std::string FaultName(Fault fault);
 // The inverse; false for an unknown name.
 bool ParseFault(const std::string& name, Fault* fault);

@@ -47,7 +47,8 @@ Status CheckSupported(const RunOptions& o) {
   if (folded && plan.groups.expert_layout != ExpertLayout::kFolding) {
     return Error{"AutoEP with autotp_size > 1 runs only with DeepSpeed's folding layout in ds-plan run"};
   }
-  if ((o.fault == Fault::kSkipTpCancel || o.fault == Fault::kSumRouterGrads) && !folded) {
+  if ((o.fault == Fault::kSkipTpCancel || o.fault == Fault::kSumRouterGrads || o.fault == Fault::kWrongEpGroup) &&
+      !folded) {
     return Error{"--inject " + FaultName(o.fault) + " breaks the folded TP x EP gradient contract: it needs a config "
                  "with expert_parallel enabled and tensor_parallel.autotp_size > 1"};
   }
@@ -63,6 +64,39 @@ int PositionOf(const std::vector<int>& group, int rank) {
     if (group[i] == rank) return static_cast<int>(i);
   }
   return -1;
+}
+
+// The EP group DeepSpeed's non-folded tp-mode path (B) gives `rank`, in creation order: chunks of
+// the TP-lane-major order [lane 0 of every TP group, lane 1, ...] (parallel-groups.md §2.2).
+std::vector<int> LaneMajorEpGroup(const Plan& plan, int rank) {
+  const int tp = plan.sizes.tp, ep = plan.sizes.ep, stage = plan.derived.stage, start = rank / stage * stage;
+  std::vector<int> order;
+  for (int lane = 0; lane < tp; ++lane) {
+    for (int g = 0; g < stage / tp; ++g) order.push_back(start + g * tp + lane);
+  }
+  for (size_t i = 0; i < order.size(); i += ep) {
+    std::vector<int> chunk(order.begin() + i, order.begin() + i + ep);
+    if (std::find(chunk.begin(), chunk.end(), rank) != chunk.end()) return chunk;
+  }
+  return {};
+}
+
+// Folding's partition-dispatch needs the folded EP groups exactly (consecutive ranks, member order
+// = EP rank). Like DeepSpeed's "Cached expert-parallel group ... does not match folding spec", a
+// different group is refused before any token moves, naming the family it would corrupt.
+Status VerifyFoldedEpGroup(const Plan& plan, int rank, const std::vector<int>& used, const std::string& source) {
+  const int ep = plan.sizes.ep, first = rank / ep * ep;
+  std::vector<int> spec;
+  for (int j = 0; j < ep; ++j) spec.push_back(first + j);
+  if (used == spec) return Status::Ok();
+  auto list = [](const std::vector<int>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return Error{"rank " + std::to_string(rank) + ": routed_experts: the EP group " + list(used) + " (" + source +
+               ") does not match the folding spec's EP group " + list(spec) +
+               ": partition-dispatch would send tp peers' assignments to the wrong expert owners"};
 }
 
 struct Groups {
@@ -134,9 +168,22 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   ctx.local_rank = env->local_rank;
   ctx.timeout = timeout;
   ctx.diagnose = [&rv](const std::vector<int>& ranks) { return rv.Diagnose(ranks); };
+  const int rank = env->rank;
+  if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
+    std::vector<int> used;
+    std::string source = "the plan's folding table";
+    if (o.fault == Fault::kWrongEpGroup) {
+      used = LaneMajorEpGroup(o.plan, rank);
+      source = "the non-folded lane-major layout, injected";
+    } else {
+      for (const auto& g : o.plan.groups.groups.at(GroupKind::kEp)) {
+        if (PositionOf(g, rank) >= 0) used = g;
+      }
+    }
+    if (auto s = VerifyFoldedEpGroup(o.plan, rank, used, source); !s.ok()) return s.error();
+  }
   auto groups = BuildGroups(o, ctx);
   if (!groups.ok()) return groups.error();
-  const int rank = env->rank;
   const auto& tables = o.plan.groups.groups;
   auto position = [&](GroupKind k) {
     auto it = tables.find(k);

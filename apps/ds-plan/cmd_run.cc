@@ -264,7 +264,7 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--timeout", args->timeout, "seconds to wait for a peer before naming it and giving up")
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
-      ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads"}));
+      ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group"}));
   app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");
   app->add_flag("--bench", args->bench,
                 "measure every collective kind on every group kind instead of checking parity (nccl-tests "

@@ -30,12 +30,14 @@ std::string FaultName(Fault fault) {
     case Fault::kNoCopyAllreduce: return "no-copy-allreduce";
     case Fault::kSkipTpCancel: return "skip-tp-cancel";
     case Fault::kSumRouterGrads: return "sum-router-grads";
+    case Fault::kWrongEpGroup: return "wrong-ep-group";
   }
   return "none";
 }
 
 bool ParseFault(const std::string& name, Fault* fault) {
-  for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads}) {
+  for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads,
+                  Fault::kWrongEpGroup}) {
     if (FaultName(f) == name) {
       *fault = f;
       return true;

@@ -216,6 +216,19 @@ TEST(RunCliTest, SumRouterGradsFailsInTheRouter) {
   ExpectFoldingFault("sum-router-grads", "router");
 }
 
+TEST(RunCliTest, WrongEpGroupIsRefusedNamingTheExperts) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json "
+                             "--inject wrong-ep-group --timeout 20");
+  // Lane-major order on 4 ranks with tp 2 is 0,2,1,3: one EP group [0,2,1,3] against the spec's [0,1,2,3].
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(out[r].exit_code, 2) << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "routed_experts: the EP group [0,2,1,3] (the non-folded lane-major layout, "
+                                   "injected) does not match the folding spec's EP group [0,1,2,3]"))
+        << out[r].output;
+  }
+}
+
 TEST(RunCliTest, FoldingFaultsNeedAFoldedPlan) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --inject skip-tp-cancel");

@@ -20,3 +20,11 @@ echo "\$ ds-plan simulate samples/configs/autosp-sp4.json --model samples/models
 echo
 echo "\$ ds-plan tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5"
 "$bin" tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5
+echo
+if [ -x build/release/ds-plan-exec ]; then
+  echo "\$ scripts/torchrun --nproc_per_node 4 --monitor_interval 0.2 --no_python ds-plan run samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2"
+  scripts/torchrun --nproc_per_node 4 --monitor_interval 0.2 --no_python "$bin" run \
+      samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2 2>/dev/null
+else
+  echo "(ds-plan run skipped: built without LibTorch; see docs/exec.md)"
+fi

@@ -31,6 +31,18 @@ step nvidia-smi 30 nvidia-smi
 step packages 30 dpkg-query -W libtorch-dev libgloo-dev python3-torch cmake ninja-build
 ls /usr/local/cuda/include/nccl.h /usr/local/cuda/lib/libnccl.so* >> "$OUT/machine.txt" 2>&1
 
+# Pre-flight: nothing can be downloaded here. LibTorch, the Gloo headers and torchrun must be
+# installed (libtorch-dev libgloo-dev python3-torch), and valijson must be in .deps/ (scripts/setup.sh
+# on a networked machine puts it there; carry .deps along) or installed system-wide.
+missing=""
+[ -f /usr/lib/x86_64-linux-gnu/cmake/Torch/TorchConfig.cmake ] || missing="$missing libtorch-dev"
+[ -f /usr/include/gloo/rendezvous/store.h ] || missing="$missing libgloo-dev"
+[ -x /usr/bin/torchrun ] || missing="$missing python3-torch"
+[ -f .deps/valijson/usr/share/cmake/valijson/valijsonConfig.cmake ] ||
+  [ -f /usr/share/cmake/valijson/valijsonConfig.cmake ] || missing="$missing valijson(.deps)"
+[ -f /usr/local/cuda/include/nccl.h ] || missing="$missing nccl.h"
+echo "missing: ${missing:-nothing}" | tee -a "$summary"
+
 # Configure and build (no downloads: everything must already be installed; setup.sh would need apt).
 if [ ! -f build/release/build.ninja ]; then
   step configure 300 cmake --preset release

@@ -111,6 +111,15 @@ Json ParseReport(const std::string& out) {
   return doc;
 }
 
+// The one case for a build without LibTorch (checked with -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON).
+TEST(RunCliTest, WithoutLibTorchRunSaysHowToEnableIt) {
+  if (exec::HaveTorch()) GTEST_SKIP() << "this build has LibTorch; the other RunCliTest cases cover run";
+  auto r = RunCli("run samples/configs/run/dp1.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Has(r.output, "apt-get install libtorch-dev libgloo-dev python3-torch")) << r.output;
+  EXPECT_TRUE(Has(r.output, "scripts/setup.sh")) << r.output;
+}
+
 TEST(RunCliTest, OutsideTorchrunIsAUsageErrorThatSaysHowToLaunch) {
   SKIP_WITHOUT_TORCH();
   auto r = RunCli("run samples/configs/run/tp2-dp2-zero1.json");

@@ -211,7 +211,9 @@ void ExpectFoldingFault(const std::string& fault, const std::string& family) {
   EXPECT_EQ(doc["first_failure"]["step"], 1);
   EXPECT_EQ(doc["first_failure"]["families"], Json::array({family})) << t.r.output;
   for (const auto& f : doc["step_reports"][0]["families"]) {
-    if (f["family"] == family) EXPECT_NEAR(f["grad_max_rel"].get<double>(), 1.0, 0.01) << "a factor of tp = 2";
+    if (f["family"] == family) {
+      EXPECT_NEAR(f["grad_max_rel"].get<double>(), 1.0, 0.01) << "a factor of tp = 2";
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct BenchResult {
   double busbw_bytes_per_second = 0;
 };
 
+struct RunReport;
+
 struct RunOptions {
   Plan plan;
   TinyConfig tiny;
@@ -68,6 +71,9 @@ struct RunOptions {
   Fault fault = Fault::kNone;
   Tolerances tolerances;
   PlanFingerprint fingerprint;
+  // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
+  // torchrun a worker that exits non-zero gets every other worker killed.
+  std::function<void(const RunReport&)> report_sink;
   bool bench = false;  // measure collectives instead of checking parity
   std::vector<int64_t> bench_bytes = {int64_t{1} << 10, int64_t{1} << 20, int64_t{8} << 20};
   int bench_iterations = 5;

@@ -216,8 +216,9 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     auto results = MeasureCollectives(mine, o);
     if (!results.ok()) return results.error();
     report.bench = std::move(results).value();
-    if (auto s = rv.Finish(); !s.ok()) return s.error();
     report.seconds_total = Seconds(t0, Clock::now());
+    if (rank == 0 && o.report_sink) o.report_sink(report);
+    if (auto s = rv.Finish(); !s.ok()) return s.error();
     return report;
   }
 
@@ -323,8 +324,9 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
   std::sort(report.failing_families.begin(), report.failing_families.end());
   report.seconds_steps = Seconds(t1, Clock::now());
-  if (auto s = rv.Finish(); !s.ok()) return s.error();
   report.seconds_total = Seconds(t0, Clock::now());
+  if (rank == 0 && o.report_sink) o.report_sink(report);
+  if (auto s = rv.Finish(); !s.ok()) return s.error();
   return report;
 }
 

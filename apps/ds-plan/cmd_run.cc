@@ -205,40 +205,42 @@ int RunInProcess(const RunArgs& args) {
     base_cluster = Json::parse(ReadFile(args.cluster_base).value(), nullptr, false);
   }
 
+  // Rank 0 prints from inside RunPlan, before any rank may exit (see RunOptions::report_sink).
+  int output_status = kExitOk;
+  o.report_sink = [&](const exec::RunReport& r) {
+    auto write = [&](const std::string& path, const std::string& text) {
+      if (path.empty() || output_status != kExitOk) return;
+      if (auto s = WriteFileAtomic(path, text); !s.ok()) output_status = UsageError(s.error().message);
+    };
+    if (args.bench) {
+      write(args.report_path, exec::RenderBenchJson(r));
+      if (!args.cluster_out.empty()) {
+        auto cluster = MeasuredCluster(base_cluster, r);
+        if (!cluster.ok()) {
+          output_status = UsageError("--cluster-out: " + cluster.error().message);
+        } else {
+          write(args.cluster_out, cluster->dump(2) + "\n");
+        }
+      }
+      std::cout << (args.format == "json" ? exec::RenderBenchJson(r) : exec::RenderBenchText(r));
+    } else {
+      write(args.report_path, exec::RenderRunJson(r));
+      std::cout << (args.format == "json" ? exec::RenderRunJson(r) : exec::RenderRunText(r));
+      if (args.format == "text") {
+        std::fprintf(stderr, "ds-plan run: %.2f s on rank 0 (setup %.2f s, %d steps %.2f s)\n", r.seconds_total,
+                     r.seconds_setup, args.steps, r.seconds_steps);
+      }
+    }
+    std::cout.flush();
+    std::fflush(stderr);
+  };
   auto report = exec::RunPlan(o);
   if (!report.ok()) {
     std::cerr << "ds-plan run: error: " << report.error().message << "\n";
     return kExitUsage;
   }
-  if (args.bench) {
-    if (!reporter) return kExitOk;
-    if (!args.report_path.empty()) {
-      if (auto s = WriteFileAtomic(args.report_path, exec::RenderBenchJson(*report)); !s.ok()) {
-        return UsageError(s.error().message);
-      }
-    }
-    if (!args.cluster_out.empty()) {
-      auto cluster = MeasuredCluster(base_cluster, *report);
-      if (!cluster.ok()) return UsageError("--cluster-out: " + cluster.error().message);
-      if (auto s = WriteFileAtomic(args.cluster_out, cluster->dump(2) + "\n"); !s.ok()) return UsageError(s.error().message);
-    }
-    std::cout << (args.format == "json" ? exec::RenderBenchJson(*report) : exec::RenderBenchText(*report));
-    return kExitOk;
-  }
-  if (reporter) {
-    std::string out = args.format == "json" ? exec::RenderRunJson(*report) : exec::RenderRunText(*report);
-    if (!args.report_path.empty()) {
-      if (auto s = WriteFileAtomic(args.report_path, exec::RenderRunJson(*report)); !s.ok()) {
-        return UsageError(s.error().message);
-      }
-    }
-    std::cout << out;
-    std::cout.flush();
-    if (args.format == "text") {
-      std::fprintf(stderr, "ds-plan run: %.2f s on rank 0 (setup %.2f s, %d steps %.2f s)\n", report->seconds_total,
-                   report->seconds_setup, args.steps, report->seconds_steps);
-    }
-  }
+  if (output_status != kExitOk) return output_status;
+  if (args.bench) return kExitOk;
   return report->ok ? kExitOk : kExitFindings;
 }
 #endif

@@ -194,6 +194,14 @@ void Rendezvous::Abort(const std::string& message) {
 
 Status Rendezvous::Finish() {
   try {
+    // Rank 0 reports before this; the others wait for it, because torchrun stops every worker as
+    // soon as one exits non-zero (a parity failure exits 1 on every rank) and would otherwise kill
+    // rank 0 before its report is out.
+    if (env_.rank == 0) {
+      store_->set("reported", Bytes("1"));
+    } else {
+      store_->wait({"reported"}, timeout_);
+    }
     store_->add("finished", 1);
     if (server_) {
       const auto deadline = Clock::now() + timeout_;

@@ -43,7 +43,9 @@ class Rendezvous {
   // seconds so the others can still diagnose and report.
   void Abort(const std::string& message);
 
-  // Every rank reports completion; rank 0 (the store host without torchrun's agent) waits for all.
+  // Closing handshake, after rank 0 has printed its report: the other ranks wait for rank 0 to say
+  // so, then every rank reports completion and rank 0 (the store host without torchrun's agent)
+  // waits for all of them.
   Status Finish();
 
  private:

@@ -32,3 +32,11 @@ echo
 # (exit 1 is the answer here, not a failure of the demo).
 echo "\$ ds-plan check samples/plans/folding-tp2-ep4-zero2.plan.json"
 "$bin" check samples/plans/folding-tp2-ep4-zero2.plan.json || echo "(exit $?: the plan changed)"
+echo
+if [ -x build/release/ds-plan-exec ]; then
+  echo "\$ scripts/torchrun --nproc_per_node 4 --monitor_interval 0.2 --no_python ds-plan run samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2"
+  scripts/torchrun --nproc_per_node 4 --monitor_interval 0.2 --no_python "$bin" run \
+      samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2 2>/dev/null
+else
+  echo "(ds-plan run skipped: built without LibTorch; see docs/exec.md)"
+fi

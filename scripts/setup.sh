@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
+# `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
+# headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.
+packages+=(libtorch-dev libgloo-dev python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -33,6 +33,7 @@ Command AddPlanCommand(CLI::App& root);
 Command AddCheckCommand(CLI::App& root);
 // `visualize schedule`, registered under the visualize command.
 Command AddVisualizeScheduleCommand(CLI::App& visualize);
+Command AddRunCommand(CLI::App& root);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

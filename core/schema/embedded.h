@@ -11,4 +11,6 @@ extern const char* const k_tune_report_schema_json;
 extern const char* const k_graph_schema_json;
 extern const char* const k_plan_schema_json;
 extern const char* const k_plan_check_report_schema_json;
+extern const char* const k_run_report_schema_json;
+extern const char* const k_bench_report_schema_json;
 }  // namespace dsp::schemas

@@ -1,0 +1,34 @@
+// ds-plan-exec: the half of `ds-plan run` that links LibTorch. ds-plan re-executes itself as this
+// binary (same arguments) once `run` is parsed, so only run pays the ~0.45 s of loading libtorch.
+// It accepts exactly `ds-plan run ...`'s command line.
+#include <iostream>
+
+#include "apps/ds-plan/command.h"
+
+namespace dsp::app {
+
+int UsageError(const std::string& message) {
+  std::cerr << "ds-plan: error: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace dsp::app
+
+int main(int argc, char** argv) {
+  using namespace dsp::app;
+  CLI::App app{"ds-plan-exec: the LibTorch executor behind `ds-plan run`", "ds-plan"};
+  app.require_subcommand(1);
+  Command run = AddRunCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    return run.run();
+  } catch (const std::exception& e) {
+    std::cerr << "ds-plan: internal error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+}

@@ -1,0 +1,85 @@
+// The tiny decoder, twice in one process: the unsharded reference (every weight, the whole global
+// batch) and this rank's shard of it (TP column/row slices, local experts) running the plan's
+// collectives. Both start from the same full weights, drawn from a seeded generator in a fixed
+// order, so every rank reproduces them without communication.
+//
+// Architecture (llama / qwen3_moe style, no rotary embedding: positions do not change which
+// collectives run, and leaving them out keeps the check about the parallel contract):
+//   embed -> L x [rmsnorm -> attention (GQA, causal) -> +res -> rmsnorm -> MLP or MoE -> +res]
+//   -> rmsnorm -> lm_head -> cross entropy
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/model/model_spec.h"
+#include "exec/comm/comm.h"
+#include "exec/model/tiny_config.h"
+
+namespace dsp::exec {
+
+// Which slice of the reference tensor a local tensor is: narrow(dim, index * len, len) with
+// len = size(dim) / parts. dim = -1: the whole tensor.
+struct Shard {
+  int dim = -1;
+  int64_t index = 0;
+  int64_t parts = 1;
+};
+
+// The communicators a sharded forward uses; null members mean "not sharded that way".
+struct ShardComms {
+  Comm* tp = nullptr;
+  Comm* sp = nullptr;
+  Comm* ep = nullptr;
+  bool no_copy_allreduce = false;  // fault injection
+};
+
+struct Param {
+  std::string name;    // checkpoint-style, e.g. "model.layers.0.self_attn.q_proj.weight"
+  ParamFamily family;
+  bool expert = false; // routed expert: reduced over EDP, not dense DP
+  at::Tensor ref;      // the reference weight (requires grad)
+  at::Tensor local;    // this rank's shard (requires grad); undefined for experts another rank holds
+  Shard shard;
+  at::Tensor RefSlice(const at::Tensor& full) const;  // `full` (ref-shaped) narrowed to this shard
+};
+
+struct ShardLayout {
+  int64_t tp = 1, tp_rank = 0;
+  int64_t ep = 1, ep_rank = 0;
+};
+
+class TinyModel {
+ public:
+  TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout);
+
+  std::vector<Param>& params() { return params_; }
+
+  // Sum of token cross entropies of `tokens` -> `targets` ([B, S] int64), divided by `denominator`.
+  at::Tensor ReferenceLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator);
+  // The same on this rank's shard and its slice of the batch (sequence chunk with sp).
+  at::Tensor ShardedLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator,
+                         const ShardComms& comms);
+
+ private:
+  at::Tensor Forward(bool reference, const at::Tensor& tokens, const at::Tensor& targets, double denominator,
+                     const ShardComms& comms);
+  at::Tensor Moe(bool reference, int layer, const at::Tensor& h, const ShardComms& comms);
+  const at::Tensor& W(bool reference, int index) const;
+
+  TinyConfig cfg_;
+  ShardLayout layout_;
+  std::vector<Param> params_;
+  // Index of each named weight in params_, per layer.
+  struct LayerIdx {
+    int in_norm, q, k, v, o, post_norm;
+    int gate = -1, up = -1, down = -1, router = -1;
+    std::vector<int> expert_gate, expert_up, expert_down;  // by global expert id
+  };
+  int embed_ = -1, final_norm_ = -1, lm_head_ = -1;
+  std::vector<LayerIdx> layers_;
+};
+
+}  // namespace dsp::exec

@@ -1,0 +1,199 @@
+// Rendering of the `ds-plan run` parity report (text for people, JSON for CI).
+#include <cstdio>
+#include <sstream>
+
+#include "core/json/document.h"
+#include "exec/run.h"
+
+namespace dsp::exec {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// JSON numbers: round-tripping doubles would make reports differ in the last digit between
+// machines; 6 significant digits is far below the tolerances and keeps reports stable.
+double Six(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
+std::string FaultName(Fault fault) {
+  switch (fault) {
+    case Fault::kNone: return "none";
+    case Fault::kNoCopyAllreduce: return "no-copy-allreduce";
+    case Fault::kSkipTpCancel: return "skip-tp-cancel";
+    case Fault::kSumRouterGrads: return "sum-router-grads";
+    case Fault::kWrongEpGroup: return "wrong-ep-group";
+  }
+  return "none";
+}
+
+bool ParseFault(const std::string& name, Fault* fault) {
+  for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads,
+                  Fault::kWrongEpGroup}) {
+    if (FaultName(f) == name) {
+      *fault = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool HaveTorch() {
+#ifdef DSP_HAVE_TORCH
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool HaveNccl() {
+#ifdef DSP_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string RenderRunText(const RunReport& r) {
+  std::ostringstream out;
+  out << "ds-plan run: " << r.mode << " on " << r.world_size << " ranks (" << r.backend << "), model "
+      << r.model_label << "\n";
+  out << "tiny model: " << r.tiny.layers << " layers, hidden " << r.tiny.hidden << ", heads " << r.tiny.heads
+      << "/" << r.tiny.kv_heads << " kv, mlp " << r.tiny.intermediate;
+  if (r.tiny.is_moe()) out << ", " << r.tiny.experts << " experts top-" << r.tiny.top_k;
+  out << ", batch " << r.tiny.micro_batch << "x" << r.tiny.seq_len << " per replica, SGD, " << r.steps
+      << " steps, seed " << r.seed << "\n";
+  if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
+  out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
+      << " * max|reference| (fp32)\n";
+  for (const auto& s : r.step_reports) {
+    out << "step " << s.step << ": loss " << Num(s.loss) << " reference " << Num(s.ref_loss) << " diff "
+        << Num(s.loss - s.ref_loss) << (s.loss_ok ? "" : "  FAIL") << "\n";
+    for (const auto& f : s.families) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-15s grad max abs %-9s rel %-9s  weight max abs %-9s rel %-9s %s\n",
+                    f.family.c_str(), Num(f.grad_max_abs).c_str(), Num(f.grad_max_rel()).c_str(),
+                    Num(f.weight_max_abs).c_str(), Num(f.weight_max_rel()).c_str(), f.ok ? "ok" : "FAIL");
+      out << line;
+    }
+  }
+  if (r.ok) {
+    out << "parity: ok (" << r.step_reports.size() << " steps, every family within tolerance)\n";
+  } else {
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+      return s;
+    };
+    out << "parity: FAILED at step " << r.first_failing_step;
+    if (!r.first_failing_families.empty()) out << " in " << join(r.first_failing_families);
+    if (r.first_failing_families.empty() && !r.loss_ok) out << " in the loss";
+    if (r.failing_families != r.first_failing_families && !r.failing_families.empty()) {
+      out << " (over all steps: " << join(r.failing_families) << ")";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string RenderRunJson(const RunReport& r) {
+  Json root = Json::object();
+  root["schema_version"] = 1;
+  root["world_size"] = r.world_size;
+  root["backend"] = r.backend;
+  root["mode"] = r.mode;
+  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"zero_stage", r.zero_stage}};
+  root["fault"] = r.fault;
+  root["model"] = r.model_label;
+  root["tiny_model"] = {{"model_type", r.tiny.model_type}, {"layers", r.tiny.layers}, {"hidden", r.tiny.hidden},
+                        {"heads", r.tiny.heads}, {"kv_heads", r.tiny.kv_heads}, {"head_dim", r.tiny.head_dim},
+                        {"intermediate", r.tiny.intermediate}, {"vocab", r.tiny.vocab},
+                        {"experts", r.tiny.experts}, {"top_k", r.tiny.top_k},
+                        {"seq_len", r.tiny.seq_len}, {"micro_batch", r.tiny.micro_batch}};
+  root["steps"] = r.steps;
+  root["seed"] = r.seed;
+  root["plan_hash"] = r.plan_hash;
+  root["tolerances"] = {{"dtype", "fp32"}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
+  Json steps = Json::array();
+  for (const auto& s : r.step_reports) {
+    Json fams = Json::array();
+    for (const auto& f : s.families) {
+      fams.push_back({{"family", f.family},
+                      {"grad_max_abs", Six(f.grad_max_abs)},
+                      {"grad_max_rel", Six(f.grad_max_rel())},
+                      {"weight_max_abs", Six(f.weight_max_abs)},
+                      {"weight_max_rel", Six(f.weight_max_rel())},
+                      {"ok", f.ok}});
+    }
+    steps.push_back({{"step", s.step},
+                     {"loss", Six(s.loss)},
+                     {"reference_loss", Six(s.ref_loss)},
+                     {"loss_diff", Six(s.loss - s.ref_loss)},
+                     {"loss_ok", s.loss_ok},
+                     {"families", fams},
+                     {"ok", s.ok}});
+  }
+  root["step_reports"] = steps;
+  root["failing_families"] = r.failing_families;
+  root["first_failure"] = r.first_failing_step == 0
+                              ? Json(nullptr)
+                              : Json{{"step", r.first_failing_step}, {"families", r.first_failing_families}};
+  root["loss_ok"] = r.loss_ok;
+  root["ok"] = r.ok;
+  return root.dump(2) + "\n";
+}
+
+double BusBandwidthFactor(const std::string& collective, int n) {
+  if (n <= 1) return 0.0;
+  if (collective == "all_reduce") return 2.0 * (n - 1) / n;
+  if (collective == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;  // all_gather, reduce_scatter, all_to_all
+}
+
+std::string RenderBenchText(const RunReport& r) {
+  std::ostringstream out;
+  out << "ds-plan run --bench: " << r.mode << " on " << r.world_size << " ranks (" << r.backend
+      << "); sizes and bandwidths as nccl-tests defines them\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%-6s %-5s %-15s %10s %11s %12s %12s  %s\n", "group", "size", "collective", "bytes",
+                "time (us)", "algbw GB/s", "busbw GB/s", "algorithm");
+  out << line;
+  for (const auto& b : r.bench) {
+    std::snprintf(line, sizeof line, "%-6s %-5zu %-15s %10lld %11.1f %12.3f %12.3f  %s\n", b.group_kind.c_str(),
+                  b.group.size(), b.collective.c_str(), static_cast<long long>(b.bytes), b.seconds * 1e6,
+                  b.algbw_bytes_per_second / 1e9, b.busbw_bytes_per_second / 1e9, b.algorithm.c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+std::string RenderBenchJson(const RunReport& r) {
+  Json root = Json::object();
+  root["schema_version"] = 1;
+  root["world_size"] = r.world_size;
+  root["backend"] = r.backend;
+  root["mode"] = r.mode;
+  Json rows = Json::array();
+  for (const auto& b : r.bench) {
+    rows.push_back({{"group_kind", b.group_kind},
+                    {"group", b.group},
+                    {"collective", b.collective},
+                    {"algorithm", b.algorithm},
+                    {"bytes", b.bytes},
+                    {"seconds", b.seconds},
+                    {"algbw_bytes_per_second", b.algbw_bytes_per_second},
+                    {"busbw_bytes_per_second", b.busbw_bytes_per_second}});
+  }
+  root["results"] = rows;
+  return root.dump(2) + "\n";
+}
+
+}  // namespace dsp::exec

@@ -1,0 +1,367 @@
+// RunPlan: join the run, check every rank holds the same plan, build every process group of the
+// plan's tables, then train the tiny model sharded and unsharded side by side and compare.
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <optional>
+
+#include "exec/bench.h"
+#include "exec/comm/comm.h"
+#include "exec/launch/env.h"
+#include "exec/launch/rendezvous.h"
+#include "exec/model/collective_functions.h"
+#include "exec/model/tiny_model.h"
+#include "exec/optim/data_parallel.h"
+#include "exec/run.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+
+namespace dsp::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+std::string ModeName(const Plan& plan) {
+  std::string out = "dp" + std::to_string(plan.derived.dp);
+  if (plan.sizes.tp > 1) out += " x tp" + std::to_string(plan.sizes.tp);
+  if (plan.sizes.sp > 1) out += " x sp" + std::to_string(plan.sizes.sp);
+  if (plan.sizes.expert_parallel) {
+    out += std::string(plan.sizes.tp > 1 ? ", folded" : ",") + " ep" + std::to_string(plan.sizes.ep) + " (edp" +
+           std::to_string(plan.derived.edp) + ")";
+  }
+  out += ", zero-" + std::to_string(plan.zero_stage);
+  return out;
+}
+
+// What the executor can run today; everything else is refused up front with the reason.
+Status CheckSupported(const RunOptions& o) {
+  const Plan& plan = o.plan;
+  if (plan.sizes.pp > 1) return Error{"pipeline parallelism (pp > 1) is not implemented in ds-plan run"};
+  if (plan.zero_stage > 2) {
+    return Error{"ZeRO stage " + std::to_string(plan.zero_stage) + " is not implemented in ds-plan run (stages 0-2 are)"};
+  }
+  const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
+  if (folded && plan.groups.expert_layout != ExpertLayout::kFolding) {
+    return Error{"AutoEP with autotp_size > 1 runs only with DeepSpeed's folding layout in ds-plan run"};
+  }
+  if ((o.fault == Fault::kSkipTpCancel || o.fault == Fault::kSumRouterGrads || o.fault == Fault::kWrongEpGroup) &&
+      !folded) {
+    return Error{"--inject " + FaultName(o.fault) + " breaks the folded TP x EP gradient contract: it needs a config "
+                 "with expert_parallel enabled and tensor_parallel.autotp_size > 1"};
+  }
+  if (plan.sizes.etp > 1) return Error{"expert tensor parallelism (etp > 1) is not implemented in ds-plan run"};
+  if (o.fault == Fault::kNoCopyAllreduce && plan.sizes.tp <= 1) {
+    return Error{"--inject no-copy-allreduce needs tensor parallelism (tensor_parallel.autotp_size > 1)"};
+  }
+  return Status::Ok();
+}
+
+int PositionOf(const std::vector<int>& group, int rank) {
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] == rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The EP group DeepSpeed's non-folded tp-mode path (B) gives `rank`, in creation order: chunks of
+// the TP-lane-major order [lane 0 of every TP group, lane 1, ...] (parallel-groups.md §2.2).
+std::vector<int> LaneMajorEpGroup(const Plan& plan, int rank) {
+  const int tp = plan.sizes.tp, ep = plan.sizes.ep, stage = plan.derived.stage, start = rank / stage * stage;
+  std::vector<int> order;
+  for (int lane = 0; lane < tp; ++lane) {
+    for (int g = 0; g < stage / tp; ++g) order.push_back(start + g * tp + lane);
+  }
+  for (size_t i = 0; i < order.size(); i += ep) {
+    std::vector<int> chunk(order.begin() + i, order.begin() + i + ep);
+    if (std::find(chunk.begin(), chunk.end(), rank) != chunk.end()) return chunk;
+  }
+  return {};
+}
+
+// Folding's partition-dispatch needs the folded EP groups exactly (consecutive ranks, member order
+// = EP rank). Like DeepSpeed's "Cached expert-parallel group ... does not match folding spec", a
+// different group is refused before any token moves, naming the family it would corrupt.
+Status VerifyFoldedEpGroup(const Plan& plan, int rank, const std::vector<int>& used, const std::string& source) {
+  const int ep = plan.sizes.ep, first = rank / ep * ep;
+  std::vector<int> spec;
+  for (int j = 0; j < ep; ++j) spec.push_back(first + j);
+  if (used == spec) return Status::Ok();
+  auto list = [](const std::vector<int>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return Error{"rank " + std::to_string(rank) + ": routed_experts: the EP group " + list(used) + " (" + source +
+               ") does not match the folding spec's EP group " + list(spec) +
+               ": partition-dispatch would send tp peers' assignments to the wrong expert owners"};
+}
+
+struct Groups {
+  std::map<GroupKind, std::unique_ptr<Comm>> mine;  // the group of each kind containing this rank
+  std::unique_ptr<Comm> world;
+  Comm* get(GroupKind k) const {
+    auto it = mine.find(k);
+    return it == mine.end() ? nullptr : it->second.get();
+  }
+};
+
+// Every rank walks the tables in the same order and joins the groups it belongs to, so two ranks
+// that share several groups create them in the same order (ProcessGroupGloo's constructor is a
+// collective over the group's members).
+Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
+  Groups g;
+  auto make = [&](const std::string& name, const std::vector<int>& ranks) {
+    // NCCL also for groups of one, so a single-GPU check still initialises real communicators.
+    return o.backend == Backend::kNccl ? MakeNcclComm(ctx, name, ranks) : MakeGlooComm(ctx, name, ranks);
+  };
+  for (const auto& [kind, groups] : o.plan.groups.groups) {
+    for (const auto& ranks : groups) {
+      if (PositionOf(ranks, ctx.global_rank) < 0) continue;
+      auto c = make(GroupName(std::string(GroupKindName(kind)), ranks), ranks);
+      if (!c.ok()) return c.error();
+      g.mine[kind] = std::move(c).value();
+    }
+  }
+  // The parity statistics are gathered over all ranks; always Gloo (a few floats per step).
+  std::vector<int> all(o.plan.groups.world);
+  for (int r = 0; r < o.plan.groups.world; ++r) all[r] = r;
+  auto w = MakeGlooComm(ctx, GroupName("world", all), all);
+  if (!w.ok()) return w.error();
+  g.world = std::move(w).value();
+  return g;
+}
+
+at::Tensor Batch(uint64_t seed, int step, int64_t rows, int64_t cols, int64_t vocab) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ull + 7919ull * (step + 1));
+  return at::randint(vocab, {rows, cols}, gen, at::kLong);
+}
+
+Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvous& rv, Clock::time_point t0,
+                            std::chrono::milliseconds timeout) {
+  RunReport report;
+  report.world_size = env->world_size;
+  report.backend = o.backend == Backend::kNccl ? "nccl" : "gloo";
+  report.fault = FaultName(o.fault);
+  report.mode = ModeName(o.plan);
+  report.tp = o.plan.sizes.tp;
+  report.sp = o.plan.sizes.sp;
+  report.ep = o.plan.sizes.expert_parallel ? o.plan.sizes.ep : 1;
+  report.dp = o.plan.derived.dp;
+  report.zero_stage = o.plan.zero_stage;
+  report.model_label = o.model_label;
+  report.tiny = o.tiny;
+  report.steps = o.steps;
+  report.seed = o.seed;
+  report.tolerances = o.tolerances;
+  report.plan_hash = HashHex(PlanHash(o.fingerprint));
+  if (auto s = rv.CheckSamePlan(report.plan_hash, report.mode + ", " + report.backend + ", fault " + report.fault);
+      !s.ok()) {
+    return s.error();
+  }
+
+  CommContext ctx;
+  ctx.store = rv.store();
+  ctx.global_rank = env->rank;
+  ctx.local_rank = env->local_rank;
+  ctx.timeout = timeout;
+  ctx.diagnose = [&rv](const std::vector<int>& ranks) { return rv.Diagnose(ranks); };
+  const int rank = env->rank;
+  if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
+    std::vector<int> used;
+    std::string source = "the plan's folding table";
+    if (o.fault == Fault::kWrongEpGroup) {
+      used = LaneMajorEpGroup(o.plan, rank);
+      source = "the non-folded lane-major layout, injected";
+    } else {
+      for (const auto& g : o.plan.groups.groups.at(GroupKind::kEp)) {
+        if (PositionOf(g, rank) >= 0) used = g;
+      }
+    }
+    if (auto s = VerifyFoldedEpGroup(o.plan, rank, used, source); !s.ok()) return s.error();
+  }
+  auto groups = BuildGroups(o, ctx);
+  if (!groups.ok()) return groups.error();
+  const auto& tables = o.plan.groups.groups;
+  auto position = [&](GroupKind k) {
+    auto it = tables.find(k);
+    if (it == tables.end()) return 0;
+    for (const auto& g : it->second) {
+      if (int p = PositionOf(g, rank); p >= 0) return p;
+    }
+    return 0;
+  };
+  ShardLayout layout;
+  layout.tp = o.plan.sizes.tp;
+  layout.tp_rank = position(GroupKind::kTp);
+  layout.ep = o.plan.sizes.expert_parallel ? o.plan.sizes.ep : 1;
+  layout.ep_rank = position(GroupKind::kEp);
+  const int64_t replica = position(GroupKind::kDp), sp_rank = position(GroupKind::kSp);
+  const int64_t dp = o.plan.derived.dp, sp = o.plan.sizes.sp;
+  ShardComms comms;
+  comms.tp = groups->get(GroupKind::kTp);
+  comms.sp = groups->get(GroupKind::kSp);
+  comms.ep = groups->get(GroupKind::kEp);
+  comms.no_copy_allreduce = o.fault == Fault::kNoCopyAllreduce;
+  // Dense gradients: over sp_dp with Ulysses (sum over sp, mean over dp), else dense dp.
+  Comm* dense = sp > 1 ? groups->get(GroupKind::kSpDp) : groups->get(GroupKind::kDp);
+  Comm* edp = groups->get(GroupKind::kEdp);
+  if (dense == nullptr) return Error{"internal: no dense data-parallel group for rank " + std::to_string(rank)};
+  report.seconds_setup = Seconds(t0, Clock::now());
+  if (o.bench) {
+    std::map<GroupKind, Comm*> mine;
+    for (const auto& [kind, comm] : groups->mine) mine[kind] = comm.get();
+    auto results = MeasureCollectives(mine, o);
+    if (!results.ok()) return results.error();
+    report.bench = std::move(results).value();
+    report.seconds_total = Seconds(t0, Clock::now());
+    if (rank == 0 && o.report_sink) o.report_sink(report);
+    if (auto s = rv.Finish(); !s.ok()) return s.error();
+    return report;
+  }
+
+  TinyModel model(o.tiny, o.seed, layout);
+  ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
+  for (size_t i = 0; i < model.params().size(); ++i) {
+    const Param& p = model.params()[i];
+    if (!p.local.defined()) continue;
+    (p.expert && edp != nullptr ? expert_group : dense_group).params.push_back(static_cast<int>(i));
+  }
+  std::vector<ReduceGroup> reduce{dense_group};
+  if (!expert_group.params.empty()) reduce.push_back(expert_group);
+  FoldingReduction folding;
+  if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
+    folding.tp = comms.tp;
+    folding.skip_tp_cancel = o.fault == Fault::kSkipTpCancel;
+    folding.sum_router_grads = o.fault == Fault::kSumRouterGrads;
+  }
+  DataParallelSgd sgd(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
+
+  const TinyConfig& t = o.tiny;
+  const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
+  std::vector<ParamFamily> present;
+  for (ParamFamily f : kAllParamFamilies) {
+    for (const auto& p : model.params()) {
+      if (p.family == f) {
+        present.push_back(f);
+        break;
+      }
+    }
+  }
+  const auto t1 = Clock::now();
+  for (int step = 0; step < o.steps; ++step) {
+    at::Tensor data = Batch(o.seed, step, rows, seq + 1, t.vocab);
+    at::Tensor inputs = data.narrow(1, 0, seq), targets = data.narrow(1, 1, seq);
+    at::Tensor ref_loss = model.ReferenceLoss(inputs, targets, static_cast<double>(rows * seq));
+    ref_loss.backward();
+    at::Tensor li = inputs.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
+    at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
+    // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
+    if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
+    at::Tensor loss;
+    try {
+      loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
+      loss.backward();
+    } catch (const CollectiveError& e) {
+      return Error{e.what()};
+    }
+    FamilyDiffs diffs;
+    if (auto s = sgd.Step(diffs); !s.ok()) return s.error();
+
+    // The global loss: replica means summed over sp, averaged over dp (tp ranks agree).
+    at::Tensor global = loss.detach().reshape({1}).clone();
+    if (auto s = dense->AllReduceSum(global); !s.ok()) return s.error();
+    global /= static_cast<double>(dp);
+    // Per family the max over ranks of [grad diff, grad ref, weight diff, weight ref].
+    at::Tensor stats = at::zeros({1, static_cast<int64_t>(present.size()) * 4}, at::kFloat);
+    for (size_t i = 0; i < present.size(); ++i) {
+      const FamilyDiff& d = diffs[present[i]];
+      stats[0][4 * i] = d.grad_abs;
+      stats[0][4 * i + 1] = d.grad_ref;
+      stats[0][4 * i + 2] = d.weight_abs;
+      stats[0][4 * i + 3] = d.weight_ref;
+    }
+    auto all = groups->world->AllGather(stats);
+    if (!all.ok()) return all.error();
+    at::Tensor m = std::get<0>(all->max(0));
+
+    StepParity sp_report;
+    sp_report.step = step + 1;
+    sp_report.loss = global.item<double>();
+    sp_report.ref_loss = ref_loss.item<double>();
+    const auto& tol = o.tolerances;
+    sp_report.loss_ok = std::abs(sp_report.loss - sp_report.ref_loss) <= tol.atol + tol.rtol * std::abs(sp_report.ref_loss);
+    sp_report.ok = sp_report.loss_ok;
+    for (size_t i = 0; i < present.size(); ++i) {
+      FamilyParity f;
+      f.family = std::string(ParamFamilyName(present[i]));
+      f.grad_max_abs = m[4 * i].item<double>();
+      f.grad_ref_max = m[4 * i + 1].item<double>();
+      f.weight_max_abs = m[4 * i + 2].item<double>();
+      f.weight_ref_max = m[4 * i + 3].item<double>();
+      f.ok = f.grad_max_abs <= tol.atol + tol.rtol * f.grad_ref_max &&
+             f.weight_max_abs <= tol.atol + tol.rtol * f.weight_ref_max;
+      if (!f.ok) {
+        sp_report.ok = false;
+        if (std::find(report.failing_families.begin(), report.failing_families.end(), f.family) ==
+            report.failing_families.end()) {
+          report.failing_families.push_back(f.family);
+        }
+      }
+      sp_report.families.push_back(f);
+    }
+    if (!sp_report.ok && report.first_failing_step == 0) {
+      report.first_failing_step = sp_report.step;
+      for (const auto& f : sp_report.families) {
+        if (!f.ok) report.first_failing_families.push_back(f.family);
+      }
+    }
+    report.loss_ok = report.loss_ok && sp_report.loss_ok;
+    report.ok = report.ok && sp_report.ok;
+    report.step_reports.push_back(std::move(sp_report));
+  }
+  std::sort(report.failing_families.begin(), report.failing_families.end());
+  report.seconds_steps = Seconds(t1, Clock::now());
+  report.seconds_total = Seconds(t0, Clock::now());
+  if (rank == 0 && o.report_sink) o.report_sink(report);
+  if (auto s = rv.Finish(); !s.ok()) return s.error();
+  return report;
+}
+
+Result<RunReport> RunPlanImpl(const RunOptions& o) {
+  const auto t0 = Clock::now();
+  if (auto s = CheckSupported(o); !s.ok()) return s.error();
+  auto env = ReadLaunchEnv();
+  if (!env.ok()) return env.error();
+  if (env->world_size != o.plan.groups.world) {
+    return Error{"WORLD_SIZE is " + std::to_string(env->world_size) + " but the plan was built for " +
+                 std::to_string(o.plan.groups.world) + " ranks"};
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_seconds * 1000));
+  auto rdv = Rendezvous::Join(*env, timeout);
+  if (!rdv.ok()) return rdv.error();
+  Result<RunReport> r = Error{""};
+  try {
+    r = RunJoined(o, &*env, **rdv, t0, timeout);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    r = Error{"rank " + std::to_string(env->rank) + ": internal error in ds-plan run: " + what.substr(0, what.find('\n'))};
+  }
+  if (!r.ok()) (*rdv)->Abort(r.error().message);
+  return r;
+}
+
+}  // namespace
+
+Result<RunReport> RunPlan(const RunOptions& options) {
+  try {
+    return RunPlanImpl(options);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return Error{"internal error in ds-plan run: " + what.substr(0, what.find('\n'))};
+  }
+}
+
+}  // namespace dsp::exec

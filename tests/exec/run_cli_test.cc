@@ -1,0 +1,352 @@
+// `ds-plan run` end to end: the real torchrun (scripts/torchrun) starting 4 worker processes on CPU
+// (Gloo), and manual launches for what torchrun would hide (which rank is missing or different).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/json/document.h"
+#include "exec/run.h"
+#include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
+
+namespace dsp {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliResult;
+using testing::RunCli;
+
+// A port nobody listens on right now (ctest runs tests in parallel; torchrun's default 29500 would
+// collide between them).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Timed {
+  CliResult r;
+  double seconds = 0;
+};
+
+// scripts/torchrun --nproc_per_node N ... ds-plan run ARGS; stdout only unless merge_stderr.
+Timed Torchrun(int nproc, const std::string& args, bool merge_stderr = true, const std::string& env = "") {
+  std::string launcher = std::string(DSP_SOURCE_DIR) + "/scripts/torchrun --nproc_per_node " + std::to_string(nproc) +
+                         " --monitor_interval 0.2 --master_port " + std::to_string(FreePort()) + " --no_python";
+  // RunCli prefixes the binary; run it through `env` so the launcher comes first.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string cmd = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " && " + env + " " + launcher + " " +
+                    testing::ShellQuote(DSP_BINARY) + " run " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  Timed t;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) t.r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  t.r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t;
+}
+
+// Starts WORLD ranks by hand (no torchrun: rank 0 hosts the store); `per_rank(r)` adds arguments
+// or environment for one rank. Returns each rank's output and exit code.
+std::vector<CliResult> ManualLaunch(int world, const std::string& args,
+                                    const std::function<std::string(int)>& per_rank_env = nullptr,
+                                    const std::function<std::string(int)>& per_rank_args = nullptr,
+                                    std::vector<int> ranks = {}) {
+  if (ranks.empty()) {
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+  }
+  char tmpl[] = "/tmp/dsp-run-test-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  const int port = FreePort();
+  // `cd DIR; a & b & wait`, not `cd DIR && a & b`: the latter runs only `a` in DIR.
+  std::string script = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " || exit 1; ";
+  for (int r : ranks) {
+    script += "(RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
+              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
+              (per_rank_env ? per_rank_env(r) : "") + " " + testing::ShellQuote(DSP_BINARY) + " run " + args + " " +
+              (per_rank_args ? per_rank_args(r) : "") + " > " + (dir / std::to_string(r)).string() +
+              ".out 2>&1; echo $? > " + (dir / std::to_string(r)).string() + ".rc) & ";
+  }
+  script += "wait";
+  EXPECT_EQ(std::system(script.c_str()), 0);
+  std::vector<CliResult> out(world);
+  for (int r : ranks) {
+    std::ifstream o(dir / (std::to_string(r) + ".out")), c(dir / (std::to_string(r) + ".rc"));
+    std::stringstream ss;
+    ss << o.rdbuf();
+    out[r].output = ss.str();
+    c >> out[r].exit_code;
+  }
+  fs::remove_all(dir);
+  return out;
+}
+
+#define SKIP_WITHOUT_TORCH() \
+  if (!exec::HaveTorch()) GTEST_SKIP() << "built without LibTorch: ds-plan run is disabled (see docs/exec.md)"
+
+bool Has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+Json ParseReport(const std::string& out) {
+  Json doc = Json::parse(out, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << out;
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_run_report_schema_json, doc), "") << out;
+  return doc;
+}
+
+// The one case for a build without LibTorch (checked with -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON).
+TEST(RunCliTest, WithoutLibTorchRunSaysHowToEnableIt) {
+  if (exec::HaveTorch()) GTEST_SKIP() << "this build has LibTorch; the other RunCliTest cases cover run";
+  auto r = RunCli("run samples/configs/run/dp1.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Has(r.output, "apt-get install libtorch-dev libgloo-dev python3-torch")) << r.output;
+  EXPECT_TRUE(Has(r.output, "scripts/setup.sh")) << r.output;
+}
+
+TEST(RunCliTest, OutsideTorchrunIsAUsageErrorThatSaysHowToLaunch) {
+  SKIP_WITHOUT_TORCH();
+  auto r = RunCli("run samples/configs/run/tp2-dp2-zero1.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Has(r.output, "is not set")) << r.output;
+  EXPECT_TRUE(Has(r.output, "torchrun")) << r.output;
+}
+
+TEST(RunCliTest, Tp2Dp2Zero1MatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 3");
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "ds-plan run: dp2 x tp2, zero-1 on 4 ranks (gloo)")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "step 3: loss")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "parity: ok (3 steps")) << t.r.output;
+}
+
+TEST(RunCliTest, Dp4Zero2JsonReportMatchesItsSchema) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/dp4-zero2.json --steps 2 --format json", false);
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  EXPECT_EQ(doc["sizes"]["zero_stage"], 2);
+  EXPECT_EQ(doc["sizes"]["dp"], 4);
+  EXPECT_EQ(doc["step_reports"].size(), 2u);
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  // The gradients really were compared: the reference gradients are not all zero.
+  for (const auto& f : doc["step_reports"][0]["families"]) EXPECT_LT(f["grad_max_rel"].get<double>(), 1e-4) << f;
+}
+
+TEST(RunCliTest, UlyssesSp4MatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/sp4-zero1.json --steps 2");
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "dp1 x sp4, zero-1")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "parity: ok")) << t.r.output;
+}
+
+TEST(RunCliTest, Ep4WithoutTpMatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/ep4-zero1.json --model samples/models/tiny-moe.json --steps 2 --format json",
+                    false);
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  EXPECT_EQ(doc["sizes"]["ep"], 4);
+  std::vector<std::string> families;
+  for (const auto& f : doc["step_reports"][0]["families"]) families.push_back(f["family"]);
+  EXPECT_NE(std::find(families.begin(), families.end(), "router"), families.end());
+  EXPECT_NE(std::find(families.begin(), families.end(), "routed_experts"), families.end());
+  EXPECT_TRUE(doc["ok"].get<bool>());
+}
+
+TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce --format json",
+                    false);
+  EXPECT_EQ(t.r.exit_code, 1) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  EXPECT_FALSE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["fault"], "no-copy-allreduce");
+  // The input gradient of every column projection is partial, so everything before the first
+  // copy_to_tp in the backward pass is wrong; lm_head sits after the last one and stays exact.
+  auto failing = doc["failing_families"].get<std::vector<std::string>>();
+  for (const char* f : {"attention", "dense_mlp", "embedding", "norm"}) {
+    EXPECT_NE(std::find(failing.begin(), failing.end(), f), failing.end()) << f;
+  }
+  EXPECT_EQ(std::find(failing.begin(), failing.end(), "lm_head"), failing.end());
+  auto text = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce");
+  EXPECT_EQ(text.r.exit_code, 1);
+  EXPECT_TRUE(Has(text.r.output, "parity: FAILED at step 1 in embedding, attention, dense_mlp, norm")) << text.r.output;
+}
+
+TEST(RunCliTest, FoldedTp2Ep4MatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2");
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "dp2 x tp2, folded ep4 (edp1), zero-1")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "parity: ok (2 steps")) << t.r.output;
+}
+
+// Each folding fault breaks exactly one reduction rule (deepspeed-config.md §4.1), by a factor of
+// tp = 2, so the first step must fail in exactly that family and nowhere else.
+void ExpectFoldingFault(const std::string& fault, const std::string& family) {
+  auto t = Torchrun(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2 "
+                       "--format json --inject " + fault, false);
+  EXPECT_EQ(t.r.exit_code, 1) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  ASSERT_TRUE(doc["first_failure"].is_object()) << t.r.output;
+  EXPECT_EQ(doc["first_failure"]["step"], 1);
+  EXPECT_EQ(doc["first_failure"]["families"], Json::array({family})) << t.r.output;
+  for (const auto& f : doc["step_reports"][0]["families"]) {
+    if (f["family"] == family) {
+      EXPECT_NEAR(f["grad_max_rel"].get<double>(), 1.0, 0.01) << "a factor of tp = 2";
+    }
+  }
+}
+
+TEST(RunCliTest, SkipTpCancelFailsInTheRoutedExperts) {
+  SKIP_WITHOUT_TORCH();
+  ExpectFoldingFault("skip-tp-cancel", "routed_experts");
+}
+
+TEST(RunCliTest, SumRouterGradsFailsInTheRouter) {
+  SKIP_WITHOUT_TORCH();
+  ExpectFoldingFault("sum-router-grads", "router");
+}
+
+TEST(RunCliTest, WrongEpGroupIsRefusedNamingTheExperts) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json "
+                             "--inject wrong-ep-group --timeout 20");
+  // Lane-major order on 4 ranks with tp 2 is 0,2,1,3: one EP group [0,2,1,3] against the spec's [0,1,2,3].
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(out[r].exit_code, 2) << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "routed_experts: the EP group [0,2,1,3] (the non-folded lane-major layout, "
+                                   "injected) does not match the folding spec's EP group [0,1,2,3]"))
+        << out[r].output;
+  }
+}
+
+TEST(RunCliTest, FoldingFaultsNeedAFoldedPlan) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --inject skip-tp-cancel");
+  // Each worker exits 2; torchrun itself reports any failed worker with exit code 1.
+  EXPECT_EQ(t.r.exit_code, 1) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "needs a config with expert_parallel enabled")) << t.r.output;
+}
+
+TEST(RunCliTest, BenchMeasuresEveryCollectiveOnEveryGroupAndWritesACluster) {
+  SKIP_WITHOUT_TORCH();
+  char tmpl[] = "/tmp/dsp-bench-test-XXXXXX";
+  fs::path dir = mkdtemp(tmpl);
+  const std::string cluster = (dir / "measured.json").string();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --bench --format json --cluster "
+                       "samples/clusters/h200.json --cluster-out " + cluster, false);
+  EXPECT_EQ(t.r.exit_code, 0) << t.r.output;
+  Json doc = Json::parse(t.r.output, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << t.r.output;
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_bench_report_schema_json, doc), "");
+  // 2 group kinds (tp, dp) x 5 collectives x 3 sizes.
+  EXPECT_EQ(doc["results"].size(), 30u);
+  for (const auto& row : doc["results"]) {
+    EXPECT_GT(row["seconds"].get<double>(), 0.0) << row;
+    const double factor = row["collective"] == "all_reduce" || row["collective"] == "broadcast" ? 1.0 : 0.5;
+    EXPECT_NEAR(row["busbw_bytes_per_second"].get<double>(), row["algbw_bytes_per_second"].get<double>() * factor,
+                1e-6 * row["algbw_bytes_per_second"].get<double>()) << "nccl-tests factor for 2 ranks: " << row;
+  }
+  // simulate accepts the cluster file it wrote.
+  auto sim = RunCli("simulate samples/configs/run/tp2-dp2-zero1.json --model samples/models/tiny-llama.json "
+                    "--world-size 4 --cluster " + cluster);
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_TRUE(Has(sim.output, "intra-node link measured by ds-plan run --bench")) << sim.output;
+  fs::remove_all(dir);
+}
+
+TEST(RunCliTest, NcclRunsOnAGpuOrStopsCleanlyWithout) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(1, "samples/configs/run/dp1.json --backend nccl --steps 1 --timeout 20");
+  if (out[0].exit_code == 0) {
+    EXPECT_TRUE(Has(out[0].output, "parity: ok")) << out[0].output;
+  } else {
+    EXPECT_EQ(out[0].exit_code, 2) << out[0].output;
+    EXPECT_TRUE(Has(out[0].output, "--backend nccl needs a CUDA GPU") || Has(out[0].output, "built without CUDA/NCCL"))
+        << out[0].output;
+  }
+}
+
+TEST(RunCliTest, AKilledRankEndsTheTorchrunRunWithinTheTimeout) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 3 --timeout 30", true,
+                    "DSP_RUN_TEST_KILL_RANK=2");
+  EXPECT_NE(t.r.exit_code, 0) << t.r.output;
+  // torchrun's agent notices the SIGKILL, stops the other workers and names the rank.
+  EXPECT_TRUE(Has(t.r.output, "local_rank: 2")) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "exitcode: -9")) << t.r.output;
+  EXPECT_LT(t.seconds, 25.0) << "well before --timeout 30";
+}
+
+TEST(RunCliTest, WithoutTorchrunTheSurvivorsNameTheKilledRank) {
+  SKIP_WITHOUT_TORCH();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = ManualLaunch(4, "samples/configs/run/tp2-dp2-zero1.json --timeout 30",
+                          [](int) { return std::string("DSP_RUN_TEST_KILL_RANK=2"); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // A dead peer is found from the broken connection and the heartbeats, not by waiting out --timeout.
+  EXPECT_LT(seconds, 25.0);
+  EXPECT_EQ(out[2].exit_code, 128 + 9) << out[2].output;
+  // Ranks 0 and 3 share a group with rank 2 (dp [0,2], tp [2,3]) and see it vanish; rank 1 only
+  // sees rank 3 give up, and passes on what rank 3 found.
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(out[r].exit_code, 2) << "rank " << r << ": " << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "rank 2 is not responding")) << "rank " << r << ": " << out[r].output;
+  }
+}
+
+TEST(RunCliTest, ARankThatNeverArrivesIsNamedWithinTheTimeout) {
+  SKIP_WITHOUT_TORCH();
+  const auto t0 = std::chrono::steady_clock::now();
+  // 8 s: long enough for three processes to load libtorch and join on a busy 2-core machine.
+  auto out = ManualLaunch(4, "samples/configs/run/tp2-dp2-zero1.json --timeout 8", nullptr, nullptr, {0, 1, 2});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 25.0) << "timeout + rank 0 keeping the store up 3 s + start-up";
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(out[r].exit_code, 2) << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "rank 3 never arrived within 8.00 s")) << out[r].output;
+  }
+}
+
+TEST(RunCliTest, ARankWithADifferentPlanIsNamedAtStartUp) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(4, "samples/configs/run/tp2-dp2-zero1.json --timeout 20", nullptr,
+                          [](int r) { return r == 3 ? std::string("--seed 2") : std::string(); });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(out[r].exit_code, 2) << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "same config, model and flags")) << out[r].output;
+  }
+  EXPECT_TRUE(Has(out[0].output, "rank 3 has plan")) << out[0].output;
+  EXPECT_FALSE(Has(out[0].output, "rank 1 has plan")) << out[0].output;
+}
+
+TEST(RunCliTest, AConfigDeepSpeedWouldRejectIsNotRun) {
+  SKIP_WITHOUT_TORCH();
+  // train_batch_size 8 = 2 x 1 x 4 holds for 4 ranks, not for 2.
+  auto t = Torchrun(2, "samples/configs/run/tp2-dp2-zero1.json");
+  EXPECT_NE(t.r.exit_code, 0);
+  EXPECT_TRUE(Has(t.r.output, "DeepSpeed would reject this config for WORLD_SIZE=2")) << t.r.output;
+}
+
+}  // namespace
+}  // namespace dsp

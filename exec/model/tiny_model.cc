@@ -37,7 +37,8 @@ at::Tensor Param::RefSlice(const at::Tensor& full) const {
   return full.narrow(shard.dim, shard.index * len, len);
 }
 
-TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout) : cfg_(cfg), layout_(layout) {
+TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout, at::ScalarType dtype)
+    : cfg_(cfg), layout_(layout), dtype_(dtype) {
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const int64_t h = cfg.hidden, d = cfg.head_dim;
   const Shard column{0, layout.tp_rank, layout.tp}, row{1, layout.tp_rank, layout.tp}, whole{};
@@ -45,7 +46,7 @@ TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& la
   // generator stays in step and all ranks agree on all weights.
   auto add = [&](std::string name, ParamFamily family, std::vector<int64_t> shape, Shard shard, double std,
                  double mean = 0.0, bool expert = false, bool held = true) {
-    at::Tensor full = at::randn(shape, gen, at::kFloat) * std + mean;
+    at::Tensor full = (at::randn(shape, gen, at::kFloat) * std + mean).to(dtype);
     Param p;
     p.name = std::move(name);
     p.family = family;
@@ -136,7 +137,9 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
     }
   }
   x = RmsNorm(x, W(ref, final_norm_), cfg_.rms_eps);
-  at::Tensor logits = at::matmul(x, W(ref, lm_head_).t());
+  // The cross entropy in fp32 (a no-op for fp32 runs), as mixed-precision training does: bf16
+  // log_softmax over the vocabulary would lose the small probabilities.
+  at::Tensor logits = at::matmul(x, W(ref, lm_head_).t()).to(at::kFloat);
   at::Tensor nll = at::nll_loss(at::log_softmax(logits.reshape({b * s, cfg_.vocab}), -1), targets.reshape({b * s}),
                                 {}, at::Reduction::Sum, -100);
   return nll / denominator;

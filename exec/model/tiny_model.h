@@ -53,7 +53,11 @@ struct ShardLayout {
 
 class TinyModel {
  public:
-  TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout);
+  // dtype: of every weight (reference and shard) and so of the activations; the weights are drawn
+  // in fp32 and rounded once, so the reference and every shard start from the same values.
+  TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout, at::ScalarType dtype = at::kFloat);
+
+  at::ScalarType dtype() const { return dtype_; }
 
   std::vector<Param>& params() { return params_; }
 
@@ -71,6 +75,7 @@ class TinyModel {
 
   TinyConfig cfg_;
   ShardLayout layout_;
+  at::ScalarType dtype_ = at::kFloat;
   std::vector<Param> params_;
   // Index of each named weight in params_, per layer.
   struct LayerIdx {

@@ -266,6 +266,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
     // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
     if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
+    if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
     at::Tensor loss;
     try {
       loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);

@@ -272,7 +272,7 @@ Command AddRunCommand(CLI::App& root) {
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group"}));
   app->add_option("--dtype", args->dtype,
                   "what the sharded run and the reference compute in: fp32 (tolerance rtol 1e-4, atol 1e-6) or "
-                  "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.0625, "
+                  "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.125, "
                   "atol 1e-3; gloo only; docs/exec.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");

@@ -229,14 +229,14 @@ TEST(RunCliTest, SumRouterGradsFailsInTheRouter) {
 }
 
 // --dtype bf16: the sharded run and the reference both in bfloat16, judged with the bf16 tolerance
-// (rtol 2^-7 x 8, atol 1e-3). The correct plans pass, well inside it; the faults still fail.
+// (rtol 2^-7 x 16, atol 1e-3). The correct plans pass, well inside it; the faults still fail.
 Json Bf16Run(const std::string& args, int expect_exit) {
   auto t = Torchrun(4, args + " --dtype bf16 --format json", false);
   EXPECT_EQ(t.r.exit_code, expect_exit) << t.r.output;
   Json doc = ParseReport(t.r.output);
   EXPECT_EQ(doc["dtype"], "bf16") << t.r.output;
   EXPECT_EQ(doc["tolerances"]["dtype"], "bf16");
-  EXPECT_EQ(doc["tolerances"]["rtol"], 0.0625);
+  EXPECT_EQ(doc["tolerances"]["rtol"], 0.125);
   EXPECT_EQ(doc["tolerances"]["atol"], 1e-3);
   return doc;
 }
@@ -251,7 +251,7 @@ void ExpectBf16Rounding(const Json& doc) {
     }
   }
   EXPECT_GT(worst, 1e-4) << "bf16 rounding is far above fp32's";
-  EXPECT_LT(worst, 0.0625 / 2) << "at least a factor 2 inside the tolerance";
+  EXPECT_LT(worst, 0.125 / 2) << "at least a factor 2 inside the tolerance";
 }
 
 TEST(RunCliTest, Bf16Tp2Dp2Zero1MatchesTheUnshardedModel) {
@@ -262,7 +262,7 @@ TEST(RunCliTest, Bf16Tp2Dp2Zero1MatchesTheUnshardedModel) {
   auto text = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --dtype bf16");
   EXPECT_EQ(text.r.exit_code, 0) << text.r.output;
   EXPECT_TRUE(Has(text.r.output, "dtype: bf16 (sharded and reference; communication ")) << text.r.output;
-  EXPECT_TRUE(Has(text.r.output, "tolerance: |diff| <= 0.001 + 0.0625 * max|reference| (bf16)")) << text.r.output;
+  EXPECT_TRUE(Has(text.r.output, "tolerance: |diff| <= 0.001 + 0.125 * max|reference| (bf16)")) << text.r.output;
 }
 
 TEST(RunCliTest, Bf16FoldedTp2Ep4MatchesTheUnshardedModel) {
@@ -279,6 +279,10 @@ TEST(RunCliTest, Bf16NoCopyAllreduceStillFailsNamingTheFamilies) {
   auto first = doc["first_failure"]["families"].get<std::vector<std::string>>();
   for (const char* f : {"attention", "dense_mlp", "embedding", "norm"}) {
     EXPECT_NE(std::find(first.begin(), first.end(), f), first.end()) << f << "\n" << doc.dump();
+  }
+  // Clearly, not marginally: measured 0.43 to 0.94 relative, against a tolerance of 0.125.
+  for (const auto& f : doc["step_reports"][0]["families"]) {
+    if (f["family"] != "lm_head") EXPECT_GT(f["grad_max_rel"].get<double>(), 2 * 0.125) << f;
   }
 }
 

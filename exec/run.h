@@ -32,14 +32,29 @@ std::string FaultName(Fault fault);
 // The inverse; false for an unknown name.
 bool ParseFault(const std::string& name, Fault* fault);
 
-// fp32 parity: a family passes when max|sharded - reference| <= atol + rtol * max|reference| for
+// What the sharded run and the unsharded reference compute in (parameters, activations, gradients,
+// the SGD update and, where the backend has it, communication). bf16 as DeepSpeed's bf16 mode
+// keeps it; the cross entropy (log_softmax + nll) runs in fp32 in both (docs/exec.md "bf16").
+enum class Dtype { kFp32, kBf16 };
+
+// "fp32", "bf16".
+std::string DtypeName(Dtype dtype);
+// The inverse; false for an unknown name.
+bool ParseDtype(const std::string& name, Dtype* dtype);
+
+// Parity: a family passes when max|sharded - reference| <= atol + rtol * max|reference| for
 // its gradients and weights, and the loss when |loss - reference| <= atol + rtol * |reference|.
 // Summation order differs between the sharded and the reference run (all-reduce trees, split
 // matmuls), so exact equality is not expected; errors from a broken contract are O(1) relative.
+// fp32: rtol 1e-4, atol 1e-6. bf16 (8-bit significand: one ulp is 2^-7 of the value at most):
+// rtol 2^-7 x 16 = 0.125, atol 1e-3. Measured (docs/exec.md "bf16"): correct plans differ by at
+// most 0.046 relative, the mildest fault (no-copy-allreduce) by at least 0.43; 0.125 sits between
+// them with a margin of ~3 either way.
 struct Tolerances {
   double rtol = 1e-4;
   double atol = 1e-6;
 };
+Tolerances DefaultTolerances(Dtype dtype);
 
 // --bench: one collective kind on one group kind, sizes and bandwidths as nccl-tests defines them
 // (bytes = the "size" column: all_reduce and broadcast the buffer, all_gather the gathered output,
@@ -69,7 +84,8 @@ struct RunOptions {
   double lr = 0.05;
   double timeout_seconds = 60;
   Fault fault = Fault::kNone;
-  Tolerances tolerances;
+  Dtype dtype = Dtype::kFp32;
+  Tolerances tolerances;  // set with DefaultTolerances(dtype) when dtype changes
   PlanFingerprint fingerprint;
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.
@@ -110,6 +126,8 @@ struct RunReport {
   int steps = 0;
   uint64_t seed = 0;
   std::string plan_hash;
+  std::string dtype = "fp32";    // DtypeName
+  std::string comm_dtype = "fp32";  // how tensors travel: "fp32", "bf16", or the gloo probe's words
   Tolerances tolerances;
   std::vector<StepParity> step_reports;
   std::vector<std::string> failing_families;  // sorted, unique, over all steps

@@ -52,6 +52,10 @@ Status CheckSupported(const RunOptions& o) {
     return Error{"--inject " + FaultName(o.fault) + " breaks the folded TP x EP gradient contract: it needs a config "
                  "with expert_parallel enabled and tensor_parallel.autotp_size > 1"};
   }
+  if (o.dtype == Dtype::kBf16 && o.backend == Backend::kNccl) {
+    return Error{"--dtype bf16 runs on the gloo backend only: the NCCL communicator stages fp32 buffers "
+                 "(exec/comm/nccl_comm.cc); use --backend gloo"};
+  }
   if (plan.sizes.etp > 1) return Error{"expert tensor parallelism (etp > 1) is not implemented in ds-plan run"};
   if (o.fault == Fault::kNoCopyAllreduce && plan.sizes.tp <= 1) {
     return Error{"--inject no-copy-allreduce needs tensor parallelism (tensor_parallel.autotp_size > 1)"};
@@ -156,6 +160,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   report.steps = o.steps;
   report.seed = o.seed;
   report.tolerances = o.tolerances;
+  report.dtype = DtypeName(o.dtype);
+  report.comm_dtype = o.dtype == Dtype::kFp32 ? "fp32" : GlooBf16Support();
   report.plan_hash = HashHex(PlanHash(o.fingerprint));
   if (auto s = rv.CheckSamePlan(report.plan_hash, report.mode + ", " + report.backend + ", fault " + report.fault);
       !s.ok()) {
@@ -222,7 +228,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     return report;
   }
 
-  TinyModel model(o.tiny, o.seed, layout);
+  TinyModel model(o.tiny, o.seed, layout, o.dtype == Dtype::kBf16 ? at::kBFloat16 : at::kFloat);
   ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
   for (size_t i = 0; i < model.params().size(); ++i) {
     const Param& p = model.params()[i];
@@ -260,6 +266,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
     // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
     if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
+    if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
     at::Tensor loss;
     try {
       loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);

@@ -43,6 +43,7 @@ struct RunArgs {
   std::string format = "text";
   double timeout = 60;
   std::string inject = "none";
+  std::string dtype = "fp32";
   std::string report_path;
   bool tiny = true;
   bool bench = false;
@@ -188,12 +189,14 @@ int RunInProcess(const RunArgs& args) {
   o.seed = args.seed;
   o.timeout_seconds = args.timeout;
   exec::ParseFault(args.inject, &o.fault);  // CLI11 already restricted --inject to the known names
+  exec::ParseDtype(args.dtype, &o.dtype);   // and --dtype
+  o.tolerances = exec::DefaultTolerances(o.dtype);
   o.fingerprint.config_text = text.value();
   o.fingerprint.model_text = model_text;
   o.fingerprint.world_size = env->world_size;
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
                          "seed=" + std::to_string(args.seed), "inject=" + args.inject,
-                         std::string("bench=") + (args.bench ? "1" : "0")};
+                         std::string("bench=") + (args.bench ? "1" : "0"), "dtype=" + args.dtype};
   o.bench = args.bench;
   Json base_cluster;
   if (!args.cluster_out.empty()) {
@@ -267,6 +270,11 @@ Command AddRunCommand(CLI::App& root) {
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group"}));
+  app->add_option("--dtype", args->dtype,
+                  "what the sharded run and the reference compute in: fp32 (tolerance rtol 1e-4, atol 1e-6) or "
+                  "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.125, "
+                  "atol 1e-3; gloo only; docs/exec.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");
   app->add_flag("--bench", args->bench,
                 "measure every collective kind on every group kind instead of checking parity (nccl-tests "

@@ -68,6 +68,10 @@ struct CommContext {
 };
 
 // A group of one rank needs no backend: every collective is the identity.
+// How bf16 tensors travel on Gloo in this build: the result of a runtime probe of each collective
+// (bf16 natively where Gloo has it, else converted to fp32 around the collective), in words.
+std::string GlooBf16Support();
+
 std::unique_ptr<Comm> MakeSelfComm(const std::string& name, int global_rank);
 
 // Collective over the members (only members call it). `name` also prefixes the group's store keys.

@@ -2,8 +2,11 @@
 // PrefixStore. Gloo 1.13 lacks reduce_scatter, _allgather_base and list-form alltoall
 // (platform-notes §1.5), so: reduce-scatter = alltoall_base + local sum, all-gather = list-form
 // allgather into chunk views of one output buffer, all-to-all = alltoall_base with split sizes.
+#include <map>
+#include <mutex>
 #include <sstream>
 
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
@@ -26,6 +29,62 @@ class SelfComm final : public Comm {
   std::string Algorithm(const std::string&) const override { return "local copy (group of one)"; }
 };
 
+// Which Gloo collectives take bfloat16 tensors, asked of this LibTorch at runtime: each op once on
+// a one-rank ProcessGroupGloo over an in-process HashStore (no peer, no network), a thrown error
+// meaning "unsupported". The answer is the same on every rank of a run (same library).
+std::map<std::string, bool> ProbeGlooBf16() {
+  std::map<std::string, bool> ok;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  try {
+    auto store = c10::make_intrusive<c10d::HashStore>();
+    auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::milliseconds(10000));
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    opts->threads = 1;
+    pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 0, 1, opts);
+  } catch (const std::exception&) {
+    return {{"all_reduce", false}, {"all_gather", false}, {"all_to_all", false}, {"broadcast", false}};
+  }
+  auto attempt = [&](const std::string& op, auto&& f) {
+    try {
+      f();
+      ok[op] = true;
+    } catch (const std::exception&) {
+      ok[op] = false;
+    }
+  };
+  const auto bf16 = at::TensorOptions().dtype(at::kBFloat16);
+  attempt("all_reduce", [&] {
+    std::vector<at::Tensor> v{at::ones({4}, bf16)};
+    pg->allreduce(v)->wait();
+  });
+  attempt("all_gather", [&] {
+    std::vector<std::vector<at::Tensor>> outs{{at::empty({4}, bf16)}};
+    std::vector<at::Tensor> ins{at::ones({4}, bf16)};
+    pg->allgather(outs, ins)->wait();
+  });
+  attempt("all_to_all", [&] {
+    at::Tensor in = at::ones({4}, bf16), out = at::empty({4}, bf16);
+    std::vector<int64_t> none;
+    pg->alltoall_base(out, in, none, none)->wait();
+  });
+  attempt("broadcast", [&] {
+    std::vector<at::Tensor> v{at::ones({4}, bf16)};
+    pg->broadcast(v)->wait();
+  });
+  return ok;
+}
+
+const std::map<std::string, bool>& GlooBf16Table() {
+  static const std::map<std::string, bool> table = ProbeGlooBf16();
+  return table;
+}
+
+// bf16 tensors cross an op Gloo lacks bf16 for as fp32 (exact: fp32 holds every bf16 value; sums
+// are rounded back to bf16 once, at the end).
+bool Widen(const at::Tensor& t, const std::string& op) {
+  return t.scalar_type() == at::kBFloat16 && !GlooBf16Table().at(op);
+}
+
 class GlooComm final : public Comm {
  public:
   GlooComm(const CommContext& ctx, const std::string& name, std::vector<int> ranks, int group_rank,
@@ -33,13 +92,20 @@ class GlooComm final : public Comm {
       : Comm(name, std::move(ranks), group_rank), ctx_(ctx), pg_(std::move(pg)) {}
 
   Status AllReduceSum(at::Tensor& t) override {
+    const bool widen = Widen(t, "all_reduce");
     return Guard("all_reduce", [&] {
-      std::vector<at::Tensor> v{t};
+      std::vector<at::Tensor> v{widen ? t.to(at::kFloat) : t};
       pg_->allreduce(v)->wait();
+      if (widen) t.copy_(v[0]);
     });
   }
 
   Result<at::Tensor> AllGather(const at::Tensor& t) override {
+    if (Widen(t, "all_gather")) {
+      auto r = AllGather(t.to(at::kFloat));
+      if (!r.ok()) return r;
+      return r->to(at::kBFloat16);
+    }
     at::Tensor in = t.dim() == 0 ? t.reshape({1}) : t.contiguous();
     std::vector<int64_t> shape = in.sizes().vec();
     shape[0] *= size();
@@ -55,6 +121,11 @@ class GlooComm final : public Comm {
   }
 
   Result<at::Tensor> ReduceScatter(const at::Tensor& t) override {
+    if (Widen(t, "all_to_all")) {
+      auto r = ReduceScatter(t.to(at::kFloat));
+      if (!r.ok()) return r;
+      return r->to(at::kBFloat16);
+    }
     at::Tensor in = t.contiguous();
     at::Tensor recv = at::empty_like(in);
     Status s = Guard("reduce_scatter", [&] {
@@ -71,6 +142,11 @@ class GlooComm final : public Comm {
 
   Result<at::Tensor> AllToAll(const at::Tensor& t, const std::vector<int64_t>& send_rows,
                               const std::vector<int64_t>& recv_rows) override {
+    if (Widen(t, "all_to_all")) {
+      auto r = AllToAll(t.to(at::kFloat), send_rows, recv_rows);
+      if (!r.ok()) return r;
+      return r->to(at::kBFloat16);
+    }
     at::Tensor in = t.contiguous();
     std::vector<int64_t> shape = in.sizes().vec();
     if (!recv_rows.empty()) {
@@ -88,11 +164,13 @@ class GlooComm final : public Comm {
   }
 
   Status Broadcast(at::Tensor& t, int root) override {
+    const bool widen = Widen(t, "broadcast");
     return Guard("broadcast", [&] {
-      std::vector<at::Tensor> v{t};
+      std::vector<at::Tensor> v{widen ? t.to(at::kFloat) : t};
       c10d::BroadcastOptions o;
       o.rootRank = root;
       pg_->broadcast(v, o)->wait();
+      if (widen) t.copy_(v[0]);
     });
   }
 
@@ -148,6 +226,17 @@ Error CommFailure(const CommContext& ctx, const Comm& comm, const std::string& o
     if (!who.empty()) msg += "; " + who;
   }
   return Error{msg};
+}
+
+std::string GlooBf16Support() {
+  std::string native, widened;
+  for (const auto& [op, ok] : GlooBf16Table()) {
+    std::string& list = ok ? native : widened;
+    list += (list.empty() ? "" : ", ") + op;
+  }
+  if (widened.empty()) return "bf16 natively on every gloo collective";
+  if (native.empty()) return "fp32 around every gloo collective (this LibTorch's gloo has no bf16: " + widened + ")";
+  return "bf16 natively (" + native + "), fp32 around " + widened + " (no bf16 in this LibTorch's gloo)";
 }
 
 std::unique_ptr<Comm> MakeSelfComm(const std::string& name, int global_rank) {

@@ -37,7 +37,8 @@ at::Tensor Param::RefSlice(const at::Tensor& full) const {
   return full.narrow(shard.dim, shard.index * len, len);
 }
 
-TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout) : cfg_(cfg), layout_(layout) {
+TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout, at::ScalarType dtype)
+    : cfg_(cfg), layout_(layout), dtype_(dtype) {
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const int64_t h = cfg.hidden, d = cfg.head_dim;
   const Shard column{0, layout.tp_rank, layout.tp}, row{1, layout.tp_rank, layout.tp}, whole{};
@@ -45,7 +46,7 @@ TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& la
   // generator stays in step and all ranks agree on all weights.
   auto add = [&](std::string name, ParamFamily family, std::vector<int64_t> shape, Shard shard, double std,
                  double mean = 0.0, bool expert = false, bool held = true) {
-    at::Tensor full = at::randn(shape, gen, at::kFloat) * std + mean;
+    at::Tensor full = (at::randn(shape, gen, at::kFloat) * std + mean).to(dtype);
     Param p;
     p.name = std::move(name);
     p.family = family;
@@ -95,6 +96,13 @@ TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& la
   lm_head_ = add("lm_head.weight", ParamFamily::kLmHead, {cfg.vocab, h}, whole, lin);
 }
 
+void TinyModel::PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  pinned_.assign(ref_routes_.size(), at::Tensor());
+  for (size_t l = 0; l < ref_routes_.size(); ++l) {
+    if (ref_routes_[l].defined()) pinned_[l] = ref_routes_[l].narrow(0, row0, rows).narrow(1, col0, cols).contiguous();
+  }
+}
+
 const at::Tensor& TinyModel::W(bool reference, int index) const {
   return reference ? params_[index].ref : params_[index].local;
 }
@@ -136,7 +144,9 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
     }
   }
   x = RmsNorm(x, W(ref, final_norm_), cfg_.rms_eps);
-  at::Tensor logits = at::matmul(x, W(ref, lm_head_).t());
+  // The cross entropy in fp32 (a no-op for fp32 runs), as mixed-precision training does: bf16
+  // log_softmax over the vocabulary would lose the small probabilities.
+  at::Tensor logits = at::matmul(x, W(ref, lm_head_).t()).to(at::kFloat);
   at::Tensor nll = at::nll_loss(at::log_softmax(logits.reshape({b * s, cfg_.vocab}), -1), targets.reshape({b * s}),
                                 {}, at::Reduction::Sum, -100);
   return nll / denominator;
@@ -154,9 +164,20 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   // from restore's backward); averaging over tp makes it whole and equal on every peer.
   if (folded) x = TpMeanGrad(x, tp);
   const int64_t t = x.size(0);
-  at::Tensor probs = at::softmax(at::matmul(x, W(ref, li.router).t()), -1);
+  // The gate in fp32, as DeepSpeed's TopKGate does (its wg is .float(), its input cast to fp32):
+  // in bf16 near-tied router scores would pick different experts in the sharded and the reference
+  // run. A no-op for fp32 runs; the gate values go back to the model's dtype.
+  at::Tensor probs = at::softmax(at::matmul(x.to(at::kFloat), W(ref, li.router).to(at::kFloat).t()), -1);
   auto [topv, topi] = at::topk(probs, k, -1);
+  if (ref) {
+    if (ref_routes_.size() < layers_.size()) ref_routes_.resize(layers_.size());
+    ref_routes_[layer] = topi.reshape({h.size(0), h.size(1), k});
+  } else if (static_cast<size_t>(layer) < pinned_.size() && pinned_[layer].defined()) {
+    topi = pinned_[layer].reshape({-1, k});
+    topv = probs.gather(-1, topi);  // the shard's own gate values, so the router gradient is its own
+  }
   if (cfg_.norm_topk_prob) topv = topv / topv.sum({-1}, true);
+  topv = topv.to(x.scalar_type());
   auto expert = [&](int64_t e, const at::Tensor& rows) {
     return SwiGlu(rows, W(ref, li.expert_gate[e]), W(ref, li.expert_up[e]), W(ref, li.expert_down[e]));
   };

@@ -53,7 +53,18 @@ struct ShardLayout {
 
 class TinyModel {
  public:
-  TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout);
+  // dtype: of every weight (reference and shard) and so of the activations; the weights are drawn
+  // in fp32 and rounded once, so the reference and every shard start from the same values.
+  TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& layout, at::ScalarType dtype = at::kFloat);
+
+  at::ScalarType dtype() const { return dtype_; }
+
+  // bf16 only (runner): the next ShardedLoss routes its tokens -- rows [row0, row0 + rows) and
+  // positions [col0, col0 + cols) of the last ReferenceLoss batch -- to the experts the reference
+  // chose for them. Top-k is discrete: a bf16 rounding difference in a near-tied router score
+  // sends a token to another expert, an O(1) difference no tolerance can tell from a broken
+  // contract. The gate values (and so the router gradient) remain the shard's own.
+  void PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
   std::vector<Param>& params() { return params_; }
 
@@ -71,6 +82,7 @@ class TinyModel {
 
   TinyConfig cfg_;
   ShardLayout layout_;
+  at::ScalarType dtype_ = at::kFloat;
   std::vector<Param> params_;
   // Index of each named weight in params_, per layer.
   struct LayerIdx {
@@ -80,6 +92,8 @@ class TinyModel {
   };
   int embed_ = -1, final_norm_ = -1, lm_head_ = -1;
   std::vector<LayerIdx> layers_;
+  std::vector<at::Tensor> ref_routes_;  // per MoE layer: the last reference top-k ids, [B, S, k]
+  std::vector<at::Tensor> pinned_;      // per MoE layer: the shard's slice of them (PinShardRouting)
 };
 
 }  // namespace dsp::exec

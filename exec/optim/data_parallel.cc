@@ -9,6 +9,9 @@ namespace {
 
 double MaxAbs(const at::Tensor& t) { return t.numel() == 0 ? 0.0 : t.abs().max().item<double>(); }
 
+// Differences in fp32: bf16 subtraction would round the difference itself.
+double MaxAbsDiff(const at::Tensor& a, const at::Tensor& b) { return MaxAbs(a.to(at::kFloat) - b.to(at::kFloat)); }
+
 void Bump(double& slot, double v) { slot = std::max(slot, v); }
 
 }  // namespace
@@ -27,7 +30,7 @@ DataParallelSgd::DataParallelSgd(TinyModel& model, int zero_stage, double lr, st
     f.padded = (f.numel + n - 1) / n * n;
     if (zero_stage_ >= 1) {
       at::NoGradGuard no_grad;
-      at::Tensor w = at::zeros({f.padded}, at::kFloat);
+      at::Tensor w = at::zeros({f.padded}, model_.dtype());
       for (size_t j = 0; j < f.group.params.size(); ++j) {
         const at::Tensor& p = model_.params()[f.group.params[j]].local;
         w.narrow(0, f.offsets[j], p.numel()).copy_(p.reshape({-1}));
@@ -41,7 +44,7 @@ DataParallelSgd::DataParallelSgd(TinyModel& model, int zero_stage, double lr, st
 // The flat gradient of a group: this rank's shard gradients, or the reference gradients narrowed to
 // the same shards (what the shard gradients must equal after reduction).
 at::Tensor DataParallelSgd::Gather(const Flat& f, bool reference_grads) const {
-  at::Tensor flat = at::zeros({f.padded}, at::kFloat);
+  at::Tensor flat = at::zeros({f.padded}, model_.dtype());
   for (size_t j = 0; j < f.group.params.size(); ++j) {
     const Param& p = model_.params()[f.group.params[j]];
     at::Tensor g = reference_grads ? p.RefSlice(p.ref.grad()) : p.local.grad();
@@ -66,7 +69,7 @@ void DataParallelSgd::Compare(const Flat& f, const at::Tensor& got, const at::Te
     const int64_t a = std::max(lo, f.offsets[j]), b = std::min(hi, f.offsets[j] + p.local.numel());
     if (a >= b) continue;
     FamilyDiff& d = diffs[p.family];
-    Bump(d.grad_abs, MaxAbs(got.narrow(0, a - lo, b - a) - want.narrow(0, a - lo, b - a)));
+    Bump(d.grad_abs, MaxAbsDiff(got.narrow(0, a - lo, b - a), want.narrow(0, a - lo, b - a)));
     Bump(d.grad_ref, MaxAbs(want.narrow(0, a - lo, b - a)));
   }
 }
@@ -126,7 +129,7 @@ Status DataParallelSgd::Step(FamilyDiffs& diffs) {
     p.local.mutable_grad() = at::Tensor();
     FamilyDiff& d = diffs[p.family];
     at::Tensor want = p.RefSlice(p.ref);
-    Bump(d.weight_abs, MaxAbs(p.local - want));
+    Bump(d.weight_abs, MaxAbsDiff(p.local, want));
     Bump(d.weight_ref, MaxAbs(want));
   }
   return Status::Ok();

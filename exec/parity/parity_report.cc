@@ -46,6 +46,21 @@ bool ParseFault(const std::string& name, Fault* fault) {
   return false;
 }
 
+std::string DtypeName(Dtype dtype) { return dtype == Dtype::kBf16 ? "bf16" : "fp32"; }
+
+bool ParseDtype(const std::string& name, Dtype* dtype) {
+  if (name == "fp32" || name == "bf16") {
+    *dtype = name == "bf16" ? Dtype::kBf16 : Dtype::kFp32;
+    return true;
+  }
+  return false;
+}
+
+Tolerances DefaultTolerances(Dtype dtype) {
+  if (dtype == Dtype::kBf16) return Tolerances{0.125, 1e-3};  // 2^-7 x 16; docs/exec.md "bf16"
+  return Tolerances{};
+}
+
 bool HaveTorch() {
 #ifdef DSP_HAVE_TORCH
   return true;
@@ -72,8 +87,9 @@ std::string RenderRunText(const RunReport& r) {
   out << ", batch " << r.tiny.micro_batch << "x" << r.tiny.seq_len << " per replica, SGD, " << r.steps
       << " steps, seed " << r.seed << "\n";
   if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
+  out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
   out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
-      << " * max|reference| (fp32)\n";
+      << " * max|reference| (" << r.dtype << ")\n";
   for (const auto& s : r.step_reports) {
     out << "step " << s.step << ": loss " << Num(s.loss) << " reference " << Num(s.ref_loss) << " diff "
         << Num(s.loss - s.ref_loss) << (s.loss_ok ? "" : "  FAIL") << "\n";
@@ -106,7 +122,7 @@ std::string RenderRunText(const RunReport& r) {
 
 std::string RenderRunJson(const RunReport& r) {
   Json root = Json::object();
-  root["schema_version"] = 1;
+  root["schema_version"] = 2;
   root["world_size"] = r.world_size;
   root["backend"] = r.backend;
   root["mode"] = r.mode;
@@ -121,7 +137,9 @@ std::string RenderRunJson(const RunReport& r) {
   root["steps"] = r.steps;
   root["seed"] = r.seed;
   root["plan_hash"] = r.plan_hash;
-  root["tolerances"] = {{"dtype", "fp32"}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
+  root["dtype"] = r.dtype;
+  root["communication"] = r.comm_dtype;
+  root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
   Json steps = Json::array();
   for (const auto& s : r.step_reports) {
     Json fams = Json::array();

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 
 namespace dsp::exec {
@@ -68,6 +69,38 @@ TEST(RunnerTest, WorldOfOneMatchesTheReferenceExactly) {
   }
 }
 
+// bf16 at world = 1: the shard is the whole model, so the sharded run performs the reference's
+// bf16 operations in the same order and must match it bit for bit, with the bf16 tolerance and
+// the gloo probe's answer in the report.
+TEST(RunnerTest, WorldOfOneInBf16MatchesTheReferenceExactly) {
+  for (bool moe : {false, true}) {
+    RunOptions o = WorldOfOne(moe);
+    o.dtype = Dtype::kBf16;
+    o.tolerances = DefaultTolerances(Dtype::kBf16);
+    auto r = RunPlan(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->ok);
+    EXPECT_EQ(r->dtype, "bf16");
+    EXPECT_FALSE(r->comm_dtype.empty());
+    EXPECT_EQ(r->tolerances.rtol, 0.125);
+    EXPECT_EQ(r->tolerances.atol, 1e-3);
+    ASSERT_EQ(r->step_reports.size(), 2u);
+    for (const auto& s : r->step_reports) {
+      EXPECT_EQ(s.loss, s.ref_loss);
+      for (const auto& f : s.families) {
+        EXPECT_EQ(f.grad_max_abs, 0.0) << f.family;
+        EXPECT_EQ(f.weight_max_abs, 0.0) << f.family;
+        EXPECT_GT(f.grad_ref_max, 0.0) << f.family;
+      }
+    }
+    // bf16 really ran: its losses differ from the fp32 run's on the same weights and batch.
+    auto fp32 = RunPlan(WorldOfOne(moe));
+    ASSERT_TRUE(fp32.ok()) << fp32.error().message;
+    EXPECT_NE(fp32->step_reports[0].loss, r->step_reports[0].loss);
+    EXPECT_NEAR(fp32->step_reports[0].loss, r->step_reports[0].loss, 0.05 * std::abs(fp32->step_reports[0].loss));
+  }
+}
+
 TEST(RunnerTest, RefusesWhatItCannotRun) {
   RunOptions o = WorldOfOne(false);
   o.fault = Fault::kNoCopyAllreduce;
@@ -79,6 +112,13 @@ TEST(RunnerTest, RefusesWhatItCannotRun) {
   r = RunPlan(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("ZeRO stage 3 is not implemented"), std::string::npos) << r.error().message;
+  o = WorldOfOne(false);
+  o.dtype = Dtype::kBf16;
+  o.backend = Backend::kNccl;
+  r = RunPlan(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--dtype bf16 runs on the gloo backend only"), std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "sim/plan_diff.h"
 
+#include "core/report/groups_report.h"
+
 #include <cmath>
 #include <limits>
 #include <set>
@@ -142,23 +144,9 @@ std::vector<ValueChange> DiffJsonLeaves(const Json& old_value, const Json& new_v
 
 std::string FormatRankGroup(const Json& group) {
   if (!group.is_array()) return group.dump();
-  std::vector<int64_t> g;
-  for (const Json& v : group) g.push_back(v.is_number_integer() ? v.get<int64_t>() : -1);
-  // Same form as the groups table (core/report/groups_report.cc): runs of three or more as "a-b".
-  std::string out = "[";
-  for (size_t i = 0; i < g.size();) {
-    size_t j = i;
-    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
-    if (i > 0) out += ",";
-    if (j - i >= 2) {
-      out += std::to_string(g[i]) + "-" + std::to_string(g[j]);
-    } else {
-      out += std::to_string(g[i]);
-      if (j > i) out += "," + std::to_string(g[j]);
-    }
-    i = j + 1;
-  }
-  return out + "]";
+  RankGroup g;
+  for (const Json& v : group) g.push_back(v.is_number_integer() ? v.get<int>() : -1);
+  return dsp::FormatRankGroup(g);  // the groups table's form (qualified: this overload would hide it)
 }
 
 }  // namespace dsp::sim

@@ -5,15 +5,6 @@
 
 #include "apps/ds-plan/command.h"
 
-namespace dsp::app {
-
-int UsageError(const std::string& message) {
-  std::cerr << "ds-plan: error: " << message << "\n";
-  return kExitUsage;
-}
-
-}  // namespace dsp::app
-
 int main(int argc, char** argv) {
   using namespace dsp::app;
   CLI::App app{"ds-plan-exec: the LibTorch executor behind `ds-plan run`", "ds-plan"};

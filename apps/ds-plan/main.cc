@@ -5,15 +5,6 @@
 #include "apps/ds-plan/command.h"
 #include "core/util/text.h"
 
-namespace dsp::app {
-
-int UsageError(const std::string& message) {
-  std::cerr << "ds-plan: error: " << message << "\n";
-  return kExitUsage;
-}
-
-}  // namespace dsp::app
-
 int main(int argc, char** argv) {
   using namespace dsp::app;
   CLI::App app{"ds-plan: check, lay out and simulate DeepSpeed parallel training before launch", "ds-plan"};

@@ -8,24 +8,6 @@
 namespace dsp {
 namespace {
 
-std::string FormatGroup(const RankGroup& g) {
-  // Runs of consecutive ranks print as "a-b" once they are long enough to save space.
-  std::string out = "[";
-  for (size_t i = 0; i < g.size();) {
-    size_t j = i;
-    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
-    if (i > 0) out += ",";
-    if (j - i >= 2) {
-      out += std::to_string(g[i]) + "-" + std::to_string(g[j]);
-    } else {
-      out += std::to_string(g[i]);
-      if (j > i) out += "," + std::to_string(g[j]);
-    }
-    i = j + 1;
-  }
-  return out + "]";
-}
-
 std::vector<RankGroup> Shown(const std::vector<RankGroup>& groups, const GroupsView& view) {
   return view.rank ? GroupsContaining(groups, *view.rank) : groups;
 }
@@ -72,7 +54,7 @@ std::string Table(const Plan& plan, const GroupsView& view) {
                       std::to_string(size) + "  ";
     for (size_t i = 0; i < shown.size(); ++i) {
       if (i > 0) row += " ";
-      row += FormatGroup(shown[i]);
+      row += FormatRankGroup(shown[i]);
       if (plan.gpus_per_node && CrossesNode(shown[i], static_cast<int>(*plan.gpus_per_node))) {
         row += "*";
         crossing = true;
@@ -148,6 +130,24 @@ std::string RenderGroups(const Plan& plan, GroupsFormat format, const GroupsView
     case GroupsFormat::kCsv: return Csv(plan, view);
   }
   return Table(plan, view);
+}
+
+std::string FormatRankGroup(const RankGroup& g) {
+  // Runs of consecutive ranks print as "a-b" once they are long enough to save space.
+  std::string out = "[";
+  for (size_t i = 0; i < g.size();) {
+    size_t j = i;
+    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
+    if (i > 0) out += ",";
+    if (j - i >= 2) {
+      out += std::to_string(g[i]) + "-" + std::to_string(g[j]);
+    } else {
+      out += std::to_string(g[i]);
+      if (j > i) out += "," + std::to_string(g[j]);
+    }
+    i = j + 1;
+  }
+  return out + "]";
 }
 
 }  // namespace dsp

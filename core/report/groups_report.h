@@ -17,4 +17,8 @@ struct GroupsView {
 
 std::string RenderGroups(const Plan& plan, GroupsFormat format, const GroupsView& view = {});
 
+// A rank list as the groups table prints it: runs of three or more consecutive ranks as "a-b",
+// "[0-3,8,9]".
+std::string FormatRankGroup(const RankGroup& group);
+
 }  // namespace dsp

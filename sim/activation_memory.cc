@@ -69,7 +69,9 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   double attention = Div(kActivationBytes * tokens * h, replicated);            // q/k/v input
   attention += Div(kActivationBytes * tokens * (2 * q_cols + 2 * kv_cols), t);  // Q, K, V, output
   attention += Div(mask * tokens * h, replicated);                              // output dropout
-  if (recompute != Recompute::kSelective) {
+  if (shape.flash_attention) {
+    attention += Div(4.0 * static_cast<double>(shape.heads) * tokens, t);  // logsumexp, fp32
+  } else if (recompute != Recompute::kSelective) {
     // Scores of a heads over the full sequence for this rank's tokens: a·S·T entries. Saved: the
     // softmax output (16-bit); with dropout also its 1-byte mask and the dropout output (16-bit)
     // that multiplies V, Korthikanti's 5as²b. Under Ulysses each rank has a/sp heads of all S
@@ -111,7 +113,8 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   const double hidden_part = Div(4.0 * tokens * static_cast<double>(shape.hidden), replicated);
   // The logits are whole on every TP rank (AutoTP training keeps lm_head replicated); only the
   // Megatron comparison mode splits them vocab-parallel.
-  const double vocab_part = Div(4.0 * tokens * static_cast<double>(vocab_size), shape.megatron_sp ? t : 1);
+  const double vocab_part =
+      Div(4.0 * tokens * static_cast<double>(vocab_size), shape.megatron_sp || shape.vocab_parallel ? t : 1);
   return hidden_part + vocab_part;
 }
 

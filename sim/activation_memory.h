@@ -27,6 +27,9 @@ struct LayerShape {
   int64_t ffn = 0;          // width of the dense MLP (4h in GPT-3)
   bool gated_mlp = false;   // SwiGLU: gate, up and down projections
   bool dropout = true;      // Korthikanti's 1-byte masks; llama-family models train without dropout
+  bool flash_attention = false;  // FlashAttention/SDPA: no scores saved, only the softmax
+                                 // statistics (4 bytes per head and query)
+  bool vocab_parallel = false;   // Megatron's parallel lm_head: logits split over t
 
   int tp = 1;                // tensor-parallel size t
   bool megatron_sp = false;  // Megatron sequence parallelism: norms/dropout sharded over t too.

@@ -65,8 +65,20 @@ class ObjectReader {
     *out = x;
   }
 
-  void Integer(const std::string& key, int* out, int max) {
-    const Json* v = Get(key, true);
+  // A finite number >= 0 (or below 1 when `fraction`).
+  void NonNegative(const std::string& key, double* out, bool fraction = false) {
+    const Json* v = Get(key, false);
+    if (v == nullptr) return;
+    std::string p = PointerJoin(pointer_, key);
+    if (!v->is_number()) return Fail(p, "expected a number, got " + TypeName(*v));
+    double x = v->get<double>();
+    if (!std::isfinite(x) || x < 0) return Fail(p, "must be 0 or more, got " + v->dump());
+    if (fraction && x >= 1) return Fail(p, "is a fraction: must be in [0, 1), got " + v->dump());
+    *out = x;
+  }
+
+  void Integer(const std::string& key, int* out, int max, bool required = true) {
+    const Json* v = Get(key, required);
     if (v == nullptr) return;
     std::string p = PointerJoin(pointer_, key);
     if (!v->is_number_integer()) return Fail(p, "expected an integer, got " + TypeName(*v) + " " + v->dump());
@@ -121,6 +133,12 @@ class ObjectReader {
 void ReadLink(ObjectReader& r, LinkSpec* link) {
   r.Number("busbw_bytes_per_second", &link->busbw_bytes_per_second, true);
   r.Number("latency_seconds", &link->latency_seconds, true);
+  r.NonNegative("hop_latency_seconds", &link->hop_latency_seconds);
+}
+
+void ReadNetwork(ObjectReader& r, LinkSpec* link) {
+  ReadLink(r, link);
+  r.NonNegative("max_rails", &link->max_rails);
 }
 
 }  // namespace
@@ -137,16 +155,23 @@ Result<Cluster> ParseCluster(const Json& json) {
     r.Number("peak_bf16_flops_per_second", &c.gpu.peak_bf16_flops_per_second, true);
     r.Number("hbm_bytes", &c.gpu.hbm_bytes, true);
     r.Number("hbm_bytes_per_second", &c.gpu.hbm_bytes_per_second, true);
+    r.Integer("sm_count", &c.gpu.sm_count, 100000, /*required=*/false);
+    r.NonNegative("kernel_overhead_seconds", &c.gpu.kernel_overhead_seconds);
   });
   root.Integer("gpus_per_node", &c.gpus_per_node, 1024);
   root.Object("intra_node", true, [&](ObjectReader& r) { ReadLink(r, &c.intra_node); });
-  root.Object("inter_node", true, [&](ObjectReader& r) { ReadLink(r, &c.inter_node); });
+  root.Object("inter_node", true, [&](ObjectReader& r) { ReadNetwork(r, &c.inter_node); });
   root.Number("host_to_device_bytes_per_second", &c.host_to_device_bytes_per_second, true);
   c.cpu_optimizer_params_per_second = kDefaultCpuOptimizerParamsPerSecond;
   root.Number("cpu_optimizer_params_per_second", &c.cpu_optimizer_params_per_second, false);
   root.Object("efficiency", false, [&](ObjectReader& r) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);
+    r.Number("attention", &c.efficiency.attention, false, /*fraction=*/true);
+  });
+  root.Object("memory", false, [&](ObjectReader& r) {
+    r.NonNegative("reserved_bytes", &c.memory.reserved_bytes);
+    r.NonNegative("fragmentation", &c.memory.fragmentation, /*fraction=*/true);
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};

@@ -14,19 +14,37 @@ struct GpuSpec {
   double peak_bf16_flops_per_second = 0; // dense tensor-core peak (not the sparse figure)
   double hbm_bytes = 0;                  // usable device memory
   double hbm_bytes_per_second = 0;       // HBM bandwidth
+  int sm_count = 0;                      // streaming multiprocessors: GEMM wave quantization (0 = off)
+  double kernel_overhead_seconds = 0;    // fixed cost of every kernel (launch, ramp-up, tail)
 };
 
 // One level of the network, as NCCL sees it: bus bandwidth per GPU (nccl-tests' busbw, what a
 // large collective achieves) and a per-call latency.
 struct LinkSpec {
   double busbw_bytes_per_second = 0;
-  double latency_seconds = 0;
+  double latency_seconds = 0;      // per call: launch and the algorithm's fixed start-up
+  double hop_latency_seconds = 0;  // per algorithm step over this link (NCCL's per-hop latency):
+                                   // a ring of n ranks takes n - 1 steps (2(n - 1) to all-reduce)
+  // Network only: how many of a node's rails one collective drives at once (NCCL runs one ring
+  // channel per rail when k ranks of the group share a node); 0 = as many as the group has ranks
+  // on the node.
+  double max_rails = 0;
 };
 
 // Measured efficiency factors (1.0 = datasheet peak); defaults come from performance-model.md.
 struct Efficiency {
   double matmul = 0.0;     // achieved / peak for large GEMMs
   double memory = 0.0;     // achieved / peak HBM bandwidth for memory-bound operators
+  double attention = 0.0;  // achieved / peak for fused (Flash) attention; 0 = same as matmul
+};
+
+// Device memory a training process cannot use for tensors: the CUDA context, NCCL's and cuBLAS's
+// workspaces (reserved_bytes), and what PyTorch's caching allocator loses to fragmentation (a
+// fraction of the tensors it holds). The verdict compares peak x (1 + fragmentation) +
+// reserved_bytes with the HBM.
+struct MemoryAllowance {
+  double reserved_bytes = 0;
+  double fragmentation = 0;
 };
 
 struct Cluster {
@@ -40,6 +58,7 @@ struct Cluster {
   // cores are shared by the node's GPUs). Used only with offload_optimizer.
   double cpu_optimizer_params_per_second = 0;
   Efficiency efficiency;
+  MemoryAllowance memory;
 };
 
 // Errors name the missing or invalid key (JSON pointer).

@@ -1,6 +1,8 @@
-// Which collectives a DeepSpeed plan issues per step, how big they are, on which group, and when.
+// Which collectives a plan issues per step, how big they are, on which group, and when.
 // Volumes: performance-model.md §2.4; insertion points and reduction groups: deepspeed-config.md
-// §3 (AutoTP pass, AutoSP all-to-alls) and §4 (folding and ordinary gradient reduction).
+// §3 (AutoTP pass, AutoSP all-to-alls) and §4 (folding and ordinary gradient reduction); Megatron's
+// tensor/pipeline parallel collectives from Narayanan et al. 2021 and Korthikanti et al. 2022;
+// ZeRO-3's per-release behaviour from DeepSpeed's stage3.py / partition_parameters.py.
 #include "sim/comm_plan.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "core/model/model_spec.h"
 #include "sim/group_links.h"
+#include "sim/param_sharding.h"
 
 namespace dsp::sim {
 namespace {
@@ -23,13 +26,16 @@ class Planner {
  public:
   explicit Planner(const SimInput& in) : in_(in) {}
 
-  // `calls` calls of S = `bytes` each, per micro-step or per step depending on `schedule`.
+  // `calls` calls of S = `bytes` each, per micro-step or per step depending on `schedule`;
+  // `per_call_extra` seconds on top of each call (list copies of old ZeRO-3 releases).
   void Add(std::string purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
-           CommSchedule schedule) {
+           CommSchedule schedule, StageScope scope = StageScope::kAll,
+           double per_call_extra_kernels = 0) {
     if (bytes <= 0 || calls <= 0) return;
     const GroupLinkInfo& g = Describe(group, kind);
     if (!g.present || g.size <= 1) return;
-    const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link);
+    const double extra = per_call_extra_kernels * g.size * in_.cluster->gpu.kernel_overhead_seconds;
+    const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link) + extra;
     const double units = PerMicroStep(schedule)
                              ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1))
                              : 1.0;
@@ -43,6 +49,7 @@ class Planner {
     p.call.inter_node = g.inter_node;
     p.call.seconds = one_call * calls * units;
     p.schedule = schedule;
+    p.scope = scope;
     p.calls_per_unit = calls;
     p.seconds_per_unit = one_call * calls;
     p.floor_seconds = one_call;  // the first prefetch or the last bucket cannot be hidden
@@ -52,10 +59,12 @@ class Planner {
   // A buffer of `elements` sent in buckets of `bucket_elements` (DeepSpeed's reduce/allgather
   // bucket sizes): ceil(elements / bucket) calls of equal size.
   void AddBucketed(std::string purpose, CollectiveKind kind, GroupKind group, double elements,
-                   double bytes_per_element, double bucket_elements, CommSchedule schedule) {
+                   double bytes_per_element, double bucket_elements, CommSchedule schedule,
+                   StageScope scope = StageScope::kAll) {
     if (elements <= 0) return;
     const double calls = bucket_elements > 0 ? std::ceil(elements / bucket_elements) : 1.0;
-    Add(std::move(purpose), kind, group, elements * bytes_per_element / calls, calls, schedule);
+    Add(std::move(purpose), kind, group, elements * bytes_per_element / calls, calls, schedule,
+        scope);
   }
 
   std::vector<PlannedCollective> Take() { return std::move(out_); }
@@ -79,22 +88,25 @@ struct RankParams {
   double routed = 0;         // AutoEP routed experts, reduced over edp
   double tp_replicated = 0;  // replicated across TP under folding: router, norms, shared experts
   double zero3_persistent = 0;  // tensors below stage3_param_persistence_threshold: never gathered
+  double embedding = 0;      // this rank's share of the (tied) embedding, for pipeline tying
 };
 
 RankParams CountRankParams(const SimInput& in) {
   const ModelSpec& m = *in.model;
   const ParamCounts c = CountParameters(m);
   auto family = [&](ParamFamily f) { return static_cast<double>(c.by_family.at(f)); };
-  const double tp = in.plan->sizes.tp, ep = in.plan->sizes.ep, pp = in.plan->sizes.pp;
-  const bool autoep = in.plan->sizes.expert_parallel;
+  const ParallelSizes& sizes = in.plan->sizes;
+  const double tp = sizes.tp, ep = sizes.ep, pp = sizes.pp;
+  const bool autoep = sizes.expert_parallel;
+  // Megatron's vocab-parallel embedding and lm_head are split over TP; AutoTP keeps them whole.
+  const double vocab_split = in.engine.megatron() ? tp : 1.0;
   RankParams r;
-  // AutoTP splits attention and dense MLPs; embedding, lm_head (param_sharding.cc), norms and
-  // routers stay whole.
   const double shared =
       autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
   const double tp_split = family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp);
+  r.embedding = (family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead)) / vocab_split;
   r.dense = tp_split / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) +
-            family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead);
+            r.embedding;
   const double routed =
       autoep ? family(ParamFamily::kRoutedExperts) / ep : family(ParamFamily::kRoutedExperts) / tp;
   if (autoep) {
@@ -112,6 +124,10 @@ RankParams CountRankParams(const SimInput& in) {
   if (h * static_cast<double>(m.num_experts) < threshold) {
     r.zero3_persistent += family(ParamFamily::kRouter);
   }
+  // Biases (GPT-style models) are as small as the norms: persistent too.
+  if (m.attention_bias && h * 3.0 < threshold) {
+    r.zero3_persistent += static_cast<double>(m.num_hidden_layers) * 4.0 * h / tp;
+  }
   // Pipeline stages hold about 1/pp of the layers each.
   r.dense /= pp;
   r.routed /= pp;
@@ -120,12 +136,59 @@ RankParams CountRankParams(const SimInput& in) {
   return r;
 }
 
+// ZeRO-3's view of one decoder layer: its modules in forward order, each gathered by one call
+// (fetch_sub_module gathers a module's own parameters: one call per parameter before 0.6.0, one
+// coalesced call per module after; the biases and norms below the persistence threshold never
+// move, so both count the module's weight). `regathered` is the share of the layer's gathered
+// elements that backward gathers again after a recomputed forward: a module is kept when the
+// parameters used between its recomputation and its backward (DeepSpeed's reuse distance: the
+// later modules of the layer, once in the recompute and once in backward) stay under
+// max_reuse_distance.
+struct Zero3Layer {
+  double modules = 0;
+  double regathered = 1.0;
+};
+
+Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
+  ModelSpec one = *in.model;
+  one.num_hidden_layers = 1;
+  one.decoder_sparse_step = 1;
+  one.mlp_only_layers = moe ? std::vector<int64_t>{} : std::vector<int64_t>{0};
+  std::vector<double> weights;
+  for (const ParamTensor& p : ParameterTensors(one)) {
+    if (p.layer != 0) continue;
+    const double numel = static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes);
+    if (numel < in.zero.param_persistence_threshold) continue;
+    // AutoEP's routed experts are gathered over edp in their own call per expert weight.
+    weights.push_back(numel);
+  }
+  Zero3Layer z;
+  z.modules = static_cast<double>(weights.size());
+  double total = 0, regathered = 0, after = 0;
+  for (double w : weights) total += w;
+  for (auto it = weights.rbegin(); it != weights.rend(); ++it) {
+    if (2.0 * after >= in.zero.max_reuse_distance) regathered += *it;
+    after += *it;
+  }
+  z.regathered = total > 0 ? regathered / total : 1.0;
+  return z;
+}
+
 }  // namespace
+
+bool Zero3ListCollectives(const SimInput& input) {
+  return input.engine.deepspeed_version < ds_release::kZero3AllGatherBase;
+}
+
+bool Zero3SynchronousFetch(const SimInput& input) {
+  return input.engine.deepspeed_version < ds_release::kZero3Coalesced;
+}
 
 std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTimeOptions& options) {
   if (in.plan == nullptr || in.model == nullptr || in.cluster == nullptr) return {};
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
+  const EngineSettings& engine = in.engine;
   const double bpe = in.workload.bytes_per_param;
   const double tokens =
       static_cast<double>(in.workload.micro_batch * in.workload.seq_len) / sizes.sp;
@@ -143,12 +206,15 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   const CommSchedule critical = CommSchedule::kCritical;
   Planner plan(in);
 
-  // AutoTP: Megatron f/g pairs. Attention always; a dense MLP (or, without AutoEP, the MoE block
-  // whose experts AutoTP splits like an MLP) adds a second pair. One all-reduce forward (row
-  // output), one backward (column input gradient); folded MoE blocks have none.
+  // Tensor parallelism (AutoTP or Megatron): f/g pairs. Attention always; a dense MLP (or,
+  // without AutoEP, the MoE block whose experts AutoTP splits like an MLP) adds a second pair.
+  // One all-reduce forward (row output), one backward (column input gradient); folded MoE blocks
+  // have none. Megatron SP turns each all-reduce into an all-gather plus a reduce-scatter of the
+  // same S (Korthikanti et al. §4.2.2).
   const double tp_pairs = layers + dense_layers + (autoep ? 0.0 : moe_layers);
   const double tp_calls = tp_pairs * (fwd_passes + 1.0);
-  if (options.tp_sequence_parallel) {
+  const bool tp_sp = options.tp_sequence_parallel || engine.megatron_sp;
+  if (tp_sp) {
     plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, tokens * h * bpe,
              tp_calls, critical);
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp,
@@ -157,8 +223,36 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe,
              tp_calls, critical);
   }
-  // lm_head stays whole under AutoTP training (no LmHeadLinearAllreduce, param_sharding.cc): no
-  // logits all-reduce.
+  if (engine.megatron()) {
+    // VocabParallelEmbedding all-reduces (or reduce-scatters under SP) its output; the parallel
+    // lm_head's input copy all-reduces the input gradient in backward; vocab_parallel_cross_entropy
+    // all-reduces the max, the target logit and the sum of exponentials (3 x tokens floats).
+    const CollectiveKind k = tp_sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+    plan.Add("tp_embedding_reduce", k, GroupKind::kTp, tokens * h * bpe, 1, critical,
+             StageScope::kFirst);
+    plan.Add("tp_lm_head_reduce", k, GroupKind::kTp, tokens * h * bpe, 1, critical,
+             StageScope::kLast);
+    plan.Add("tp_cross_entropy_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
+             tokens * 4.0, 3, critical, StageScope::kLast);
+  }
+  // DeepSpeed's AutoTP keeps lm_head whole in training (no LmHeadLinearAllreduce,
+  // param_sharding.cc): no logits all-reduce.
+
+  // Pipeline: every micro-batch sends its activations to the next stage and its gradients back,
+  // once per model chunk (virtual stage). Megatron sends 1/tp of the tensor and all-gathers it
+  // inside the TP group (scatter_gather_tensors_in_pipeline); DeepSpeed's PipelineEngine sends it
+  // whole from every TP rank.
+  if (sizes.pp > 1) {
+    const double chunks = engine.engine == Engine::kMegatronLm ? engine.virtual_stages : 1.0;
+    const double split = engine.megatron() && !tp_sp ? static_cast<double>(sizes.tp) : 1.0;
+    const double act = tokens * h * bpe / (tp_sp ? sizes.tp : 1.0);
+    plan.Add("pp_send_recv", CollectiveKind::kSendRecv, GroupKind::kPp, act / split,
+             2.0 * chunks, critical);
+    if (split > 1) {
+      plan.Add("pp_tp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, act, 2.0 * chunks,
+               critical);
+    }
+  }
 
   // Ulysses/AutoSP: all-to-alls after q, k, v and on the attention output, mirrored in backward.
   // A rank's send buffer is its s/sp tokens of every head; K/V heads are repeated up to sp.
@@ -200,24 +294,59 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
                      CommSchedule::kStepExposed);
   }
 
-  // Gradient reduction: all-reduce once per step at ZeRO 0/1 (gradients are not partitioned, the
-  // engine reduces at the accumulation boundary); reduce-scatter every micro-step at ZeRO 2/3.
-  // overlap_comm runs the buckets on a side stream during backward (ZeRO >= 1 only; ZeRO-0's
-  // engine all-reduce starts after backward).
+  // Gradient reduction. The bytes per element are the gradients' (fp32 with an fp32 accumulation
+  // buffer: BF16Optimizer, Megatron's bf16 main_grad).
+  const double grad_bytes = in.workload.gradient_bytes_per_element > 0
+                                ? in.workload.gradient_bytes_per_element
+                                : bpe;
   const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
+  if (engine.engine == Engine::kMegatronLm) {
+    // Megatron-LM's DDP reduces gradient buckets while backward runs (torch DDP's hooks; its
+    // "local" DDP with overlap_grad_reduce): the last micro-step's backward hides them.
+    plan.AddBucketed("dp_grad_reduce", CollectiveKind::kAllReduce, dense_group, params.dense,
+                     grad_bytes, 2.5e7 / grad_bytes, CommSchedule::kBoundaryOverlap);
+    if (sizes.pp > 1 && m.tie_word_embeddings) {
+      plan.Add("pp_embedding_grad_all_reduce", CollectiveKind::kAllReduce, GroupKind::kPp,
+               static_cast<double>(m.vocab_size) * h / sizes.tp * grad_bytes, 1,
+               CommSchedule::kStepExposed, StageScope::kFirst);
+    }
+    return plan.Take();
+  }
+
+  // DeepSpeed: all-reduce once per step at ZeRO 0/1 (gradients are not partitioned, the engine
+  // reduces at the accumulation boundary); reduce-scatter every micro-step at ZeRO 2/3.
+  // overlap_comm runs the buckets on a side stream during backward (ZeRO >= 1 only; ZeRO-0's
+  // engine all-reduce starts after backward; the PipelineEngine reduces after the last
+  // micro-batch).
   const bool partitioned_grads = zero.stage >= 2;
-  const CollectiveKind grad_kind =
+  CollectiveKind grad_kind =
       partitioned_grads ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  if (zero.stage == 3 && !zero.stage3_reduce_scatter) grad_kind = CollectiveKind::kAllReduce;
   CommSchedule grad_schedule = CommSchedule::kStepExposed;
   if (partitioned_grads) {
     grad_schedule = zero.overlap_comm ? CommSchedule::kBackwardOverlap : critical;
-  } else if (zero.stage == 1 && zero.overlap_comm) {
+  } else if (zero.stage == 1 && zero.overlap_comm && sizes.pp == 1) {
     grad_schedule = CommSchedule::kBoundaryOverlap;
   }
-  plan.AddBucketed("dp_grad_reduce", grad_kind, dense_group, params.dense, bpe,
+  if (zero.stage == 3 && Zero3ListCollectives(in) && grad_kind == CollectiveKind::kReduceScatter) {
+    // One reduce_scatter per parameter with a list of n inputs (n copies each) in old releases.
+    const Zero3Layer layer = DescribeZero3Layer(in, false);
+    const double calls = std::max(1.0, layer.modules) * layers;
+    plan.Add("dp_grad_reduce", grad_kind, dense_group, params.dense * grad_bytes / calls, calls,
+             grad_schedule, StageScope::kAll, 1.0);
+  } else {
+    plan.AddBucketed("dp_grad_reduce", grad_kind, dense_group, params.dense, grad_bytes,
+                     zero.reduce_bucket_size, grad_schedule);
+  }
+  plan.AddBucketed("edp_grad_reduce", grad_kind, GroupKind::kEdp, params.routed, grad_bytes,
                    zero.reduce_bucket_size, grad_schedule);
-  plan.AddBucketed("edp_grad_reduce", grad_kind, GroupKind::kEdp, params.routed, bpe,
-                   zero.reduce_bucket_size, grad_schedule);
+  if (sizes.pp > 1 && m.tie_word_embeddings && engine.megatron()) {
+    // PipelineModule's TiedLayerSpec: the embedding's gradient is all-reduced between the first
+    // and last stage after the pipeline drains.
+    plan.Add("pp_embedding_grad_all_reduce", CollectiveKind::kAllReduce, GroupKind::kPp,
+             static_cast<double>(m.vocab_size) * h / sizes.tp * grad_bytes, 1,
+             CommSchedule::kStepExposed, StageScope::kFirst);
+  }
 
   if (zero.stage == 1 || zero.stage == 2) {
     // Each rank steps its partition, then the updated bf16 parameters are all-gathered.
@@ -226,20 +355,33 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     plan.AddBucketed("zero_param_all_gather", CollectiveKind::kAllGather, GroupKind::kEdp,
                      params.routed, bpe, zero.allgather_bucket_size, CommSchedule::kStepExposed);
   } else if (zero.stage == 3) {
-    // Parameters are gathered module by module (about one call per layer, plus embedding and
-    // head) before forward and again before backward; prefetching hides them behind compute.
-    const bool prefetch = zero.prefetch_bucket_size > 0;
+    // Parameters are gathered module by module before forward, again before a recomputed forward,
+    // and again before backward (all of it without recompute; with it, the modules whose reuse
+    // distance reaches max_reuse_distance). Releases before 0.6.0 fetch synchronously (critical
+    // path); later ones prefetch on a side stream behind compute.
+    const bool prefetch = zero.prefetch_bucket_size > 0 && !Zero3SynchronousFetch(in);
     const CommSchedule fwd = prefetch ? CommSchedule::kForwardOverlap : critical;
     const CommSchedule bwd = prefetch ? CommSchedule::kBackwardOverlap : critical;
+    const double copies = Zero3ListCollectives(in) ? 1.0 : 0.0;
     const double gathered = params.dense - params.zero3_persistent;
-    const double dense_calls = layers + 1.0;
-    for (auto [purpose, schedule] :
-         {std::pair{"zero3_all_gather_fwd", fwd}, std::pair{"zero3_all_gather_bwd", bwd}}) {
-      plan.Add(purpose, CollectiveKind::kAllGather, dense_group, gathered * bpe / dense_calls,
-               dense_calls, schedule);
-      if (moe_layers > 0) {
+    const Zero3Layer dense_layer = DescribeZero3Layer(in, false);
+    const bool recompute = in.workload.recompute == Recompute::kFull;
+    const double modules = std::max(1.0, dense_layer.modules);
+    // Calls per layer and pass; the embedding and head are one more module each.
+    const double calls = modules * layers + 1.0;
+    const double bytes_per_call = gathered * bpe / calls;
+    plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
+             calls * fwd_passes, fwd, StageScope::kAll, copies);
+    const double bwd_share = recompute ? dense_layer.regathered : 1.0;
+    plan.Add("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
+             calls * bwd_share, bwd, StageScope::kAll, copies);
+    if (moe_layers > 0) {
+      for (auto [purpose, schedule, passes] :
+           {std::tuple{"zero3_all_gather_fwd", fwd, fwd_passes},
+            std::tuple{"zero3_all_gather_bwd", bwd, 1.0}}) {
         plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp,
-                 params.routed * bpe / moe_layers, moe_layers, schedule);
+                 params.routed * bpe / moe_layers, moe_layers * passes, schedule, StageScope::kAll,
+                 copies);
       }
     }
   }

@@ -21,9 +21,13 @@ enum class CommSchedule {
   kStepExposed,      // once per step, nothing to hide behind (ZeRO-0 reduction, post-step gather)
 };
 
+/// Which pipeline stages issue a collective: all, or only the first (embedding) or last (lm_head).
+enum class StageScope { kAll, kFirst, kLast };
+
 struct PlannedCollective {
   CollectiveCall call;  // seconds = total per step; exposed_seconds left 0 here
   CommSchedule schedule = CommSchedule::kCritical;
+  StageScope scope = StageScope::kAll;
   double calls_per_unit = 0;    // per micro-step for the per-micro schedules, else per step
   double seconds_per_unit = 0;  // calls_per_unit x seconds of one call
   double floor_seconds = 0;     // never hidden: the first prefetch / the last reduce bucket
@@ -32,5 +36,14 @@ struct PlannedCollective {
 /// Every collective of one step on one rank. Empty when the input lacks a plan, model or cluster.
 std::vector<PlannedCollective> PlanCollectives(const SimInput& input,
                                                const StepTimeOptions& options);
+
+/// ZeRO-3 gathers and reduce-scatters of DeepSpeed releases before 0.5.5 go through
+/// torch.distributed's list forms, which copy each of the group's n chunks with its own kernel
+/// (ProcessGroupNCCL allgather / reduce_scatter); later releases use flat buffers.
+bool Zero3ListCollectives(const SimInput& input);
+/// Before 0.6.0 the fetch of the module about to run synchronizes the device
+/// (`_synchronize_communication`, `torch.cuda.synchronize()` in `_allgather_param`): its gathers
+/// sit on the critical path; from 0.6.0 they run on their own stream behind the prefetch.
+bool Zero3SynchronousFetch(const SimInput& input);
 
 }  // namespace dsp::sim

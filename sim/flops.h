@@ -10,8 +10,12 @@
 //     num_key_value_heads x head_dim columns;
 //   * MoE: only the top-k routed experts a token visits, plus the router (h x E) and shared
 //   experts;
-//   * embedding lookups, norms, rotary and activations are not counted (no matmul; small);
-//   * backward = 2 x forward (input and weight gradients), recompute adds the forward again.
+//   * memory-bound kernels (norms, rotary, activations, bias-dropout-add, softmax and dropout of
+//     materialized attention scores, cross-entropy, embedding lookup) are listed with 0 FLOPs and
+//     the HBM bytes they read and write, so model FLOPs (the MFU numerator) stay matmul FLOPs;
+//   * backward = 2 x forward FLOPs (input and weight gradients) and 1.5 x forward bytes for the
+//     memory-bound kernels (they read the saved input and the output gradient and write the input
+//     gradient); recompute adds the forward again.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +35,14 @@ struct ShardShape {
   int ep = 1;                    // AutoEP: routed experts split ep ways
   bool expert_parallel = false;  // AutoEP on; with tp > 1 this is folding (experts not TP-split)
   double bytes_per_element = 2;  // bf16/fp16 activations and weights
+  bool megatron_sp = false;      // Megatron sequence parallelism: norms and dropout over s/tp
+  bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp
+  bool flash_attention = true;   // false: scores materialized (baddbmm, softmax, dropout, bmm)
 };
+
+/// What bounds a kernel: tensor-core FLOPs (a GEMM, with its output tile count deciding wave
+/// quantization), a fused FlashAttention kernel, or HBM traffic alone.
+enum class KernelKind { kMatmul, kAttention, kMemory };
 
 /// One operator's forward work on one rank.
 struct OperatorCost {
@@ -39,8 +50,14 @@ struct OperatorCost {
                           // "mlp_up", "mlp_down", "router", "experts", "shared_expert", "lm_head"
   double flops = 0;
   double bytes = 0;  // HBM traffic of the operator (inputs, weights, outputs)
+  KernelKind kind = KernelKind::kMatmul;
+  double rows = 0, cols = 0;  // kMatmul: output [rows, cols] of one kernel (wave quantization)
+  double kernels = 1;         // launches: a grouped expert GEMM runs one per local expert
+  bool attention_core = false;  // QK^T, softmax, dropout, AV: what selective recompute re-runs
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte
 };
+
+inline constexpr double kBackwardBytesPerForward = 1.5;  // memory-bound kernels' backward traffic
 
 inline constexpr double kBackwardFlopsPerForward = 2.0;  // dX = dY W^T and dW = X^T dY
 
@@ -48,8 +65,14 @@ inline constexpr double kBackwardFlopsPerForward = 2.0;  // dX = dY W^T and dW =
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,
                                                 const ShardShape& shard);
 
-/// Forward operators outside the layers (lm_head; tied embeddings still cost the projection).
+/// Forward operators outside the layers on the last stage: final norm, lm_head (tied embeddings
+/// still cost the projection) and the cross-entropy over the logits.
 std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const ShardShape& shard);
+
+/// Forward operators of the first stage before the layers: the embedding lookup (plus learned
+/// positions, embedding LayerNorm and dropout where the model has them).
+std::vector<OperatorCost> EmbeddingForwardOperators(const ModelSpec& model,
+                                                    const ShardShape& shard);
 
 /// Sum of FLOPs of a list of operators.
 double SumFlops(const std::vector<OperatorCost>& ops);

@@ -39,11 +39,12 @@ using TensorShares = std::vector<std::pair<ParamFamily, double>>;
 // one-layer copy of the model, built once as MoE and once as dense, stand for every layer; this
 // avoids naming every tensor of a 128-expert model on each estimate.
 TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
-                      bool in_layer) {
+                      bool in_layer, bool vocab_parallel) {
   TensorShares out;
   for (const ParamTensor& p : tensors) {
     if ((p.layer >= 0) != in_layer) continue;
-    out.emplace_back(p.family, static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes));
+    out.emplace_back(p.family,
+                     static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes, vocab_parallel));
   }
   return out;
 }
@@ -57,12 +58,13 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
   one.decoder_sparse_step = 1;
   one.mlp_only_layers = {0};
   const std::vector<ParamTensor> dense_tensors = ParameterTensors(one);
-  const TensorShares dense = SharesOf(dense_tensors, sizes, true);
-  const TensorShares outside = SharesOf(dense_tensors, sizes, false);
+  const bool vocab_parallel = in.engine.megatron();
+  const TensorShares dense = SharesOf(dense_tensors, sizes, true, vocab_parallel);
+  const TensorShares outside = SharesOf(dense_tensors, sizes, false, vocab_parallel);
   TensorShares moe;
   if (m.is_moe()) {
     one.mlp_only_layers.clear();
-    moe = SharesOf(ParameterTensors(one), sizes, true);
+    moe = SharesOf(ParameterTensors(one), sizes, true, vocab_parallel);
   }
 
   StageParams out;
@@ -102,8 +104,13 @@ LayerShape BaseShape(const SimInput& in) {
   shape.kv_heads = m.num_key_value_heads;
   shape.head_dim = m.head_dim;
   shape.ffn = m.intermediate_size;
-  shape.gated_mlp = true;  // every supported model_type has a SwiGLU MLP
-  shape.dropout = false;   // and trains without dropout (attention_dropout 0, no hidden dropout)
+  shape.gated_mlp = m.gated_mlp;  // SwiGLU (llama family) or GeLU (gpt2, bloom)
+  // Dropout masks are saved only when the model trains with dropout (GPT-2's 0.1; the llama
+  // family and BLOOM train without).
+  shape.dropout = m.hidden_dropout > 0 || m.attention_dropout > 0;
+  shape.flash_attention = in.engine.flash_attention;
+  shape.megatron_sp = in.engine.megatron_sp;
+  shape.vocab_parallel = in.engine.megatron();
   shape.tp = EffectiveTp(s.tp);
   shape.ulysses_sp = s.sp;
   shape.top_k = m.num_experts_per_tok;
@@ -174,6 +181,11 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
         st.parameters_bytes += 2 * p->second - kept_partition;
       }
     }
+    // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
+    // 16-bit gradients.
+    if (conv == MemoryConvention::kZeroPaper && in.workload.gradient_bytes_per_element > bpv) {
+      st.gradients_bytes *= in.workload.gradient_bytes_per_element / bpv;
+    }
     r.by_family[f] = FamilyMemory{st.parameters_bytes, st.gradients_bytes, st.optimizer_states_bytes};
     r.parameters_bytes += st.parameters_bytes;
     r.gradients_bytes += st.gradients_bytes;
@@ -185,6 +197,15 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   const LayerShape base_shape = BaseShape(in);
   r.in_flight_micro_batches =
       std::max<int64_t>(1, std::min<int64_t>(pp - stage, std::max<int64_t>(in.workload.grad_accum, 1)));
+  // Interleaved 1F1B (Megatron-LM's virtual stages): stage s warms up 2(p - s - 1) + (v - 1)p
+  // chunk micro-batches and holds one more, each of L / (p v) layers: p + (p - 2s - 1) / v
+  // micro-batches of the stage's layers, p (1 + (p - 1) / (p v)) on the first (Korthikanti et al.
+  // 2022 §4.2.3; Megatron's forward_backward_pipelining_with_interleaving warm-up count).
+  double in_flight = static_cast<double>(r.in_flight_micro_batches);
+  const int v = in.engine.engine == Engine::kMegatronLm ? std::max(in.engine.virtual_stages, 1) : 1;
+  if (v > 1 && pp > 1 && in.workload.grad_accum >= pp) {
+    in_flight = pp + (pp - 2.0 * stage - 1.0) / v;
+  }
   double per_micro_batch = 0, working = 0, all_to_all = 0;
   for (int64_t layer = first; layer < end; ++layer) {
     const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
@@ -201,7 +222,7 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     per_micro_batch += r.output_activations_bytes;
   }
   r.recompute_working_bytes = working;
-  r.activations_bytes = per_micro_batch * static_cast<double>(r.in_flight_micro_batches) + working;
+  r.activations_bytes = per_micro_batch * in_flight + working;
 
   // ZeRO communication buffers.
   const double reduce_bucket = in.zero.reduce_bucket_size;
@@ -228,7 +249,13 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
                  r.activations_bytes + r.buffers_bytes;
   r.hbm_bytes = in.cluster != nullptr ? in.cluster->gpu.hbm_bytes : 0;
-  r.fits = in.cluster != nullptr && r.peak_bytes <= r.hbm_bytes;
+  if (in.cluster != nullptr) {
+    // The cluster file's allowances: fragmentation of what the caching allocator holds, and what
+    // the CUDA context, NCCL and cuBLAS reserve.
+    r.allowance_bytes = r.peak_bytes * in.cluster->memory.fragmentation +
+                        in.cluster->memory.reserved_bytes;
+  }
+  r.fits = in.cluster != nullptr && r.peak_bytes + r.allowance_bytes <= r.hbm_bytes;
   return r;
 }
 

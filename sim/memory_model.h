@@ -25,7 +25,8 @@ struct MemoryReport {
                                       // micro-batch in flight, plus the recompute working set)
   double buffers_bytes = 0;           // ZeRO buckets, gathered ZeRO-3 params, all-to-all buffers
   double peak_bytes = 0;
-  double hbm_bytes = 0;               // the GPU's memory
+  double allowance_bytes = 0;         // the cluster's fragmentation and reserved allowances
+  double hbm_bytes = 0;               // the GPU's memory (fits: peak + allowance <= hbm)
   bool fits = false;
   double cpu_bytes = 0;               // moved to host memory by offload
   std::map<ParamFamily, FamilyMemory> by_family;  // every family present, 0 where the model has none

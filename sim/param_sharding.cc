@@ -19,8 +19,11 @@ double GroupSize(const Plan& plan, GroupKind kind) {
 // returns early in training mode); norms and routers stay replicated;
 // AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
 // shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
-int ShardDivisor(ParamFamily family, const ParallelSizes& s) {
+int ShardDivisor(ParamFamily family, const ParallelSizes& s, bool vocab_parallel) {
   const int tp = EffectiveTp(s.tp);
+  if (vocab_parallel && (family == ParamFamily::kEmbedding || family == ParamFamily::kLmHead)) {
+    return tp;
+  }
   switch (family) {
     case ParamFamily::kAttention:
     case ParamFamily::kDenseMlp:
@@ -45,7 +48,7 @@ double PartitionedParamsPerRank(const SimInput& input) {
   const double expert_group = GroupSize(plan, ZeroPartitionGroup(plan, true));
   double params = 0;
   for (const auto& [family, count] : counts.by_family) {
-    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes) /
+    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes, input.engine.megatron()) /
                             static_cast<double>(plan.sizes.pp);
     params += per_rank / (family == ParamFamily::kRoutedExperts ? expert_group : dense_group);
   }

@@ -9,7 +9,9 @@
 namespace dsp::sim {
 
 // Ranks that share one copy of `family` before ZeRO (TP split, EP placement).
-int ShardDivisor(ParamFamily family, const ParallelSizes& s);
+// `vocab_parallel`: Megatron's VocabParallelEmbedding and parallel lm_head split the vocabulary
+// over TP (the megatron engines).
+int ShardDivisor(ParamFamily family, const ParallelSizes& s, bool vocab_parallel = false);
 
 // Parameters in one rank's ZeRO partition for one pipeline stage's share of the model: dense
 // families over the ZeRO partition group (dp, or dp x sp with Ulysses), routed experts over edp.

@@ -75,7 +75,39 @@ ZeroSettings ReadZeroSettings(const Json& config) {
   z.param_persistence_threshold = ZeroNumber(v, "param_persistence_threshold",
                                              "stage3_param_persistence_threshold",
                                              z.param_persistence_threshold);
+  z.max_reuse_distance =
+      ZeroNumber(v, "max_reuse_distance", "stage3_max_reuse_distance", z.max_reuse_distance);
   return z;
+}
+
+ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& version) {
+  ZeroSettings z = ReadZeroSettings(config);
+  if (z.stage != 3) return z;
+  ConfigView v(config);
+  // stage3.py: the bucket is reduce-scattered only with contiguous_gradients and reduce_scatter
+  // on; contiguous_gradients defaulted to false for stage 3 until 0.4.3, reduce_scatter to false
+  // in 0.3.16 alone (both fixed upstream; first tags from `git tag --contains`).
+  const bool contiguous_default = version >= ds_release::kZero3ContiguousGradientsDefault;
+  const bool reduce_scatter_default =
+      !(version >= ds_release::kZero3ReduceScatterDefaultOff &&
+        version < ds_release::kZero3ReduceScatterDefaultFixed);
+  const bool contiguous = ds_semantics::PydanticBool(v, std::string(kZero) + "contiguous_gradients",
+                                                     contiguous_default)
+                              .value_or(contiguous_default);
+  const bool reduce_scatter =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "reduce_scatter", reduce_scatter_default)
+          .value_or(reduce_scatter_default);
+  z.stage3_reduce_scatter = contiguous && reduce_scatter;
+  return z;
+}
+
+std::string_view EngineName(Engine engine) {
+  switch (engine) {
+    case Engine::kDeepSpeed: return "deepspeed";
+    case Engine::kMegatronDeepSpeed: return "megatron-deepspeed";
+    case Engine::kMegatronLm: return "megatron-lm";
+  }
+  return "deepspeed";
 }
 
 double ReadOptimizerStateBytes(const Json& config) {

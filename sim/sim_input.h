@@ -2,6 +2,7 @@
 // cluster, the workload and the ZeRO settings of the config. Simulation code never reads JSON.
 #pragma once
 
+#include "core/config/deepspeed_version.h"
 #include "core/model/model_spec.h"
 #include "core/plan/plan.h"
 #include "sim/cluster.h"
@@ -20,14 +21,42 @@ struct ZeroSettings {
   double prefetch_bucket_size = 5e7;   // elements (stage 3)
   double max_live_parameters = 1e9;    // elements (stage 3)
   double param_persistence_threshold = 1e5;  // elements (stage 3)
+  double max_reuse_distance = 1e9;           // elements (stage 3)
+  // Stage 3 reduces gradient buckets with reduce-scatter; before DeepSpeed 0.4.3
+  // contiguous_gradients defaulted to false there, and without it the bucket is all-reduced.
+  bool stage3_reduce_scatter = true;
 };
 
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
 ZeroSettings ReadZeroSettings(const Json& config);
+// The same, with the stage-3 defaults of an older DeepSpeed release.
+ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& version);
 
 // Workload::optimizer_state_bytes_per_param for the config's optimizer section (12, Adam, when the
 // optimizer is absent or unknown: DeepSpeed's client optimizers are almost always Adam variants).
 double ReadOptimizerStateBytes(const Json& config);
+
+// Which training framework runs the plan. They share DeepSpeed's ZeRO but differ in how the
+// model is split and scheduled (docs/cost-model.md "Engines").
+enum class Engine {
+  kDeepSpeed,          // DeepSpeed with AutoTP (embedding and lm_head whole), Ulysses, AutoEP
+  kMegatronDeepSpeed,  // Megatron's model (vocab-parallel embedding/lm_head, mpu TP) under
+                       // DeepSpeed's engine: its PipelineModule (1F1B), ZeRO 0/1, BF16Optimizer
+  kMegatronLm,         // Megatron-LM: its own TP/PP (interleaved 1F1B), DDP overlapped with
+                       // backward, fp16/bf16 optimizer without ZeRO
+};
+std::string_view EngineName(Engine engine);  // "deepspeed", "megatron-deepspeed", "megatron-lm"
+
+struct EngineSettings {
+  Engine engine = Engine::kDeepSpeed;
+  bool megatron_sp = false;     // --megatron-sp: sequence parallelism in Megatron's TP regions
+  int virtual_stages = 1;       // --virtual-stages: interleaved 1F1B chunks per stage (megatron-lm)
+  bool flash_attention = true;  // --attention materialized: scores in HBM (pre-2022 runs)
+  // Decides how ZeRO-3 issues its collectives (per-parameter synchronous list all-gathers before
+  // 0.5.5/0.6.0, coalesced on a side stream after) and stage-3 gradient defaults.
+  DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();
+  bool megatron() const { return engine != Engine::kDeepSpeed; }
+};
 
 class GroupLinkCache;
 
@@ -37,6 +66,7 @@ struct SimInput {
   const Cluster* cluster = nullptr;
   Workload workload;
   ZeroSettings zero;
+  EngineSettings engine;
   // Optional: link answers shared across evaluations of the same plan and cluster (tune).
   GroupLinkCache* link_cache = nullptr;
 };

@@ -16,7 +16,7 @@ namespace {
 
 constexpr CollectiveKind kAllKinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
                                         CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
-                                        CollectiveKind::kBroadcast};
+                                        CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
 
 std::string Printf(const char* format, double value) {
   char buf[64];

@@ -1,56 +1,135 @@
-// EstimateStepTime: per-operator roofline compute, the plan's collectives (comm_plan.h) and
-// DeepSpeed's overlap of gradient reduction and ZeRO-3 prefetch with compute.
+// EstimateStepTime: per-kernel compute (GEMMs with wave quantization, fused or materialized
+// attention, memory-bound kernels at HBM bandwidth, a fixed cost per kernel), the plan's
+// collectives (comm_plan.h) with DeepSpeed's or Megatron's overlap, pipeline stages with their
+// own compute (embedding on the first, lm_head and loss on the last) under 1F1B or interleaved
+// 1F1B, and the optimizer step. docs/cost-model.md "Step time" states each formula's source.
 #include "sim/step_time.h"
 
-#include "sim/offload_time.h"
-
 #include <algorithm>
+#include <cmath>
 
 #include "sim/comm_plan.h"
 #include "sim/flops.h"
+#include "sim/offload_time.h"
+#include "sim/param_sharding.h"
 
 namespace dsp::sim {
 namespace {
 
-// Achieved rates. An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster
-// still gives finite times.
-struct Rates {
-  double flops_per_second = 0;
+// FlashAttention's backward recomputes the scores: 2.5 x the forward FLOPs (Dao 2023,
+// FlashAttention-2 §3.1 counts 5 matmuls backward against 2 forward).
+constexpr double kFlashBackwardFlopsPerForward = 2.5;
+// A GEMM's backward is two GEMMs (input and weight gradients), each reading and writing as much.
+constexpr double kMatmulBackwardBytesPerForward = 2.0;
+// Output tile of cuBLAS's large tensor-core kernels for the wave count.
+constexpr double kTileRows = 128, kTileCols = 128;
+// Fused Adam over a rank's optimizer partition: reads fp32 master weights and both moments and the
+// gradient, writes the three back and the 16-bit weights; the gradient-norm and overflow checks
+// read the gradients once more: about 32 bytes per parameter.
+constexpr double kOptimizerBytesPerParam = 32;
+
+struct KernelRates {
+  double matmul_flops_per_second = 0;
+  double attention_flops_per_second = 0;
   double hbm_bytes_per_second = 0;
+  double kernel_overhead_seconds = 0;
+  int sm_count = 0;
 };
 
-Rates AchievedRates(const Cluster& cluster) {
+// An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster still gives finite
+// times.
+KernelRates RatesOf(const Cluster& cluster) {
   const double mm = cluster.efficiency.matmul > 0 ? cluster.efficiency.matmul : 1.0;
   const double mem = cluster.efficiency.memory > 0 ? cluster.efficiency.memory : 1.0;
-  return {cluster.gpu.peak_bf16_flops_per_second * mm, cluster.gpu.hbm_bytes_per_second * mem};
+  const double attn = cluster.efficiency.attention > 0 ? cluster.efficiency.attention : mm;
+  const double peak = cluster.gpu.peak_bf16_flops_per_second;
+  return {peak * mm, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
+          cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
 }
 
-// Roofline: an operator below the ridge point (flops/bytes < rate ratio) is bound by HBM.
-struct OpTime {
+// The share of the SMs a GEMM keeps busy: its output tiles run in ceil(tiles / SMs) waves and
+// the last wave may be partly empty.
+double WaveUtilization(double rows, double cols, int sms) {
+  if (sms <= 0 || rows <= 0 || cols <= 0) return 1.0;
+  const double tiles = std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols);
+  const double waves = std::ceil(tiles / sms);
+  return tiles / (waves * sms);
+}
+
+struct KernelTime {
   double seconds = 0;
   double memory_bound_seconds = 0;
 };
 
-OpTime Roofline(const std::vector<OperatorCost>& ops, const Rates& r) {
-  OpTime t;
-  for (const OperatorCost& op : ops) {
-    const double compute = op.flops / r.flops_per_second;
-    const double memory = op.bytes / r.hbm_bytes_per_second;
-    t.seconds += std::max(compute, memory);
-    if (memory > compute) t.memory_bound_seconds += memory;
+// Roofline per kernel plus its fixed cost: max(FLOPs / rate, bytes / HBM) + overhead x launches.
+KernelTime TimeOf(const OperatorCost& op, const KernelRates& r, bool backward) {
+  double flops = op.flops, bytes = op.bytes, kernels = op.kernels;
+  double rate = 0;
+  switch (op.kind) {
+    case KernelKind::kMatmul:
+      rate = r.matmul_flops_per_second * WaveUtilization(op.rows, op.cols, r.sm_count);
+      if (backward) {
+        flops *= kBackwardFlopsPerForward;
+        bytes *= kMatmulBackwardBytesPerForward;
+        kernels *= 2;
+      }
+      break;
+    case KernelKind::kAttention:
+      rate = r.attention_flops_per_second;
+      if (backward) {
+        flops *= kFlashBackwardFlopsPerForward;
+        bytes *= kBackwardBytesPerForward;
+      }
+      break;
+    case KernelKind::kMemory:
+      if (backward) bytes *= kBackwardBytesPerForward;
+      break;
   }
+  const double compute = rate > 0 ? flops / rate : 0.0;
+  const double memory = bytes / r.hbm_bytes_per_second;
+  KernelTime t;
+  t.seconds = std::max(compute, memory) + r.kernel_overhead_seconds * kernels;
+  if (memory > compute) t.memory_bound_seconds = t.seconds;
   return t;
 }
 
-// Compute of one micro-step on one rank (the pipeline stage with the head).
-struct MicroCompute {
+// One micro-batch through a group of kernels: forward, backward (with what recompute re-runs).
+struct PassTime {
   double forward = 0;
-  double backward = 0;        // 2 x forward, plus recomputed forward work
-  double memory_bound = 0;    // of forward + backward
-  double hardware_flops = 0;  // forward + backward + recompute, this rank
+  double backward = 0;
+  double memory_bound = 0;
+  double hardware_flops = 0;
+  void Add(const PassTime& o, double n) {
+    forward += n * o.forward;
+    backward += n * o.backward;
+    memory_bound += n * o.memory_bound;
+    hardware_flops += n * o.hardware_flops;
+  }
 };
 
-MicroCompute ComputeMicroStep(const SimInput& in) {
+PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, Recompute recompute,
+                   bool recomputable) {
+  PassTime p;
+  for (const OperatorCost& op : ops) {
+    const KernelTime f = TimeOf(op, r, false), b = TimeOf(op, r, true);
+    p.forward += f.seconds;
+    p.backward += b.seconds;
+    p.memory_bound += f.memory_bound_seconds + b.memory_bound_seconds;
+    p.hardware_flops += (1.0 + kBackwardFlopsPerForward) * op.flops;
+    // Full recompute re-runs the layer's forward; selective (Korthikanti et al.) the attention
+    // core: scores, softmax, dropout and the context.
+    const bool again = recomputable && (recompute == Recompute::kFull ||
+                                        (recompute == Recompute::kSelective && op.attention_core));
+    if (again) {
+      p.backward += f.seconds;
+      p.memory_bound += f.memory_bound_seconds;
+      p.hardware_flops += op.flops;
+    }
+  }
+  return p;
+}
+
+ShardShape ShapeFor(const SimInput& in) {
   const Plan& plan = *in.plan;
   ShardShape shard;
   shard.micro_batch = in.workload.micro_batch;
@@ -60,50 +139,51 @@ MicroCompute ComputeMicroStep(const SimInput& in) {
   shard.ep = plan.sizes.ep;
   shard.expert_parallel = plan.sizes.expert_parallel;
   shard.bytes_per_element = in.workload.bytes_per_param;
-  const Rates rates = AchievedRates(*in.cluster);
+  shard.megatron_sp = in.engine.megatron_sp;
+  shard.vocab_parallel = in.engine.megatron();
+  shard.flash_attention = in.engine.flash_attention;
+  return shard;
+}
 
-  OpTime layers, recompute;
-  double layer_flops = 0, recompute_flops = 0;
-  // Layers differ only in being MoE or dense, so one of each is costed and counted.
-  const int64_t moe_layers = in.model->NumMoeLayers();
-  const int64_t dense_layers = in.model->num_hidden_layers - moe_layers;
-  for (const auto& [is_moe, count] : {std::pair{false, dense_layers}, std::pair{true, moe_layers}}) {
-    if (count <= 0) continue;
+// Compute of one micro-batch on each pipeline stage.
+std::vector<PassTime> StageCompute(const SimInput& in) {
+  const ModelSpec& m = *in.model;
+  const ShardShape shard = ShapeFor(in);
+  const KernelRates rates = RatesOf(*in.cluster);
+  const Recompute rc = in.workload.recompute;
+
+  // Layers differ only in being MoE or dense: cost one of each.
+  PassTime dense, moe;
+  const int64_t moe_layers = m.NumMoeLayers();
+  for (const bool is_moe : {false, true}) {
     int64_t index = 0;
-    while (index < in.model->num_hidden_layers && in.model->IsMoeLayer(index) != is_moe) ++index;
-    const double n = static_cast<double>(count);
-    const std::vector<OperatorCost> ops = LayerForwardOperators(*in.model, index, shard);
-    const OpTime t = Roofline(ops, rates);
-    layers.seconds += n * t.seconds;
-    layers.memory_bound_seconds += n * t.memory_bound_seconds;
-    layer_flops += n * SumFlops(ops);
-    // Selective recompute re-runs the attention core only (Korthikanti et al.); full, the layer.
-    std::vector<OperatorCost> again;
-    for (const OperatorCost& op : ops) {
-      if (in.workload.recompute == Recompute::kFull ||
-          (in.workload.recompute == Recompute::kSelective && op.name == "attention")) {
-        again.push_back(op);
-      }
-    }
-    const OpTime r = Roofline(again, rates);
-    recompute.seconds += n * r.seconds;
-    recompute.memory_bound_seconds += n * r.memory_bound_seconds;
-    recompute_flops += n * SumFlops(again);
+    while (index < m.num_hidden_layers && m.IsMoeLayer(index) != is_moe) ++index;
+    if (index >= m.num_hidden_layers) continue;
+    (is_moe ? moe : dense) = TimeOfOps(LayerForwardOperators(m, index, shard), rates, rc, true);
   }
-  // Each pipeline stage runs 1/pp of the layers; the head sits on the last stage.
-  const double pp = plan.sizes.pp;
-  const std::vector<OperatorCost> head_ops = HeadForwardOperators(*in.model, shard);
-  const OpTime head = Roofline(head_ops, rates);
-  MicroCompute c;
-  c.forward = layers.seconds / pp + head.seconds;
-  const double recompute_seconds = recompute.seconds / pp;
-  c.backward = kBackwardFlopsPerForward * c.forward + recompute_seconds;
-  c.memory_bound = (1.0 + kBackwardFlopsPerForward) *
-                       (layers.memory_bound_seconds / pp + head.memory_bound_seconds) +
-                   recompute.memory_bound_seconds / pp;
-  c.hardware_flops = (1.0 + kBackwardFlopsPerForward) * (layer_flops / pp + SumFlops(head_ops)) +
-                     recompute_flops / pp;
-  return c;
+  const PassTime embedding = TimeOfOps(EmbeddingForwardOperators(m, shard), rates, rc, false);
+  const PassTime head = TimeOfOps(HeadForwardOperators(m, shard), rates, rc, false);
+
+  const int pp = std::max(in.plan->sizes.pp, 1);
+  const int64_t layers = m.num_hidden_layers;
+  const double moe_share = layers > 0 ? static_cast<double>(moe_layers) / layers : 0.0;
+  std::vector<PassTime> stages(static_cast<size_t>(pp));
+  // Uniform split; the first layers % pp stages take one extra layer (memory_model.cc too).
+  const int64_t base = layers / pp, extra = layers % pp;
+  for (int s = 0; s < pp; ++s) {
+    const double n = static_cast<double>(base + (s < extra ? 1 : 0));
+    PassTime& t = stages[static_cast<size_t>(s)];
+    t.Add(dense, n * (1.0 - moe_share));
+    t.Add(moe, n * moe_share);
+    if (s == 0) t.Add(embedding, 1.0);
+    if (s == pp - 1) t.Add(head, 1.0);
+  }
+  return stages;
+}
+
+bool InScope(StageScope scope, int stage, int pp) {
+  return scope == StageScope::kAll || (scope == StageScope::kFirst && stage == 0) ||
+         (scope == StageScope::kLast && stage == pp - 1);
 }
 
 // Hides `comm` behind what is left of a compute window, never below its unhideable floor, and
@@ -112,6 +192,24 @@ double ExposeAgainst(double comm, double floor, double& window) {
   const double exposed = std::max(comm - window, std::min(floor, comm));
   window = std::max(0.0, window - (comm - exposed));
   return exposed;
+}
+
+// Parameters in the optimizer partition of one rank of the most loaded stage.
+double OptimizerPartitionParams(const SimInput& in) {
+  const ParamCounts c = CountParameters(*in.model);
+  const ParallelSizes& sizes = in.plan->sizes;
+  double dense = 0, routed = 0;
+  for (const auto& [family, count] : c.by_family) {
+    const double share =
+        static_cast<double>(count) / ShardDivisor(family, sizes, in.engine.megatron());
+    (family == ParamFamily::kRoutedExperts && sizes.expert_parallel ? routed : dense) += share;
+  }
+  const double pp = std::max(sizes.pp, 1);
+  if (in.zero.stage >= 1) {
+    dense /= std::max<int64_t>(in.plan->derived.dp * sizes.sp, 1);
+    routed /= std::max<int64_t>(in.plan->derived.edp, 1);
+  }
+  return (dense + routed) / pp;
 }
 
 }  // namespace
@@ -124,16 +222,27 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   TimeReport report;
   if (input.plan == nullptr || input.model == nullptr || input.cluster == nullptr) return report;
   const Plan& plan = *input.plan;
+  const int pp = std::max(plan.sizes.pp, 1);
   const double grad_accum = static_cast<double>(std::max<int64_t>(input.workload.grad_accum, 1));
-  const MicroCompute micro = ComputeMicroStep(input);
+  const std::vector<PassTime> stages = StageCompute(input);
   std::vector<PlannedCollective> planned = PlanCollectives(input, options);
+
+  // The stage that sets the pace: the most compute (ties: the first).
+  size_t slow = 0;
+  for (size_t s = 1; s < stages.size(); ++s) {
+    if (stages[s].forward + stages[s].backward > stages[slow].forward + stages[slow].backward) {
+      slow = s;
+    }
+  }
+  const PassTime& micro = stages[slow];
 
   // Per micro-step: critical-path collectives are exposed unless asked otherwise; ZeRO-3 forward
   // gathers hide behind forward compute; backward gathers then per-micro reductions behind
   // backward compute (gathers first: backward of a layer needs its parameters).
   double fwd_window = micro.forward;
   double bwd_window = micro.backward;
-  double micro_exposed = 0;
+  double overlapped_exposed = 0;  // per micro-step, every stage
+  std::vector<double> critical(stages.size(), 0.0);
   auto expose_per_micro = [&](PlannedCollective& p) {
     double exposed = p.seconds_per_unit;
     if (p.schedule == CommSchedule::kCritical && options.overlap_critical_path_comm) {
@@ -144,7 +253,13 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
       exposed = ExposeAgainst(p.seconds_per_unit, p.floor_seconds, bwd_window);
     }
     p.call.exposed_seconds = exposed * grad_accum;
-    micro_exposed += exposed;
+    if (p.schedule == CommSchedule::kCritical) {
+      for (size_t s = 0; s < stages.size(); ++s) {
+        if (InScope(p.scope, static_cast<int>(s), pp)) critical[s] += exposed;
+      }
+    } else {
+      overlapped_exposed += exposed;
+    }
   };
   for (PlannedCollective& p : planned) {
     if (p.schedule == CommSchedule::kCritical || p.schedule == CommSchedule::kForwardOverlap)
@@ -156,8 +271,8 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
       if (p.schedule == CommSchedule::kBackwardOverlap && is_gather == gathers) expose_per_micro(p);
     }
   }
-  // Once per step: ZeRO-1 reductions overlap the last micro-step's backward (what the per-micro
-  // collectives left of it); the rest (ZeRO-0 reduction, post-step gathers) is exposed.
+  // Once per step: ZeRO-1 and DDP reductions overlap the last micro-step's backward (what the
+  // per-micro collectives left of it); the rest (ZeRO-0 reduction, post-step gathers) is exposed.
   double step_exposed = 0;
   for (PlannedCollective& p : planned) {
     if (p.schedule == CommSchedule::kBoundaryOverlap) {
@@ -170,17 +285,34 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     step_exposed += p.call.exposed_seconds;
   }
 
-  // 1F1B: m micro-steps through pp stages take m + pp - 1 micro-step slots.
-  const double micro_seconds = micro.forward + micro.backward + micro_exposed;
-  const double bubble_slots = static_cast<double>(plan.sizes.pp - 1);
+  // 1F1B over stages with micro-step times t_s: the pipeline fills and drains through every stage
+  // once and runs the slowest m times, T = (m - 1) max t + sum t (= (m + p - 1) t when the stages
+  // are equal). Interleaving v model chunks per stage divides the fill and drain by v (Narayanan
+  // et al. 2021 §2.2.2: bubble (p - 1) / (v m)).
+  std::vector<double> stage_seconds(stages.size());
+  double slowest = 0, sum = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    stage_seconds[s] = stages[s].forward + stages[s].backward + critical[s] + overlapped_exposed;
+    slowest = std::max(slowest, stage_seconds[s]);
+    sum += stage_seconds[s];
+  }
+  const double chunks =
+      input.engine.engine == Engine::kMegatronLm ? std::max(input.engine.virtual_stages, 1) : 1;
+  const double bubble = pp > 1 ? (sum - slowest) / chunks : 0.0;
+
   report.compute_seconds = grad_accum * (micro.forward + micro.backward);
   report.forward_seconds_per_micro_step = micro.forward;
   report.backward_seconds_per_micro_step = micro.backward;
   report.memory_bound_seconds = grad_accum * micro.memory_bound;
-  report.pipeline_bubble_seconds = bubble_slots * micro_seconds;
+  report.pipeline_bubble_seconds = bubble;
   const OffloadTime offload = EstimateOffloadTime(input, micro.forward, micro.backward);
   report.offload_seconds = offload.total_seconds();
-  report.step_seconds = (grad_accum + bubble_slots) * micro_seconds + step_exposed + report.offload_seconds;
+  if (!input.zero.offload_optimizer) {
+    report.optimizer_seconds = OptimizerPartitionParams(input) * kOptimizerBytesPerParam /
+                               RatesOf(*input.cluster).hbm_bytes_per_second;
+  }
+  report.step_seconds = grad_accum * slowest + bubble + step_exposed + report.offload_seconds +
+                        report.optimizer_seconds;
 
   for (const PlannedCollective& p : planned) {
     report.exposed_seconds_by_purpose[p.call.purpose] += p.call.exposed_seconds;
@@ -194,7 +326,9 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
       static_cast<double>(input.workload.micro_batch) * grad_accum * plan.derived.dp;
   report.model_flops_per_step =
       ModelTrainingFlops(*input.model, 1, input.workload.seq_len) * samples;
-  report.hardware_flops_per_step = micro.hardware_flops * grad_accum * world;
+  double stage_flops = 0;
+  for (const PassTime& s : stages) stage_flops += s.hardware_flops;
+  report.hardware_flops_per_step = stage_flops / pp * grad_accum * world;
   if (report.step_seconds > 0) {
     const double peak = input.cluster->gpu.peak_bf16_flops_per_second;
     report.tokens_per_second =

@@ -47,7 +47,9 @@ struct TimeReport {
   double backward_seconds_per_micro_step = 0;  // compute only, including recompute
   double memory_bound_seconds = 0;             // part of compute_seconds spent in operators below
                                                // the ridge point (costed bytes / HBM bandwidth)
-  double pipeline_bubble_seconds = 0;          // (pp - 1) idle micro-step slots of 1F1B
+  double pipeline_bubble_seconds = 0;          // 1F1B fill and drain: (sum of stage micro-step
+                                               // times - the slowest) / virtual stages
+  double optimizer_seconds = 0;                // the optimizer step over the rank's partition
   double hardware_flops_per_step = 0;          // all ranks, including recompute
   double hfu = 0;                              // hardware FLOPs / (peak x step x world)
 };

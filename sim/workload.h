@@ -26,6 +26,9 @@ struct Workload {
   // weights plus the optimizer's fp32 states): Adam/AdamW/LAMB 12, SGD with momentum and Lion 8,
   // plain SGD 4. ReadOptimizerStateBytes (sim/sim_input.h) reads it from the config.
   double optimizer_state_bytes_per_param = 12;
+  // Bytes of one gradient element as it is accumulated and reduced: 0 = bytes_per_param; 4 with
+  // an fp32 accumulation buffer (DeepSpeed's BF16Optimizer, Megatron's bf16 main_grad).
+  double gradient_bytes_per_element = 0;
 };
 
 std::string_view RecomputeName(Recompute recompute);            // "none", "selective", "full"

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
                                    AddPlanCommand(app), AddCheckCommand(app),
-                                   AddTuneCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
+                                   AddTuneCommand(app), AddCalibrateCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
                                    AddRunCommand(app),
                                    AddRulesCommand(app), AddExplainCommand(app)};
 

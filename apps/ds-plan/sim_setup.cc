@@ -25,7 +25,7 @@ struct Batch {
 // world size DeepSpeedConfig divides by: the full world with AutoTP, world / sequence_parallel_size
 // when that key is set, the pipeline data-parallel size with pp. Validation already checked the
 // triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.
-Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp) {
+Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp) {
   ConfigView v(config);
   auto b = v.Int("/train_batch_size"), m = v.Int("/train_micro_batch_size_per_gpu"),
        g = v.Int("/gradient_accumulation_steps");
@@ -39,7 +39,7 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp) {
     return Error{"the config sets neither train_batch_size nor train_micro_batch_size_per_gpu "
                  "(elasticity?): pass --set train_micro_batch_size_per_gpu=N"};
   }
-  auto ws = BatchWorldSize(v, world, pp);
+  auto ws = BatchWorldSize(v, world, pp, mpu_tp);
   if (!ws) return Error{"no world size for the batch triple"};
   const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), ws->ws);
   Batch out{static_cast<int64_t>(t.micro), static_cast<int64_t>(t.gas)};
@@ -64,7 +64,61 @@ void SimArgs::AddTo(CLI::App* app) {
       ->check(CLI::IsMember({"zero-paper", "deepspeed"}));
   app->add_option("--set", sets,
                   "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");
+  app->add_option("--engine", engine,
+                  "training framework: deepspeed (AutoTP/Ulysses/AutoEP), megatron-deepspeed "
+                  "(Megatron's model under DeepSpeed's engine) or megatron-lm")
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
+  app->add_option("--tp", megatron_tp,
+                  "Megatron's tensor-model-parallel size (megatron engines; not in the DeepSpeed config)")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_flag("--megatron-sp", megatron_sp,
+                "Megatron sequence parallelism in the TP regions (megatron engines)");
+  app->add_option("--virtual-stages", virtual_stages,
+                  "interleaved 1F1B model chunks per pipeline stage (megatron-lm)")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--attention", attention,
+                  "attention kernel: flash (FlashAttention/SDPA, the default) or materialized "
+                  "(scores in HBM, as before 2022)")
+      ->check(CLI::IsMember({"flash", "materialized"}));
+  app->add_option("--deepspeed-version", deepspeed_version,
+                  "DeepSpeed release the run uses (X.Y or X.Y.Z; default the newest): decides how "
+                  "ZeRO-3 issues its collectives and the release's rules");
 }
+
+namespace {
+
+// The engine flags, checked against each other and the world.
+Result<sim::EngineSettings> ReadEngine(const SimArgs& args) {
+  sim::EngineSettings e;
+  e.engine = args.engine == "megatron-lm"          ? sim::Engine::kMegatronLm
+             : args.engine == "megatron-deepspeed" ? sim::Engine::kMegatronDeepSpeed
+                                                   : sim::Engine::kDeepSpeed;
+  if (!e.megatron()) {
+    if (args.megatron_tp > 0) {
+      return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
+                   "megatron-deepspeed (DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
+    }
+    if (args.megatron_sp) return Error{"--megatron-sp needs --engine megatron-lm or megatron-deepspeed"};
+  }
+  if (args.virtual_stages > 1 && e.engine != sim::Engine::kMegatronLm) {
+    return Error{"--virtual-stages needs --engine megatron-lm (DeepSpeed's PipelineEngine has no "
+                 "interleaved schedule)"};
+  }
+  if (args.megatron_sp && args.megatron_tp <= 1) {
+    return Error{"--megatron-sp needs --tp of 2 or more"};
+  }
+  e.megatron_sp = args.megatron_sp;
+  e.virtual_stages = args.virtual_stages;
+  e.flash_attention = args.attention != "materialized";
+  if (!args.deepspeed_version.empty()) {
+    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
+    if (!v) return Error{"--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\""};
+    e.deepspeed_version = *v;
+  }
+  return e;
+}
+
+}  // namespace
 
 std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code) {
   auto fail = [exit_code](int code) {
@@ -95,6 +149,16 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   }
   const int64_t seq_len =
       args.seq_len > 0 ? args.seq_len : std::min(kDefaultSeqLen, s->model.max_position_embeddings);
+  auto engine = ReadEngine(args);
+  if (!engine.ok()) return fail(UsageError(engine.error().message));
+  const int64_t mpu_tp = engine->megatron() ? std::max<int64_t>(args.megatron_tp, 1) : 0;
+  if (engine->virtual_stages > 1 &&
+      (world->pp <= 1 || s->model.num_hidden_layers % (world->pp * engine->virtual_stages) != 0)) {
+    return fail(UsageError("--virtual-stages " + std::to_string(engine->virtual_stages) +
+                           " needs --pp > 1 and the layers (" +
+                           std::to_string(s->model.num_hidden_layers) +
+                           ") divisible by pp x virtual stages"));
+  }
 
   std::vector<Override> overrides;
   for (const auto& set : args.sets) {
@@ -109,7 +173,9 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   options.world_size = s->world_size;
   options.gpus_per_node = world->gpus_per_node;
   options.pp = world->pp;
+  options.mpu_tp = std::max<int64_t>(mpu_tp, 1);
   options.seq_len = seq_len;
+  options.version = engine->deepspeed_version;
   options.model = &s->model;
   s->report = ValidateText(args.config, text.value(), options, overrides);
   DiagnosticCounts counts = Count(s->report.diagnostics);
@@ -132,13 +198,16 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   inputs.world_size = s->world_size;
   inputs.gpus_per_node = world->gpus_per_node;
   inputs.pp = world->pp;
+  inputs.mpu_tp = mpu_tp;
+  // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
+  if (engine->megatron()) inputs.layout = RankLayout::kMegatron;
   auto plan = BuildPlan(s->config, inputs);
   if (!plan.ok()) {
     std::cerr << args.config << ": error: " << plan.error().message << "\n";
     return fail(kExitFindings);
   }
   s->plan = std::move(plan).value();
-  auto batch = FillBatch(s->config, s->world_size, world->pp);
+  auto batch = FillBatch(s->config, s->world_size, world->pp, std::max<int64_t>(mpu_tp, 1));
   if (!batch.ok()) return fail(UsageError(args.config + ": " + batch.error().message));
   s->micro_batch = batch->micro;
   s->grad_accum = batch->accum;
@@ -164,7 +233,19 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
                                                              : sim::Recompute::kNone;
   input.workload.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator
                                                              : sim::MemoryConvention::kZeroPaper;
-  input.zero = sim::ReadZeroSettings(s->config);
+  input.engine = *engine;
+  input.zero = sim::ReadZeroSettings(s->config, engine->deepspeed_version);
+  // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
+  // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
+  // fp32 asks for it explicitly.
+  {
+    const bool bf16 = ds_semantics::Bf16Enabled(view);
+    const auto accum = view.String("/data_types/grad_accum_dtype");
+    const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
+    if ((bf16 && engine->megatron() && input.zero.stage <= 1) || fp32_accum) {
+      input.workload.gradient_bytes_per_element = 4;
+    }
+  }
   *exit_code = kExitOk;
   return s;
 }

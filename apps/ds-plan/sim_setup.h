@@ -29,8 +29,15 @@ struct SimArgs {
   std::string recompute = "none";
   std::string convention = "zero-paper";
   std::vector<std::string> sets;
+  std::string engine = "deepspeed";
+  int64_t megatron_tp = 0;       // --tp: Megatron's tensor-model-parallel size
+  bool megatron_sp = false;
+  int virtual_stages = 1;
+  std::string attention = "flash";
+  std::string deepspeed_version;  // empty = the newest
 
-  // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set.
+  // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
+  // --engine, --tp, --megatron-sp, --virtual-stages, --attention, --deepspeed-version.
   void AddTo(CLI::App* app);
 };
 

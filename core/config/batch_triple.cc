@@ -1,11 +1,14 @@
 #include "core/config/batch_triple.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 
 namespace dsp {
 
-std::optional<BatchWorld> BatchWorldSize(const ConfigView& v, std::optional<int64_t> world, int64_t pp) {
+std::optional<BatchWorld> BatchWorldSize(const ConfigView& v, std::optional<int64_t> world, int64_t pp,
+                                         int64_t mpu_tp) {
   auto dp_top = v.Int("/data_parallel_size");
   auto sp_top = v.Int("/sequence_parallel_size");
   bool has_sp_key = v.Has("/sequence_parallel_size");
@@ -15,6 +18,14 @@ std::optional<BatchWorld> BatchWorldSize(const ConfigView& v, std::optional<int6
                       "data_parallel_size " + std::to_string(dp_top.value) + " (the (dp, sp) mesh)"};
   }
   if (!world) return std::nullopt;
+  if (mpu_tp > 1) {
+    // engine.py: dp_world_size = mpu.get_data_parallel_world_size().
+    int64_t dp = *world / (mpu_tp * std::max<int64_t>(pp, 1));
+    return BatchWorld{static_cast<double>(dp),
+                      "the mpu's data-parallel size " + std::to_string(dp) + " (world " +
+                          std::to_string(*world) + " / (tp " + std::to_string(mpu_tp) + " x pp " +
+                          std::to_string(std::max<int64_t>(pp, 1)) + "))"};
+  }
   if (pp > 1) {
     int64_t dp = *world / pp;
     return BatchWorld{static_cast<double>(dp),

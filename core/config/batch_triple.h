@@ -20,7 +20,10 @@ struct BatchWorld {
 // pipeline data-parallel size under PipelineModule (pp > 1); world / sequence_parallel_size when that
 // key is present; else the world (also under AutoTP: its groups do not exist yet). nullopt when the
 // world size is needed and unknown.
-std::optional<BatchWorld> BatchWorldSize(const ConfigView& view, std::optional<int64_t> world, int64_t pp);
+// `mpu_tp`: the tensor-model-parallel size of a Megatron mpu passed to deepspeed.initialize
+// (Megatron-DeepSpeed); DeepSpeed then takes the data-parallel size from the mpu, world / (tp x pp).
+std::optional<BatchWorld> BatchWorldSize(const ConfigView& view, std::optional<int64_t> world, int64_t pp,
+                                         int64_t mpu_tp = 1);
 
 struct BatchTriple {
   double batch = 0, micro = 0, gas = 0;

@@ -34,6 +34,12 @@ inline constexpr DeepSpeedVersion kLowPrecisionMaster{0, 18, 3};      // PR #770
 inline constexpr DeepSpeedVersion kAutoTpPartitionConfig{0, 18, 6};   // PR #7806: partition_config, preset_model
 inline constexpr DeepSpeedVersion kCompilePasses{0, 18, 9};           // PR #7860: compile.passes (z1, z3, autosp)
 inline constexpr DeepSpeedVersion kAutoTpGatherOutput{0, 19, 4};      // PR #8146: layer_specs[].gather_output
+// ZeRO-3's collectives (deepspeed/runtime/zero/stage3.py, partition_parameters.py):
+inline constexpr DeepSpeedVersion kZero3ReduceScatterDefaultOff{0, 3, 16};   // reduce_scatter default false
+inline constexpr DeepSpeedVersion kZero3ReduceScatterDefaultFixed{0, 4, 0};  // ... true again
+inline constexpr DeepSpeedVersion kZero3ContiguousGradientsDefault{0, 4, 3}; // stage-3 contiguous_gradients default true
+inline constexpr DeepSpeedVersion kZero3AllGatherBase{0, 5, 5};  // c0eeb69df (#1188): _all_gather_base per parameter
+inline constexpr DeepSpeedVersion kZero3Coalesced{0, 6, 0};      // 4912e0ad7: one coalesced gather per fetch on its own stream
 // Merged after v0.19.5: in DeepSpeed main (0.19.6 under development), the newest behaviour.
 inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};           // PR #8204: the "autotp" compile pass
 inline constexpr DeepSpeedVersion kAutoTpGradAllreduce{0, 19, 6};     // PR #8204: layer_specs[].grad_allreduce

@@ -45,7 +45,76 @@ class TensorList {
 
 }  // namespace
 
+namespace {
+
+// A LayerNorm: weight and bias of `width`.
+void LayerNorm(TensorList& t, const std::string& prefix, int64_t width, int layer) {
+  t.Add(prefix + ".weight", {width}, ParamFamily::kNorm, layer);
+  t.Add(prefix + ".bias", {width}, ParamFamily::kNorm, layer);
+}
+
+// transformers' GPT2LMHeadModel (Conv1D weights are [in, out]) and BloomForCausalLM, in
+// state_dict order.
+std::vector<ParamTensor> GptStyleTensors(const ModelSpec& s) {
+  TensorList t;
+  const int64_t h = s.hidden_size, f = s.intermediate_size;
+  const bool gpt2 = s.model_type == "gpt2";
+  const std::string root = "transformer.";
+  if (gpt2) {
+    t.Add(root + "wte.weight", {s.vocab_size, h}, ParamFamily::kEmbedding);
+    t.Add(root + "wpe.weight", {s.learned_positions, h}, ParamFamily::kEmbedding);
+  } else {
+    t.Add(root + "word_embeddings.weight", {s.vocab_size, h}, ParamFamily::kEmbedding);
+    LayerNorm(t, root + "word_embeddings_layernorm", h, -1);
+  }
+  for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
+    const int layer = static_cast<int>(i);
+    const std::string p = root + "h." + std::to_string(i);
+    const auto attn = ParamFamily::kAttention, mlp = ParamFamily::kDenseMlp;
+    if (gpt2) {
+      LayerNorm(t, p + ".ln_1", h, layer);
+      t.Add(p + ".attn.c_attn.weight", {h, 3 * h}, attn, layer);
+      t.Add(p + ".attn.c_attn.bias", {3 * h}, attn, layer);
+      t.Add(p + ".attn.c_proj.weight", {h, h}, attn, layer);
+      t.Add(p + ".attn.c_proj.bias", {h}, attn, layer);
+      LayerNorm(t, p + ".ln_2", h, layer);
+      t.Add(p + ".mlp.c_fc.weight", {h, f}, mlp, layer);
+      t.Add(p + ".mlp.c_fc.bias", {f}, mlp, layer);
+      t.Add(p + ".mlp.c_proj.weight", {f, h}, mlp, layer);
+      t.Add(p + ".mlp.c_proj.bias", {h}, mlp, layer);
+    } else {
+      LayerNorm(t, p + ".input_layernorm", h, layer);
+      t.Linear(p + ".self_attention.query_key_value", h, 3 * h, true, attn, layer);
+      t.Linear(p + ".self_attention.dense", h, h, true, attn, layer);
+      LayerNorm(t, p + ".post_attention_layernorm", h, layer);
+      t.Linear(p + ".mlp.dense_h_to_4h", h, f, true, mlp, layer);
+      t.Linear(p + ".mlp.dense_4h_to_h", f, h, true, mlp, layer);
+    }
+  }
+  LayerNorm(t, root + "ln_f", h, -1);
+  if (!s.tie_word_embeddings) t.Add("lm_head.weight", {s.vocab_size, h}, ParamFamily::kLmHead);
+  return t.Take();
+}
+
+ParamCounts CountGptStyle(const ModelSpec& s) {
+  const int64_t h = s.hidden_size, f = s.intermediate_size, L = s.num_hidden_layers;
+  ParamCounts c;
+  for (ParamFamily fam : kAllParamFamilies) c.by_family[fam] = 0;
+  c.by_family[ParamFamily::kEmbedding] = s.vocab_size * h + s.learned_positions * h;
+  c.by_family[ParamFamily::kAttention] = L * (4 * h * h + 4 * h);
+  c.by_family[ParamFamily::kDenseMlp] = L * (2 * h * f + f + h);
+  c.by_family[ParamFamily::kNorm] = L * 4 * h + 2 * h + (s.embedding_norm ? 2 * h : 0);
+  c.by_family[ParamFamily::kLmHead] = s.tie_word_embeddings ? 0 : s.vocab_size * h;
+  for (const auto& [family, n] : c.by_family) c.total += n;
+  c.active_per_token = c.total;
+  c.largest_tensor = std::max({s.vocab_size * h, 3 * h * h, h * f});
+  return c;
+}
+
+}  // namespace
+
 std::vector<ParamTensor> ParameterTensors(const ModelSpec& s) {
+  if (s.gpt_style()) return GptStyleTensors(s);
   TensorList t;
   const int64_t h = s.hidden_size;
   const int64_t q_width = s.num_attention_heads * s.head_dim;
@@ -104,6 +173,7 @@ std::vector<ParamTensor> ParameterTensors(const ModelSpec& s) {
 }
 
 ParamCounts CountParameters(const ModelSpec& s) {
+  if (s.gpt_style()) return CountGptStyle(s);
   const int64_t h = s.hidden_size;
   const int64_t q_width = s.num_attention_heads * s.head_dim;
   const int64_t kv_width = s.num_key_value_heads * s.head_dim;

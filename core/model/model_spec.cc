@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,7 +40,7 @@ int64_t ModelSpec::NumMoeLayers() const {
 
 namespace {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3Moe };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3Moe, kGpt2, kBloom };
 
 std::optional<Arch> KnownArch(const std::string& model_type) {
   if (model_type == "llama") return Arch::kLlama;
@@ -49,6 +50,8 @@ std::optional<Arch> KnownArch(const std::string& model_type) {
   if (model_type == "mixtral") return Arch::kMixtral;
   if (model_type == "qwen2_moe") return Arch::kQwen2Moe;
   if (model_type == "qwen3_moe") return Arch::kQwen3Moe;
+  if (model_type == "gpt2") return Arch::kGpt2;
+  if (model_type == "bloom") return Arch::kBloom;
   return std::nullopt;
 }
 
@@ -111,6 +114,43 @@ class Reader {
     auto v = Int(key, min, max);
     if (!v.ok()) return v.error();
     return v->value_or(fallback);
+  }
+
+  Result<double> ProbabilityOr(std::string_view key, double fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_number()) return Fail(key, "must be a number (got " + Shown(*it) + ")");
+    const double v = it->get<double>();
+    if (!(v >= 0.0 && v < 1.0)) return Fail(key, "must be in [0, 1) (got " + Shown(*it) + ")");
+    return v;
+  }
+
+  // The first of several spellings that is present (transformers' attribute_map aliases, e.g.
+  // GPT2Config's n_embd for hidden_size); two spellings with different values are an error.
+  Result<std::optional<int64_t>> AnyInt(std::initializer_list<std::string_view> keys, int64_t min,
+                                        int64_t max) const {
+    std::optional<int64_t> found;
+    std::string_view found_key;
+    for (std::string_view key : keys) {
+      auto v = Int(key, min, max);
+      if (!v.ok()) return v.error();
+      if (!v->has_value()) continue;
+      if (found && *found != **v) {
+        return Fail(key, "(" + std::to_string(**v) + ") disagrees with " + Quote(found_key) +
+                             " (" + std::to_string(*found) + ")");
+      }
+      found = **v;
+      found_key = key;
+    }
+    return found;
+  }
+
+  Result<int64_t> RequiredAnyInt(std::initializer_list<std::string_view> keys, int64_t min,
+                                 int64_t max) const {
+    auto v = AnyInt(keys, min, max);
+    if (!v.ok()) return v.error();
+    if (!v->has_value()) return Fail(*keys.begin(), "is missing (required)");
+    return **v;
   }
 
   Result<bool> BoolOr(std::string_view key, bool fallback) const {
@@ -209,6 +249,58 @@ Status Validate(const ModelSpec& s, const Reader& r, bool head_dim_given) {
   return Status::Ok();
 }
 
+// GPT2Config and BloomConfig (transformers): a LayerNorm decoder with biased linears, a GeLU MLP
+// (gpt2: n_inner, default 4h; bloom: always 4h), tied embeddings by default, learned positions
+// (gpt2 n_positions) or ALiBi (bloom). Both accept their attribute_map aliases (hidden_size for
+// n_embd, ...).
+Result<ModelSpec> ParseGptStyle(ModelSpec s, const Reader& r, Arch arch) {
+  const bool gpt2 = arch == Arch::kGpt2;
+  if (gpt2) {
+    DSP_ASSIGN_OR_RETURN(s.hidden_size, r.RequiredAnyInt({"n_embd", "hidden_size"}, 1, kMaxDim));
+    DSP_ASSIGN_OR_RETURN(s.num_hidden_layers,
+                         r.RequiredAnyInt({"n_layer", "num_hidden_layers"}, 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.num_attention_heads,
+                         r.RequiredAnyInt({"n_head", "num_attention_heads"}, 1, kMaxCount));
+    std::optional<int64_t> inner;
+    DSP_ASSIGN_OR_RETURN(inner, r.AnyInt({"n_inner", "intermediate_size"}, 1, kMaxDim));
+    s.intermediate_size = inner.value_or(4 * s.hidden_size);
+    DSP_ASSIGN_OR_RETURN(s.vocab_size, r.RequiredInt("vocab_size", 1, kMaxDim));
+    std::optional<int64_t> positions;
+    DSP_ASSIGN_OR_RETURN(positions, r.AnyInt({"n_positions", "max_position_embeddings"}, 1, kMaxDim));
+    s.max_position_embeddings = positions.value_or(1024);  // GPT2Config default
+    s.learned_positions = s.max_position_embeddings;
+    DSP_ASSIGN_OR_RETURN(s.hidden_dropout, r.ProbabilityOr("resid_pdrop", 0.1));
+    DSP_ASSIGN_OR_RETURN(s.attention_dropout, r.ProbabilityOr("attn_pdrop", 0.1));
+  } else {
+    DSP_ASSIGN_OR_RETURN(s.hidden_size, r.RequiredAnyInt({"n_embed", "hidden_size"}, 1, kMaxDim));
+    DSP_ASSIGN_OR_RETURN(s.num_hidden_layers,
+                         r.RequiredAnyInt({"n_layer", "num_hidden_layers"}, 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.num_attention_heads,
+                         r.RequiredAnyInt({"n_head", "num_attention_heads"}, 1, kMaxCount));
+    s.intermediate_size = 4 * s.hidden_size;  // BloomMLP: dense_h_to_4h, dense_4h_to_h
+    DSP_ASSIGN_OR_RETURN(s.vocab_size, r.RequiredInt("vocab_size", 1, kMaxDim));
+    // ALiBi: no position embedding; the trained context is the seq_length the run used.
+    DSP_ASSIGN_OR_RETURN(s.max_position_embeddings, r.IntOr("seq_length", 2048, 1, kMaxDim));
+    DSP_ASSIGN_OR_RETURN(s.hidden_dropout, r.ProbabilityOr("hidden_dropout", 0.0));
+    DSP_ASSIGN_OR_RETURN(s.attention_dropout, r.ProbabilityOr("attention_dropout", 0.0));
+    s.embedding_norm = true;
+  }
+  s.num_key_value_heads = s.num_attention_heads;
+  if (s.hidden_size % s.num_attention_heads != 0) {
+    return r.Fail(gpt2 ? "n_head" : "n_head", "(" + std::to_string(s.num_attention_heads) +
+                                                  ") must divide the hidden size (" +
+                                                  std::to_string(s.hidden_size) + ")");
+  }
+  s.head_dim = s.hidden_size / s.num_attention_heads;
+  DSP_ASSIGN_OR_RETURN(s.tie_word_embeddings, r.BoolOr("tie_word_embeddings", true));
+  s.gated_mlp = false;
+  s.layer_norm = true;
+  s.attention_bias = s.o_proj_bias = s.mlp_bias = true;
+  Status status = Validate(s, r, true);
+  if (!status.ok()) return status.error();
+  return s;
+}
+
 Result<ModelSpec> Parse(const Json& config) {
   if (!config.is_object()) return Error{"model config: expected a JSON object (a config.json)"};
   auto type_it = config.find("model_type");
@@ -229,12 +321,13 @@ Result<ModelSpec> Parse(const Json& config) {
         return Error{"model config: model_type '" + s.model_type + "' is not supported: it has " +
                      Quote(key) +
                      ", so it is not a plain llama-like decoder (supported: llama, "
-                     "mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe)"};
+                     "mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, gpt2, bloom)"};
       }
     }
     s.assumed_llama_like = true;
     arch = Arch::kLlama;
   }
+  if (*arch == Arch::kGpt2 || *arch == Arch::kBloom) return ParseGptStyle(std::move(s), r, *arch);
   const bool moe = *arch == Arch::kMixtral || *arch == Arch::kQwen2Moe || *arch == Arch::kQwen3Moe;
   const bool qwen_moe = *arch == Arch::kQwen2Moe || *arch == Arch::kQwen3Moe;
 
@@ -284,6 +377,8 @@ Result<ModelSpec> Parse(const Json& config) {
     }
     case Arch::kMistral:
     case Arch::kMixtral: break;  // no bias options in these classes
+    case Arch::kGpt2:
+    case Arch::kBloom: break;  // ParseGptStyle
   }
 
   if (moe) {

@@ -18,13 +18,13 @@ namespace dsp {
 // What a parameter is for. Sharding rules differ by family: TP splits attention and MLP weights,
 // EP splits routed experts only, norms and routers stay replicated.
 enum class ParamFamily {
-  kEmbedding,      // model.embed_tokens
+  kEmbedding,      // model.embed_tokens (and gpt2's learned position embedding wpe)
   kAttention,      // q/k/v/o projections and their biases
   kDenseMlp,       // gate/up/down of a dense (non-MoE) feed-forward block
   kRouter,         // MoE gate that scores the routed experts
   kRoutedExperts,  // per-expert weights, only top-k of them run per token
   kSharedExperts,  // qwen2_moe shared expert and its sigmoid gate: run for every token
-  kNorm,           // RMSNorm weights, including qwen3 q_norm/k_norm
+  kNorm,           // RMSNorm weights (LayerNorm weights and biases for gpt2/bloom), incl. q/k norms
   kLmHead,         // lm_head (absent when tied to the embedding)
 };
 inline constexpr ParamFamily kAllParamFamilies[] = {
@@ -37,8 +37,8 @@ inline constexpr ParamFamily kAllParamFamilies[] = {
 std::string_view ParamFamilyName(ParamFamily family);
 
 struct ModelSpec {
-  // llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe; or the config's own value when
-  // assumed_llama_like is set.
+  // llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, gpt2, bloom; or the config's own
+  // value when assumed_llama_like is set.
   std::string model_type;
   // An unknown model_type whose keys describe a plain llama decoder: counted as llama, which is
   // right for most llama derivatives but unverified, so reports should say so.
@@ -57,6 +57,16 @@ struct ModelSpec {
   bool o_proj_bias = false;     // llama/qwen3 attention_bias also biases o_proj; qwen2 does not
   bool mlp_bias = false;        // llama mlp_bias: gate/up/down of dense MLPs
   bool qk_norm = false;         // qwen3: RMSNorm over head_dim on queries and keys
+
+  // GPT-style decoders (gpt2, bloom; GPT-3, Megatron's GPT, MT-NLG, BLOOM load as these).
+  bool gated_mlp = true;           // SwiGLU gate/up/down; false: fc1 -> GeLU -> fc2 (GPT)
+  bool layer_norm = false;         // LayerNorm with weight and bias instead of RMSNorm (weight)
+  int64_t learned_positions = 0;   // rows of a learned position embedding (gpt2 n_positions); 0
+                                   // for rotary (llama) and ALiBi (bloom)
+  bool embedding_norm = false;     // bloom's word_embeddings_layernorm after the embedding
+  double hidden_dropout = 0;       // residual/embedding dropout probability (gpt2 resid_pdrop)
+  double attention_dropout = 0;    // dropout on the attention probabilities (gpt2 attn_pdrop)
+  bool gpt_style() const { return !gated_mlp; }
 
   // MoE; num_experts == 0 for dense models.
   int64_t num_experts = 0;

@@ -24,9 +24,15 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
   plan.zero_stage = pc.zero_stage.or_default(0);
   plan.gpus_per_node = inputs.gpus_per_node;
 
+  if (inputs.mpu_tp > 0 && pc.tp > 1) {
+    return Error{"the config sets tensor_parallel.autotp_size " + std::to_string(pc.tp) +
+                 " and Megatron's tensor-model-parallel size is " + std::to_string(inputs.mpu_tp) +
+                 ": a model is split by one of them, not both"};
+  }
+  const int64_t tp = inputs.mpu_tp > 0 ? inputs.mpu_tp : pc.tp;
   ParallelSizes& s = plan.sizes;
   for (auto [value, name, dest] : {std::tuple{inputs.world_size, "world size", &s.world},
-                                   std::tuple{pc.tp, "tensor_parallel.autotp_size", &s.tp},
+                                   std::tuple{tp, "tensor parallel size", &s.tp},
                                    std::tuple{pc.sp, "sequence_parallel_size", &s.sp},
                                    std::tuple{inputs.pp, "pipeline size", &s.pp},
                                    std::tuple{pc.ep, "expert_parallel.autoep_size", &s.ep},

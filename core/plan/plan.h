@@ -18,6 +18,9 @@ struct PlanInputs {
   int64_t world_size = 0;                 // required, > 0
   std::optional<int64_t> gpus_per_node;   // marks groups that cross a node boundary
   int64_t pp = 1;                         // pipeline stages
+  // Megatron's tensor-model-parallel size (--tensor-model-parallel-size of Megatron-LM or
+  // Megatron-DeepSpeed's mpu); 0 = the config's tensor_parallel.autotp_size.
+  int64_t mpu_tp = 0;
   RankLayout layout = RankLayout::kDeepSpeed;
   ExpertLayout expert_layout = ExpertLayout::kAuto;
 };

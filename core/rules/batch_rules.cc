@@ -93,7 +93,7 @@ void CheckBatch(RuleContext& ctx) {
     }
   }
 
-  auto world = BatchWorldSize(ctx.view(), ctx.world(), ctx.options().pp);
+  auto world = BatchWorldSize(ctx.view(), ctx.world(), ctx.options().pp, ctx.options().mpu_tp);
   if (!world) {
     auto sizes = ConsistentSizes(b.opt(), m.opt(), g.opt(), 4096);
     if (sizes.empty()) {

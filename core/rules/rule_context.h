@@ -21,6 +21,7 @@ struct ValidateOptions {
   std::optional<int64_t> world_size;     // --world-size, or nodes x gpus-per-node
   std::optional<int64_t> gpus_per_node;  // marks groups that cross nodes
   int64_t pp = 1;                        // pipeline stages (from PipelineModule, not the config)
+  int64_t mpu_tp = 1;                    // Megatron's tensor-model-parallel size (an mpu), not AutoTP
   std::optional<int64_t> seq_len;        // --seq-len
   const ModelSpec* model = nullptr;      // --model
   DeepSpeedVersion version = DeepSpeedVersion::Newest();

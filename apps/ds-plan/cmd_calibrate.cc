@@ -1,0 +1,115 @@
+// ds-plan calibrate RUNS.tsv --cluster C -o C2.json: fits the cluster file's global figures to
+// measured step times and prints each run's error before and after. The output is the input
+// cluster file with the fitted figures set and a `_calibration` note; an existing file is not
+// overwritten without --force.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "apps/ds-plan/command.h"
+#include "apps/ds-plan/model_input.h"
+#include "core/json/document.h"
+#include "core/util/file_io.h"
+#include "sim/cost/calibrate.h"
+
+namespace dsp::app {
+namespace {
+
+struct CalibrateArgs {
+  std::string runs;
+  std::string cluster;
+  std::string output;
+  std::vector<std::string> fit = {"efficiency.matmul", "efficiency.memory",
+                                  "gpu.kernel_overhead_seconds", "inter_node.hop_latency_seconds"};
+  bool force = false;
+};
+
+std::string Percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * x);
+  return buf;
+}
+
+std::string Fixed(double x, const char* format) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, x);
+  return buf;
+}
+
+std::string Render(const sim::CalibrationResult& r) {
+  std::ostringstream out;
+  out << "run                                   measured   before   error    after   error\n";
+  for (const sim::RunFit& f : r.runs) {
+    std::string id = f.run_id.size() > 36 ? f.run_id.substr(0, 36) : f.run_id;
+    out << id << std::string(38 - id.size(), ' ') << Fixed(f.measured, "%8.2f") << " "
+        << Fixed(f.before, "%8.2f") << " " << Fixed(100 * (f.before / f.measured - 1), "%+6.1f%%") << " "
+        << Fixed(f.after, "%8.2f") << " " << Fixed(100 * (f.after / f.measured - 1), "%+6.1f%%")
+        << (f.fits_after ? "" : "  (does not fit)") << "\n";
+  }
+  out << "mean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "% -> "
+      << Fixed(100 * r.mean_abs_error_after, "%.1f") << "%, max "
+      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% -> "
+      << Fixed(100 * r.max_abs_error_after, "%.1f") << "% over " << r.runs.size() << " runs\n";
+  out << "fitted:";
+  for (const auto& [name, value] : r.fitted) out << " " << name << "=" << Fixed(value, "%.4g");
+  out << "\n";
+  return out.str();
+}
+
+int RunCalibrate(const CalibrateArgs& args) {
+  auto tsv = ReadFile(args.runs);
+  if (!tsv.ok()) return UsageError(tsv.error().message);
+  auto runs = sim::ParseMeasuredRuns(*tsv);
+  if (!runs.ok()) return UsageError(args.runs + ": " + runs.error().message);
+  auto cluster = LoadCluster(args.cluster);
+  if (!cluster.ok()) return UsageError("--cluster: " + cluster.error().message);
+  if (!args.output.empty() && !args.force) {
+    std::error_code ec;
+    if (std::filesystem::exists(args.output, ec)) {
+      return UsageError("-o " + args.output + " exists: pass --force to replace it");
+    }
+  }
+  auto result = sim::Calibrate(*runs, *cluster, args.fit);
+  if (!result.ok()) return UsageError(result.error().message);
+  std::cout << Render(*result);
+  if (args.output.empty()) return kExitOk;
+
+  auto text = ReadFile(args.cluster);
+  if (!text.ok()) return UsageError(text.error().message);
+  ParsedJson parsed = ParseJsonLenient(args.cluster, std::move(text).value());
+  if (!parsed.ok) return UsageError("--cluster: not JSON");
+  Json out = parsed.doc.root;
+  for (const auto& [name, value] : result->fitted) {
+    for (const sim::FitParameter& p : sim::FitParameters()) {
+      if (p.name == name) out[Json::json_pointer(p.pointer)] = value;
+    }
+  }
+  out["_calibration"] = "fitted by ds-plan calibrate to " + std::to_string(runs->size()) +
+                        " runs of " + args.runs + ": mean |error| " +
+                        Fixed(100 * result->mean_abs_error_before, "%.1f") + "% -> " +
+                        Fixed(100 * result->mean_abs_error_after, "%.1f") + "%";
+  Status written = WriteFileAtomic(args.output, out.dump(2) + "\n");
+  if (!written.ok()) return UsageError(written.error().message);
+  std::cerr << "wrote " << args.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddCalibrateCommand(CLI::App& root) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* app = root.add_subcommand(
+      "calibrate", "fit a cluster file's efficiency and latency figures to measured step times");
+  app->add_option("runs", args->runs, "TSV of measured runs (samples/runs/published-runs.tsv)")->required();
+  app->add_option("--cluster", args->cluster, "cluster description to start from")->required();
+  app->add_option("-o,--output", args->output, "write the fitted cluster file here");
+  app->add_option("--fit", args->fit,
+                  "figures to fit (default: efficiency.matmul efficiency.memory "
+                  "gpu.kernel_overhead_seconds inter_node.hop_latency_seconds)");
+  app->add_flag("--force", args->force, "replace an existing -o file");
+  return Command{app, [args] { return RunCalibrate(*args); }};
+}
+
+}  // namespace dsp::app

@@ -244,7 +244,8 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   // whole from every TP rank.
   if (sizes.pp > 1) {
     const double chunks = engine.engine == Engine::kMegatronLm ? engine.virtual_stages : 1.0;
-    const double split = engine.megatron() && !tp_sp ? static_cast<double>(sizes.tp) : 1.0;
+    const double split =
+        engine.engine == Engine::kMegatronLm && !tp_sp ? static_cast<double>(sizes.tp) : 1.0;
     const double act = tokens * h * bpe / (tp_sp ? sizes.tp : 1.0);
     plan.Add("pp_send_recv", CollectiveKind::kSendRecv, GroupKind::kPp, act / split,
              2.0 * chunks, critical);

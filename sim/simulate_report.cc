@@ -79,6 +79,12 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
       << r.samples_per_step << " samples, " << tokens << " tokens per step; recompute "
       << RecomputeName(r.workload.recompute) << ", convention " << ConventionName(r.workload.convention)
       << "\n";
+  if (r.engine.megatron() || !r.engine.flash_attention) {
+    out << "  engine   " << EngineName(r.engine.engine);
+    if (r.engine.megatron_sp) out << ", Megatron SP";
+    if (r.engine.virtual_stages > 1) out << ", " << r.engine.virtual_stages << " virtual stages";
+    out << ", attention " << (r.engine.flash_attention ? "flash" : "materialized") << "\n";
+  }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
 }
 
@@ -108,13 +114,17 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
   }
 
   double hbm = m.hbm_bytes;
+  const double needed = m.peak_bytes + m.allowance_bytes;
+  // The allowance (fragmentation, CUDA context, NCCL) is part of the verdict: say so when present.
+  const std::string allowance =
+      m.allowance_bytes > 0 ? " + " + Gb(m.allowance_bytes) + " GB allowance" : std::string();
   if (m.fits) {
-    out << "\n  verdict: FITS: peak " << Gb(m.peak_bytes) << " GB of " << Gb(hbm) << " GB HBM ("
-        << Printf("%.0f %%", hbm > 0 ? 100 * m.peak_bytes / hbm : 0) << "), " << Gb(hbm - m.peak_bytes)
-        << " GB free\n";
+    out << "\n  verdict: FITS: peak " << Gb(m.peak_bytes) << " GB" << allowance << " of " << Gb(hbm)
+        << " GB HBM (" << Printf("%.0f %%", hbm > 0 ? 100 * needed / hbm : 0) << "), "
+        << Gb(hbm - needed) << " GB free\n";
   } else {
-    out << "\n  verdict: DOES NOT FIT: peak " << Gb(m.peak_bytes) << " GB exceeds " << Gb(hbm)
-        << " GB HBM by " << Gb(m.peak_bytes - hbm) << " GB\n";
+    out << "\n  verdict: DOES NOT FIT: peak " << Gb(m.peak_bytes) << " GB" << allowance << " exceeds "
+        << Gb(hbm) << " GB HBM by " << Gb(needed - hbm) << " GB\n";
   }
 }
 
@@ -135,8 +145,9 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
     if (s > 0) row("exposed " + kind, s);
   }
   if (t.offload_seconds > 0) row("CPU offload (PCIe, CPU Adam)", t.offload_seconds);
+  if (t.optimizer_seconds > 0) row("optimizer step", t.optimizer_seconds);
   // Whatever the step holds beyond compute and exposed communication (the 1F1B pipeline bubble).
-  double other = t.step_seconds - t.compute_seconds - exposed - t.offload_seconds;
+  double other = t.step_seconds - t.compute_seconds - exposed - t.offload_seconds - t.optimizer_seconds;
   if (other > 1e-9 * std::max(1.0, t.step_seconds)) row("pipeline bubble / other", other);
   row("step", t.step_seconds);
 }
@@ -195,8 +206,13 @@ std::string RenderSimulateText(const SimulateResult& result) {
 
 Json SimulateToJson(const SimulateResult& r) {
   Json root = Json::object();
-  root["schema_version"] = 1;
+  root["schema_version"] = 2;
   root["layout"] = LayoutToJson(r.layout);
+  root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
+                    {"megatron_sp", r.engine.megatron_sp},
+                    {"virtual_stages", r.engine.virtual_stages},
+                    {"attention", r.engine.flash_attention ? "flash" : "materialized"},
+                    {"deepspeed_version", r.engine.deepspeed_version.ToString()}};
   root["params"] = {{"total", r.params.total},
                     {"active_per_token", r.params.active_per_token},
                     {"by_family", FamilyCounts(r.params)}};
@@ -216,6 +232,7 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"activations_bytes", m.activations_bytes},
                     {"buffers_bytes", m.buffers_bytes},
                     {"peak_bytes", m.peak_bytes},
+                    {"allowance_bytes", m.allowance_bytes},
                     {"hbm_bytes", m.hbm_bytes},
                     {"fits", m.fits},
                     {"by_family", std::move(families)}};
@@ -225,6 +242,8 @@ Json SimulateToJson(const SimulateResult& r) {
   root["time"] = {{"compute_seconds", r.time.compute_seconds},
                   {"exposed_communication_seconds", std::move(exposed)},
                   {"offload_seconds", r.time.offload_seconds},
+                  {"optimizer_seconds", r.time.optimizer_seconds},
+                  {"pipeline_bubble_seconds", r.time.pipeline_bubble_seconds},
                   {"step_seconds", r.time.step_seconds},
                   {"tokens_per_second", r.time.tokens_per_second},
                   {"mfu", r.time.mfu}};

@@ -30,6 +30,7 @@ struct SimulateResult {
   LayoutSummary layout;            // as validate reports it
   Workload workload;
   ZeroSettings zero;
+  EngineSettings engine;
   int64_t samples_per_step = 0;    // distinct samples per optimizer step (micro x accum x dp)
   ParamCounts params;
   MemoryReport memory;
@@ -44,7 +45,7 @@ std::vector<std::pair<std::string, double>> ExposedByKind(const TimeReport& time
 /// The human-readable report.
 std::string RenderSimulateText(const SimulateResult& result);
 
-/// The machine-readable report (schemas/simulate-report.schema.json, schema_version 1).
+/// The machine-readable report (schemas/simulate-report.schema.json, schema_version 2).
 Json SimulateToJson(const SimulateResult& result);
 
 /// "none", "selective", "full"; "zero-paper", "deepspeed".

@@ -21,8 +21,8 @@ struct CalibrateArgs {
   std::string runs;
   std::string cluster;
   std::string output;
-  std::vector<std::string> fit = {"efficiency.matmul", "efficiency.memory",
-                                  "gpu.kernel_overhead_seconds", "inter_node.hop_latency_seconds"};
+  std::vector<std::string> fit = {"efficiency.matmul", "efficiency.memory", "inter_node.max_rails",
+                                  "inter_node.hop_latency_seconds", "gpu.kernel_overhead_seconds"};
   bool force = false;
 };
 
@@ -106,8 +106,8 @@ Command AddCalibrateCommand(CLI::App& root) {
   app->add_option("--cluster", args->cluster, "cluster description to start from")->required();
   app->add_option("-o,--output", args->output, "write the fitted cluster file here");
   app->add_option("--fit", args->fit,
-                  "figures to fit (default: efficiency.matmul efficiency.memory "
-                  "gpu.kernel_overhead_seconds inter_node.hop_latency_seconds)");
+                  "figures to fit, in this order (default: efficiency.matmul efficiency.memory "
+                  "inter_node.max_rails inter_node.hop_latency_seconds gpu.kernel_overhead_seconds)");
   app->add_flag("--force", args->force, "replace an existing -o file");
   return Command{app, [args] { return RunCalibrate(*args); }};
 }

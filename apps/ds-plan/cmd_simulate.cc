@@ -34,6 +34,7 @@ int RunSimulate(const SimulateArgs& args) {
   result.layout = s->report.layout;
   result.workload = s->input.workload;
   result.zero = s->input.zero;
+  result.engine = s->input.engine;
   result.samples_per_step = s->micro_batch * s->grad_accum * s->plan.derived.dp;
   result.params = CountParameters(s->model);
   result.memory = sim::EstimateMemory(s->input);

@@ -2,7 +2,10 @@
 
 namespace dsp {
 
-LayoutSummary SummarizeLayout(const ParallelConfig& pc, std::optional<int64_t> world, int64_t pp) {
+LayoutSummary SummarizeLayout(const ParallelConfig& given, std::optional<int64_t> world, int64_t pp,
+                              int64_t mpu_tp) {
+  ParallelConfig pc = given;
+  if (mpu_tp > 1) pc.tp = mpu_tp;
   LayoutSummary s;
   s.world_size = world;
   s.tp = pc.tp;

@@ -13,6 +13,8 @@ struct LayoutSummary {
   std::optional<int64_t> world_size, tp, dp, sp, ep, etp, edp, pp, zero_stage;
 };
 
-LayoutSummary SummarizeLayout(const ParallelConfig& pc, std::optional<int64_t> world, int64_t pp);
+// `mpu_tp` > 1: Megatron's tensor-model-parallel size stands in for AutoTP's.
+LayoutSummary SummarizeLayout(const ParallelConfig& pc, std::optional<int64_t> world, int64_t pp,
+                              int64_t mpu_tp = 1);
 
 }  // namespace dsp

@@ -92,7 +92,7 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
       if (set.check) set.check(ctx);
     }
     for (auto& d : ctx.diagnostics()) report.diagnostics.push_back(std::move(d));
-    report.layout = SummarizeLayout(ctx.parallel(), options.world_size, options.pp);
+    report.layout = SummarizeLayout(ctx.parallel(), options.world_size, options.pp, options.mpu_tp);
   }
   DropShadowedSchemaFindings(&report.diagnostics);
   SortDiagnostics(report.diagnostics);

@@ -81,19 +81,34 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const 
     auto s = Evaluate(runs, x);
     return s.ok() ? s->mean : 1e9;
   };
-  // Golden-section search along one figure at a time; three sweeps settle every case tried.
+  // Coordinate descent: along one figure at a time, a grid of 17 points over its whole range
+  // (so a figure that trades off against another is not trapped in the first valley), then a
+  // golden-section search between the best grid point's neighbours. Three sweeps settle every
+  // case tried.
   const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  constexpr int kGrid = 16;
   for (int sweep = 0; sweep < 3; ++sweep) {
     for (const FitParameter& p : fit) {
-      double lo = p.lo, hi = p.hi;
       auto at = [&](double v) {
         Cluster x = c;
         SetFigure(x, p.name, v);
         return objective(x);
       };
+      const double width = (p.hi - p.lo) / kGrid;
+      int best_i = 0;
+      double best_f = at(p.lo);
+      for (int i = 1; i <= kGrid; ++i) {
+        const double f = at(p.lo + i * width);
+        if (f < best_f) {
+          best_f = f;
+          best_i = i;
+        }
+      }
+      double lo = p.lo + std::max(best_i - 1, 0) * width;
+      double hi = p.lo + std::min(best_i + 1, kGrid) * width;
       double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
       double fa = at(a), fb = at(b);
-      for (int i = 0; i < 40; ++i) {
+      for (int i = 0; i < 30; ++i) {
         if (fa < fb) {
           hi = b;
           b = a;
@@ -108,9 +123,14 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const 
           fb = at(b);
         }
       }
-      const double best = fa < fb ? a : b;
+      double best = fa < fb ? a : b;
+      double f = std::min(fa, fb);
+      if (best_f < f) {
+        best = p.lo + best_i * width;
+        f = best_f;
+      }
       // Keep the old value unless the search found better (flat objectives stay put).
-      if (at(best) < objective(c)) SetFigure(c, p.name, best);
+      if (f < objective(c)) SetFigure(c, p.name, best);
     }
   }
   auto after = Evaluate(runs, c);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -27,12 +28,24 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
+// One point of the layout space: everything that changes the group tables or the validate
+// verdict's inputs.
+struct Layout {
+  int64_t tp = 1, sp = 1, ep = 1, pp = 1;
+};
+
 // The DeepSpeed config of one candidate. The batch triple uses DeepSpeed's world-size semantics
-// (the full world under AutoTP, world / sp with sequence_parallel_size), so validate accepts it.
-Json MakeConfig(const ModelSpec& model, int64_t world, int64_t tp, int64_t sp, int64_t ep, int zero,
-                Offload offload, int64_t micro, int64_t gas, Recompute recompute) {
+// (the full world under AutoTP, world / sp with sequence_parallel_size, the mpu's or pipeline's
+// data-parallel size), so validate accepts it. Settings outside the DeepSpeed config (pipeline
+// stages, Megatron's tensor parallelism, recompute) go under "_ds_plan", a comment to DeepSpeed.
+Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, const Layout& l,
+                int zero, Offload offload, int64_t micro, int64_t gas, Recompute recompute,
+                int virtual_stages, bool megatron_sp) {
+  const bool megatron = o.engine != Engine::kDeepSpeed;
   Json c = Json::object();
-  int64_t ws = sp > 1 ? world / sp : world;
+  int64_t ws = world;
+  if (l.sp > 1) ws = world / l.sp;
+  if (l.pp > 1 || megatron) ws = world / (l.pp * (megatron ? l.tp : 1));
   c["train_batch_size"] = micro * gas * ws;
   c["train_micro_batch_size_per_gpu"] = micro;
   c["gradient_accumulation_steps"] = gas;
@@ -44,18 +57,24 @@ Json MakeConfig(const ModelSpec& model, int64_t world, int64_t tp, int64_t sp, i
   if (offload != Offload::kNone) z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (offload == Offload::kOptimizerAndParams) z["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   c["zero_optimization"] = z;
-  if (tp > 1) c["tensor_parallel"] = {{"autotp_size", tp}};
-  if (sp > 1) c["sequence_parallel_size"] = sp;
-  if (model.is_moe() && ep >= 1) {
-    Json e = {{"enabled", true}, {"autoep_size", ep}};
+  if (l.tp > 1 && !megatron) c["tensor_parallel"] = {{"autotp_size", l.tp}};
+  if (l.sp > 1) c["sequence_parallel_size"] = l.sp;
+  if (model.is_moe() && l.ep >= 1 && !megatron) {
+    Json e = {{"enabled", true}, {"autoep_size", l.ep}};
     for (const char* preset : {"mixtral", "qwen3_moe"}) {
       if (model.model_type == preset) e["preset_model"] = preset;
     }
     c["expert_parallel"] = e;
   }
-  // Recompute is chosen in the training script (gradient checkpointing), not in the DeepSpeed
-  // config; keys starting with "_" are comments to DeepSpeed and to validate.
-  c["_ds_plan"] = {{"recompute", RecomputeName(recompute)}};
+  Json note = {{"recompute", RecomputeName(recompute)}};
+  if (l.pp > 1) note["pipeline_stages"] = l.pp;
+  if (megatron) {
+    note["engine"] = EngineName(o.engine);
+    note["tensor_model_parallel_size"] = l.tp;
+    if (megatron_sp) note["sequence_parallel"] = true;
+    if (virtual_stages > 1) note["virtual_pipeline_stages"] = virtual_stages;
+  }
+  c["_ds_plan"] = note;
   return c;
 }
 
@@ -63,8 +82,14 @@ bool Better(const TunedPlan& a, const TunedPlan& b) {
   if (a.tokens_per_second != b.tokens_per_second) return a.tokens_per_second > b.tokens_per_second;
   // Deterministic tie-break: less memory, then the simpler layout.
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  return std::tie(a.tp, a.sp, a.ep, a.zero_stage, a.micro_batch) <
-         std::tie(b.tp, b.sp, b.ep, b.zero_stage, b.micro_batch);
+  return std::tie(a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages) <
+         std::tie(b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages);
+}
+
+std::string Percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  return buf;
 }
 
 }  // namespace
@@ -78,6 +103,28 @@ std::string_view OffloadName(Offload o) {
   return "none";
 }
 
+double PublishedMfuCeiling(const std::string& gpu_name, std::string* source) {
+  struct Ceiling {
+    const char* gpu;
+    double mfu;
+    const char* source;
+  };
+  static constexpr Ceiling kCeilings[] = {
+      {"A100", 0.563,
+       "Korthikanti et al. 2022 Table 5: 1T parameters on 512 A100, selective recompute and "
+       "sequence parallelism"},
+      {"H100", 0.494, "the Megatron-LM README's H100 table: 16B parameters on 192 H100"},
+      {"H200", 0.494, "the Megatron-LM README's H100 table (same compute as H200): 16B on 192 H100"},
+  };
+  for (const Ceiling& c : kCeilings) {
+    if (gpu_name.find(c.gpu) != std::string::npos) {
+      if (source != nullptr) *source = c.source;
+      return c.mfu;
+    }
+  }
+  return 0;
+}
+
 Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const TuneOptions& options,
                         const std::function<void(int64_t, int64_t)>& progress) {
   auto start = std::chrono::steady_clock::now();
@@ -88,40 +135,60 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   Cluster machines = cluster;
   machines.gpus_per_node = static_cast<int>(gpn);
   if (options.seq_len <= 0) return Error{"--seq-len must be positive"};
+  const bool megatron = options.engine != Engine::kDeepSpeed;
   TuneResult result;
   result.global_batch = options.global_batch > 0
                             ? options.global_batch
                             : std::max<int64_t>(1, (int64_t{4} << 20) / options.seq_len);
 
-  // Layout candidates: AutoTP inside a node, Ulysses SP up to the world, EP over the experts.
-  std::vector<std::tuple<int64_t, int64_t, int64_t>> layouts;
+  // Layout candidates: tensor parallelism inside a node (AutoTP, or Megatron's), pipeline stages
+  // that split the layers evenly, Ulysses SP and AutoEP with the DeepSpeed engine.
+  std::vector<Layout> layouts;
+  std::vector<int64_t> pps = {1};
+  if (options.search_pipeline) {
+    pps.clear();
+    for (int64_t pp : Divisors(model.num_hidden_layers)) {
+      if (world % pp == 0) pps.push_back(pp);
+    }
+  }
   for (int64_t tp : PowersOfTwoUpTo(std::min(gpn, world))) {
-    for (int64_t sp : PowersOfTwoUpTo(world / tp)) {
-      if (tp > 1 && sp > 1) continue;  // no DeepSpeed layout combines AutoTP and Ulysses
-      std::vector<int64_t> eps = {1};
-      if (model.is_moe()) eps = Divisors(model.num_experts);
-      for (int64_t ep : eps) {
-        if (world % (tp * sp) != 0 || world % ep != 0) continue;
-        layouts.emplace_back(tp, sp, ep);
+    for (int64_t pp : pps) {
+      if (world % (tp * pp) != 0) continue;
+      for (int64_t sp : PowersOfTwoUpTo(world / (tp * pp))) {
+        if (sp > 1 && (tp > 1 || pp > 1 || megatron)) continue;  // Ulysses alone, DeepSpeed only
+        std::vector<int64_t> eps = {1};
+        if (model.is_moe() && !megatron && pp == 1) eps = Divisors(model.num_experts);
+        for (int64_t ep : eps) {
+          if (world % (tp * sp * pp) != 0 || world % ep != 0) continue;
+          layouts.push_back({tp, sp, ep, pp});
+        }
       }
     }
   }
 
-  ValidateOptions vopt;
-  vopt.world_size = world;
-  vopt.gpus_per_node = gpn;
-  vopt.model = &model;
-  vopt.seq_len = options.seq_len;
-
   std::vector<TunedPlan> kept;
   int64_t done = 0;
-  for (const auto& [tp, sp, ep] : layouts) {
+  for (const Layout& l : layouts) {
     if (progress) progress(done, static_cast<int64_t>(layouts.size()));
     ++done;
+    ValidateOptions vopt;
+    vopt.world_size = world;
+    vopt.gpus_per_node = gpn;
+    vopt.model = &model;
+    vopt.seq_len = options.seq_len;
+    vopt.pp = l.pp;
+    vopt.mpu_tp = megatron ? l.tp : 1;
+    vopt.version = options.deepspeed_version;
     PlanInputs pin;
     pin.world_size = world;
     pin.gpus_per_node = gpn;
-    Json layout_config = MakeConfig(model, world, tp, sp, ep, 0, Offload::kNone, 1, 1, Recompute::kNone);
+    pin.pp = l.pp;
+    if (megatron) {
+      pin.mpu_tp = l.tp;
+      pin.layout = RankLayout::kMegatron;
+    }
+    Json layout_config = MakeConfig(model, options, world, l, 0, Offload::kNone, 1, 1,
+                                    Recompute::kNone, 1, false);
     auto plan = BuildPlan(layout_config, pin);
     if (!plan.ok()) continue;
     const int64_t dp = plan->derived.dp;
@@ -129,16 +196,40 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     const int64_t per_rank = result.global_batch / dp;
     GroupLinkCache links;  // one plan, one cluster: shared by all its evaluations
 
-    for (int zero = 0; zero <= 3; ++zero) {
+    // DeepSpeed's PipelineEngine takes ZeRO 0-1 only; Megatron-LM's distributed optimizer is
+    // ZeRO-1's partitioning.
+    const int max_zero = l.pp > 1 || options.engine == Engine::kMegatronLm ? 1 : 3;
+    for (int zero = 0; zero <= max_zero; ++zero) {
       for (Offload offload : {Offload::kNone, Offload::kOptimizer, Offload::kOptimizerAndParams}) {
-        if (offload != Offload::kNone && zero == 0) continue;
+        if (offload != Offload::kNone && (zero == 0 || megatron)) continue;
         if (offload == Offload::kOptimizerAndParams && zero != 3) continue;
         // The validate rules decide; batch values are representative (micro 1) and re-derived below.
-        Json config = MakeConfig(model, world, tp, sp, ep, zero, offload, 1, per_rank, Recompute::kNone);
-        std::vector<std::pair<Recompute, int64_t>> variants;
+        Json config = MakeConfig(model, options, world, l, zero, offload, 1, per_rank,
+                                 Recompute::kNone, 1, false);
+        struct Variant {
+          Recompute recompute;
+          int64_t micro;
+          int virtual_stages;
+          bool megatron_sp;
+        };
+        std::vector<Variant> variants;
+        std::vector<int> vs = {1};
+        if (options.engine == Engine::kMegatronLm && l.pp > 1) {
+          for (int64_t v : Divisors(model.num_hidden_layers / l.pp)) {
+            if (v > 1 && v <= options.max_virtual_stages) vs.push_back(static_cast<int>(v));
+          }
+        }
         for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
           for (int64_t micro = 1; micro <= std::min(per_rank, options.max_micro_batch); micro *= 2) {
-            if (per_rank % micro == 0) variants.emplace_back(recompute, micro);
+            if (per_rank % micro != 0) continue;
+            for (int v : vs) {
+              // Megatron's interleaved schedule needs the micro-batches to fill every stage.
+              if (v > 1 && (per_rank / micro) % l.pp != 0) continue;
+              for (bool msp : {false, true}) {
+                if (msp && (!megatron || l.tp == 1)) continue;
+                variants.push_back({recompute, micro, v, msp});
+              }
+            }
           }
         }
         result.evaluated += static_cast<int64_t>(variants.size());
@@ -150,40 +241,48 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         input.plan = &*plan;
         input.model = &model;
         input.cluster = &machines;
-        input.zero = ReadZeroSettings(config);
+        input.zero = ReadZeroSettings(config, options.deepspeed_version);
+        input.engine.engine = options.engine;
+        input.engine.flash_attention = options.flash_attention;
+        input.engine.deepspeed_version = options.deepspeed_version;
         input.workload.seq_len = options.seq_len;
         input.workload.convention = options.convention;
-        for (const auto& [recompute, micro] : variants) {
-          {
-            input.workload.micro_batch = micro;
-            input.workload.grad_accum = per_rank / micro;
-            input.workload.recompute = recompute;
-            MemoryReport mem = EstimateMemory(input);
-            if (!mem.fits) continue;
-            ++result.fitting;
-            TimeReport time = EstimateStepTime(input);
-            TunedPlan p;
-            p.tp = tp;
-            p.sp = sp;
-            p.ep = ep;
-            p.dp = dp;
-            p.edp = plan->derived.edp;
-            p.zero_stage = zero;
-            p.offload = offload;
-            p.recompute = recompute;
-            p.micro_batch = micro;
-            p.grad_accum = per_rank / micro;
-            p.peak_bytes = mem.peak_bytes;
-            p.hbm_bytes = mem.hbm_bytes;
-            p.step_seconds = time.step_seconds;
-            p.tokens_per_second = time.tokens_per_second;
-            p.mfu = time.mfu;
-            kept.push_back(std::move(p));
-            // Keep the candidate list small: only the best `top` can be printed.
-            if (kept.size() > static_cast<size_t>(4 * std::max(options.top, 1))) {
-              std::sort(kept.begin(), kept.end(), Better);
-              kept.resize(static_cast<size_t>(std::max(options.top, 1)));
-            }
+        // bf16 with an fp32 accumulation buffer under the Megatron engines at ZeRO 0/1.
+        if (megatron && zero <= 1) input.workload.gradient_bytes_per_element = 4;
+        for (const Variant& v : variants) {
+          input.workload.micro_batch = v.micro;
+          input.workload.grad_accum = per_rank / v.micro;
+          input.workload.recompute = v.recompute;
+          input.engine.virtual_stages = v.virtual_stages;
+          input.engine.megatron_sp = v.megatron_sp;
+          MemoryReport mem = EstimateMemory(input);
+          if (!mem.fits) continue;
+          ++result.fitting;
+          TimeReport time = EstimateStepTime(input);
+          TunedPlan p;
+          p.tp = l.tp;
+          p.sp = l.sp;
+          p.ep = l.ep;
+          p.pp = l.pp;
+          p.dp = dp;
+          p.edp = plan->derived.edp;
+          p.virtual_stages = v.virtual_stages;
+          p.megatron_sp = v.megatron_sp;
+          p.zero_stage = zero;
+          p.offload = offload;
+          p.recompute = v.recompute;
+          p.micro_batch = v.micro;
+          p.grad_accum = per_rank / v.micro;
+          p.peak_bytes = mem.peak_bytes;
+          p.hbm_bytes = mem.hbm_bytes;
+          p.step_seconds = time.step_seconds;
+          p.tokens_per_second = time.tokens_per_second;
+          p.mfu = time.mfu;
+          kept.push_back(std::move(p));
+          // Keep the candidate list small: only the best `top` can be printed.
+          if (kept.size() > static_cast<size_t>(4 * std::max(options.top, 1))) {
+            std::sort(kept.begin(), kept.end(), Better);
+            kept.resize(static_cast<size_t>(std::max(options.top, 1)));
           }
         }
       }
@@ -193,8 +292,21 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   std::sort(kept.begin(), kept.end(), Better);
   if (kept.size() > static_cast<size_t>(std::max(options.top, 0))) kept.resize(static_cast<size_t>(options.top));
   for (auto& p : kept) {
-    p.config = MakeConfig(model, world, p.tp, p.sp, p.ep, p.zero_stage, p.offload, p.micro_batch,
-                          p.grad_accum, p.recompute);
+    p.config = MakeConfig(model, options, world, {p.tp, p.sp, p.ep, p.pp}, p.zero_stage, p.offload,
+                          p.micro_batch, p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp);
+  }
+  if (!kept.empty()) {
+    std::string source;
+    const double ceiling = PublishedMfuCeiling(cluster.gpu.name, &source);
+    if (ceiling > 0 && kept.front().mfu > ceiling) {
+      result.notes.push_back(
+          "the best plan's MFU " + Percent(kept.front().mfu) + " is above the best published run on " +
+          cluster.gpu.name + " (" + Percent(ceiling) + ", " + source +
+          "): it rests on the cluster's efficiency.matmul " + Percent(cluster.efficiency.matmul) +
+          (options.flash_attention ? ", fused (Flash) attention" : "") +
+          " and no straggler or data-loader time; calibrate the cluster on your own runs "
+          "(ds-plan calibrate) before trusting it");
+    }
   }
   result.plans = std::move(kept);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

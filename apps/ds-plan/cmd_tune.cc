@@ -27,6 +27,10 @@ struct TuneArgs {
   bool force = false;
   std::string convention = "zero-paper";
   std::string format = "text";
+  std::string engine = "deepspeed";
+  std::string attention = "flash";
+  bool no_pipeline = false;
+  std::string deepspeed_version;
 };
 
 std::string Fixed(double v, int digits) {
@@ -46,12 +50,16 @@ std::string Text(const sim::TuneResult& r) {
                     " valid, " + std::to_string(r.fitting) + " fit in memory); global batch " +
                     std::to_string(r.global_batch) + " sequences\n";
   if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
-  out += "rank  tp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s   tokens/s    MFU\n";
+  out += "rank   tp     pp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
     std::string recompute(sim::RecomputeName(p.recompute));
-    out += Pad(std::to_string(rank++), 4) + Pad(std::to_string(p.tp), 4) + Pad(std::to_string(p.sp), 4) +
+    // Megatron's SP and virtual stages ride on the tp and pp columns: "8s" = tp 8 with sequence
+    // parallelism, "12v3" = 12 stages of 3 interleaved chunks.
+    std::string tp = std::to_string(p.tp) + (p.megatron_sp ? "s" : "");
+    std::string pp = std::to_string(p.pp) + (p.virtual_stages > 1 ? "v" + std::to_string(p.virtual_stages) : "");
+    out += Pad(std::to_string(rank++), 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
            Pad(std::to_string(p.ep), 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
            "  " + offload + std::string(18 - offload.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
@@ -59,13 +67,16 @@ std::string Text(const sim::TuneResult& r) {
            Pad(Fixed(p.step_seconds, 3), 9) + Pad(Fixed(p.tokens_per_second, 0), 11) +
            Pad(Fixed(100 * p.mfu, 1) + "%", 7) + "\n";
   }
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
 
 Json ToJson(const sim::TuneResult& r) {
   Json plans = Json::array();
   for (const auto& p : r.plans) {
-    plans.push_back({{"layout", {{"tp", p.tp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
+    plans.push_back({{"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
+                     {"virtual_stages", p.virtual_stages},
+                     {"megatron_sp", p.megatron_sp},
                      {"zero_stage", p.zero_stage},
                      {"offload", sim::OffloadName(p.offload)},
                      {"recompute", sim::RecomputeName(p.recompute)},
@@ -77,8 +88,9 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
-  return {{"schema_version", 1}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
-          {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans}};
+  return {{"schema_version", 2}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
+          {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
+          {"notes", r.notes}};
 }
 
 int RunTune(const TuneArgs& args) {
@@ -99,6 +111,16 @@ int RunTune(const TuneArgs& args) {
   options.seq_len = args.seq_len;
   options.global_batch = args.global_batch;
   options.top = args.top;
+  options.engine = args.engine == "megatron-lm"          ? sim::Engine::kMegatronLm
+                   : args.engine == "megatron-deepspeed" ? sim::Engine::kMegatronDeepSpeed
+                                                         : sim::Engine::kDeepSpeed;
+  options.flash_attention = args.attention != "materialized";
+  options.search_pipeline = !args.no_pipeline;
+  if (!args.deepspeed_version.empty()) {
+    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
+    if (!v) return UsageError("--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\"");
+    options.deepspeed_version = *v;
+  }
   options.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator
                                                       : sim::MemoryConvention::kZeroPaper;
   bool bar = isatty(STDERR_FILENO) != 0;
@@ -145,6 +167,15 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_flag("--force", args->force, "let --emit-config replace an existing file");
   app->add_option("--convention", args->convention, "memory accounting")->check(CLI::IsMember({"zero-paper", "deepspeed"}));
   app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  app->add_option("--engine", args->engine,
+                  "training framework to plan for: deepspeed, megatron-deepspeed or megatron-lm "
+                  "(searches Megatron's tp, sequence parallelism and virtual stages)")
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
+  app->add_option("--attention", args->attention, "attention kernel: flash (default) or materialized")
+      ->check(CLI::IsMember({"flash", "materialized"}));
+  app->add_flag("--no-pipeline", args->no_pipeline, "search pp = 1 only");
+  app->add_option("--deepspeed-version", args->deepspeed_version,
+                  "DeepSpeed release to plan for (default the newest)");
   return Command{app, [args] { return RunTune(*args); }};
 }
 

@@ -58,9 +58,14 @@ TEST(ClusterTest, H100Preset) {
   EXPECT_EQ(c.gpus_per_node, 8);
   EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 370e9);
   EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 48e9);
-  EXPECT_GT(c.inter_node.latency_seconds, c.intra_node.latency_seconds);
+  // A ring step over the network waits longer than one over NVLink (NCCL's hwLat table).
+  EXPECT_GT(c.inter_node.hop_latency_seconds, c.intra_node.hop_latency_seconds);
+  EXPECT_EQ(c.gpu.sm_count, 132);
+  EXPECT_GT(c.inter_node.max_rails, 0);
+  EXPECT_GT(c.memory.reserved_bytes, 0);
   EXPECT_GT(c.host_to_device_bytes_per_second, 0);
   EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.75);
+  EXPECT_DOUBLE_EQ(c.efficiency.attention, 0.65);
   EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
   EXPECT_FALSE(c.name.empty());
   EXPECT_EQ(c.gpu.name, "H100 SXM5 80GB");
@@ -85,7 +90,8 @@ TEST(ClusterTest, A100Preset) {
 }
 
 TEST(ClusterTest, PresetsMatchTheSchema) {
-  for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json"}) {
+  for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json", "selene-a100-80gb.json",
+                        "selene-a100-80gb-calibrated.json"}) {
     EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
   }
 }

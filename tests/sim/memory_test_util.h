@@ -38,6 +38,7 @@ struct MemoryCase {
   Cluster cluster = Gpu80GB();
   Workload workload;
   ZeroSettings zero;
+  EngineSettings engine;
 
   MemoryCase(const std::string& config_json, int64_t world, const std::string& model_file)
       : plan(PlanOrDie(config_json, world)),
@@ -51,6 +52,7 @@ struct MemoryCase {
     in.cluster = &cluster;
     in.workload = workload;
     in.zero = zero;
+    in.engine = engine;
     return EstimateMemory(in);
   }
 };

@@ -83,7 +83,8 @@ TEST(TuneTest, OffloadCostsTime) {
   int compared = 0;
   for (const auto& a : r->plans) {
     for (const auto& b : r->plans) {
-      if (a.tp == b.tp && a.sp == b.sp && a.zero_stage == b.zero_stage && a.recompute == b.recompute &&
+      if (a.tp == b.tp && a.pp == b.pp && a.sp == b.sp && a.zero_stage == b.zero_stage &&
+          a.recompute == b.recompute &&
           a.micro_batch == b.micro_batch && a.offload == Offload::kNone && b.offload != Offload::kNone) {
         EXPECT_LT(b.tokens_per_second, a.tokens_per_second);
         ++compared;

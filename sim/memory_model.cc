@@ -222,7 +222,11 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     per_micro_batch += r.output_activations_bytes;
   }
   r.recompute_working_bytes = working;
-  r.activations_bytes = per_micro_batch * in_flight + working;
+  // The logits and their fp32 gradient are freed once lm_head's backward is done, before the first
+  // layer is recomputed: with full recompute the peak holds the larger of the two, not both.
+  double overlap = 0;
+  if (working > 0 && last_stage) overlap = std::min(working, r.output_activations_bytes);
+  r.activations_bytes = per_micro_batch * in_flight + working - overlap;
 
   // ZeRO communication buffers.
   const double reduce_bucket = in.zero.reduce_bucket_size;
@@ -237,8 +241,9 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   } else {
     // stage3.py: one reduce bucket, plus the gathered 16-bit parameters in flight: the unit being
     // computed and the prefetch bucket ahead of it, capped by max_live_parameters but never below
-    // the largest single module.
-    const double live = std::max(params.largest_tensor,
+    // the module being computed and the one prefetched behind it (the coordinator always issues
+    // the next fetch).
+    const double live = std::max(2 * params.largest_tensor,
                                  std::min(in.zero.max_live_parameters,
                                           params.largest_unit + in.zero.prefetch_bucket_size));
     r.zero_buffers_bytes = bpv * reduce_bucket + bpv * live;

@@ -24,6 +24,8 @@ struct CalibrateArgs {
   std::vector<std::string> fit = {"efficiency.matmul", "efficiency.memory", "inter_node.max_rails",
                                   "inter_node.hop_latency_seconds", "gpu.kernel_overhead_seconds"};
   bool force = false;
+  bool no_fit = false;
+  std::string format = "text";
 };
 
 std::string Percent(double x) {
@@ -58,6 +60,26 @@ std::string Render(const sim::CalibrationResult& r) {
   return out.str();
 }
 
+// The predictions of the cluster as given, as the Markdown table docs/validation.md holds.
+std::string Markdown(const sim::CalibrationResult& r) {
+  std::ostringstream out;
+  out << "| run | measured s | predicted s | error | Calculon s | Calculon error |\n";
+  out << "|---|---:|---:|---:|---:|---:|\n";
+  for (const sim::RunFit& f : r.runs) {
+    out << "| " << f.run_id << " | " << Fixed(f.measured, "%.2f") << " | " << Fixed(f.before, "%.2f")
+        << " | " << Fixed(100 * (f.before / f.measured - 1), "%+.1f%%") << " | ";
+    if (f.calculon > 0) {
+      out << Fixed(f.calculon, "%.2f") << " | " << Fixed(100 * (f.calculon / f.measured - 1), "%+.1f%%");
+    } else {
+      out << "- | -";
+    }
+    out << " |\n";
+  }
+  out << "\nmean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "%, max "
+      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% over " << r.runs.size() << " runs\n";
+  return out.str();
+}
+
 int RunCalibrate(const CalibrateArgs& args) {
   auto tsv = ReadFile(args.runs);
   if (!tsv.ok()) return UsageError(tsv.error().message);
@@ -71,9 +93,10 @@ int RunCalibrate(const CalibrateArgs& args) {
       return UsageError("-o " + args.output + " exists: pass --force to replace it");
     }
   }
-  auto result = sim::Calibrate(*runs, *cluster, args.fit);
+  if (args.no_fit && !args.output.empty()) return UsageError("--no-fit writes no cluster file: drop -o");
+  auto result = sim::Calibrate(*runs, *cluster, args.no_fit ? std::vector<std::string>{} : args.fit);
   if (!result.ok()) return UsageError(result.error().message);
-  std::cout << Render(*result);
+  std::cout << (args.format == "markdown" ? Markdown(*result) : Render(*result));
   if (args.output.empty()) return kExitOk;
 
   auto text = ReadFile(args.cluster);
@@ -109,6 +132,9 @@ Command AddCalibrateCommand(CLI::App& root) {
                   "figures to fit, in this order (default: efficiency.matmul efficiency.memory "
                   "inter_node.max_rails inter_node.hop_latency_seconds gpu.kernel_overhead_seconds)");
   app->add_flag("--force", args->force, "replace an existing -o file");
+  app->add_flag("--no-fit", args->no_fit, "only predict each run with the cluster as given");
+  app->add_option("--format", args->format, "text, or markdown (the predictions as docs/validation.md shows them)")
+      ->check(CLI::IsMember({"text", "markdown"}));
   return Command{app, [args] { return RunCalibrate(*args); }};
 }
 

@@ -140,8 +140,9 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const 
   r.cluster = c;
   for (const FitParameter& p : fit) r.fitted.emplace_back(p.name, GetFigure(c, p.name));
   for (size_t i = 0; i < runs.size(); ++i) {
-    r.runs.push_back(RunFit{runs[i].run_id, runs[i].measured_seconds, before->predicted[i],
-                            after->predicted[i], before->fits[i], after->fits[i]});
+    r.runs.push_back(RunFit{runs[i].run_id, runs[i].measured_seconds, runs[i].calculon_seconds,
+                            before->predicted[i], after->predicted[i], before->fits[i],
+                            after->fits[i]});
   }
   r.mean_abs_error_before = before->mean;
   r.max_abs_error_before = before->max;

@@ -25,6 +25,7 @@ const std::vector<FitParameter>& FitParameters();
 struct RunFit {
   std::string run_id;
   double measured = 0;
+  double calculon = 0;  // Calculon's prediction, 0 when the row has none
   double before = 0, after = 0;  // predicted seconds
   bool fits_before = false, fits_after = false;
 };

@@ -146,6 +146,7 @@ Result<MeasuredRun> ReadRow(const Row& r) {
     return r.Fail("deepspeed_version", "must be X.Y or X.Y.Z");
   }
   DSP_TRY(run.measured_seconds, r.Number("measured_iter_s"));
+  DSP_TRY(run.calculon_seconds, r.Number("calculon_iter_s", 0.0));
   if (run.measured_seconds <= 0) return r.Fail("measured_iter_s", "must be positive");
   if (run.tp * run.pp * run.dp != run.gpus) {
     return r.Fail("dp", "tp x pp x dp (" + std::to_string(run.tp * run.pp * run.dp) +

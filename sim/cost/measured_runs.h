@@ -35,6 +35,7 @@ struct MeasuredRun {
   bool flash_attention = false;
   std::string deepspeed_version;  // empty: the newest
   double measured_seconds = 0;    // one iteration (optimizer step)
+  double calculon_seconds = 0;    // Calculon's prediction for the run, where it has one (0: none)
 };
 
 // Parses the TSV; errors name the line and column.

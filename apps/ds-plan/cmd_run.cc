@@ -157,11 +157,11 @@ int RunInProcess(const RunArgs& args) {
   if (!args.model_path.empty()) vopt.model = &model;
   FileReport validated = ValidateText(args.config, text.value(), vopt);
   if (!validated.valid()) {
-    if (reporter) {
-      std::cerr << RenderText({validated});
-      std::cerr << args.config << ": error: DeepSpeed would reject this config for WORLD_SIZE="
-                << env->world_size << ", so there is nothing to run\n";
-    }
+    // Every rank says why it stops: torchrun ends the other workers as soon as one exits non-zero,
+    // which could otherwise swallow the reporter's message. The reporter adds the diagnostics.
+    if (reporter) std::cerr << RenderText({validated});
+    std::cerr << args.config << ": error: DeepSpeed would reject this config for WORLD_SIZE="
+              << env->world_size << ", so there is nothing to run\n";
     return kExitFindings;
   }
   ParsedJson parsed = ParseJsonLenient(args.config, text.value());

@@ -28,7 +28,7 @@ class Planner {
 
   // `calls` calls of S = `bytes` each, per micro-step or per step depending on `schedule`;
   // `per_call_extra` seconds on top of each call (list copies of old ZeRO-3 releases).
-  void Add(std::string purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
+  void Add(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
            CommSchedule schedule, StageScope scope = StageScope::kAll,
            double per_call_extra_kernels = 0) {
     if (bytes <= 0 || calls <= 0) return;
@@ -40,7 +40,7 @@ class Planner {
                              ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1))
                              : 1.0;
     PlannedCollective p;
-    p.call.purpose = std::move(purpose);
+    p.call.purpose = purpose;
     p.call.kind = kind;
     p.call.group = group;
     p.call.group_size = g.size;
@@ -58,12 +58,12 @@ class Planner {
 
   // A buffer of `elements` sent in buckets of `bucket_elements` (DeepSpeed's reduce/allgather
   // bucket sizes): ceil(elements / bucket) calls of equal size.
-  void AddBucketed(std::string purpose, CollectiveKind kind, GroupKind group, double elements,
+  void AddBucketed(std::string_view purpose, CollectiveKind kind, GroupKind group, double elements,
                    double bytes_per_element, double bucket_elements, CommSchedule schedule,
                    StageScope scope = StageScope::kAll) {
     if (elements <= 0) return;
     const double calls = bucket_elements > 0 ? std::ceil(elements / bucket_elements) : 1.0;
-    Add(std::move(purpose), kind, group, elements * bytes_per_element / calls, calls, schedule,
+    Add(purpose, kind, group, elements * bytes_per_element / calls, calls, schedule,
         scope);
   }
 
@@ -149,7 +149,7 @@ struct Zero3Layer {
   double regathered = 1.0;
 };
 
-Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
+Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   ModelSpec one = *in.model;
   one.num_hidden_layers = 1;
   one.decoder_sparse_step = 1;
@@ -172,6 +172,19 @@ Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
   }
   z.regathered = total > 0 ? regathered / total : 1.0;
   return z;
+}
+
+Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
+  if (in.link_cache == nullptr) return ComputeZero3Layer(in, moe);
+  PlanMemo& memo = in.link_cache->memo;
+  const int i = moe ? 1 : 0;
+  if (!memo.has_zero3[i]) {
+    const Zero3Layer z = ComputeZero3Layer(in, moe);
+    memo.zero3_modules[i] = z.modules;
+    memo.zero3_regathered[i] = z.regathered;
+    memo.has_zero3[i] = true;
+  }
+  return Zero3Layer{memo.zero3_modules[i], memo.zero3_regathered[i]};
 }
 
 }  // namespace

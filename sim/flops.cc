@@ -60,6 +60,7 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   const double attn_mask = model.attention_dropout > 0 ? 1.0 : 0.0;
 
   std::vector<OperatorCost> ops;
+  ops.reserve(20);
   ops.push_back(Memory("input_norm", 2.0 * outside * h * bpe));
   ops.push_back(Matmul("q_proj", tokens, h, heads * d / tp, bpe));
   ops.push_back(Matmul("k_proj", tokens, h, kv_heads * d / tp, bpe));

@@ -6,6 +6,9 @@
 
 #include <map>
 #include <utility>
+#include <vector>
+
+#include "core/model/model_spec.h"
 
 #include "core/layout/groups.h"
 #include "sim/collectives.h"
@@ -22,9 +25,22 @@ struct GroupLinkInfo {
 
 GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind coll);
 
-// Valid for one plan and one cluster.
+// What depends only on the model, the layout, the engine and the ZeRO settings, memoized across
+// evaluations that change the workload alone (tune's micro-batch, accumulation and recompute).
+struct PlanMemo {
+  using FamilyShares = std::vector<std::pair<ParamFamily, double>>;
+  bool has_shares = false;
+  FamilyShares dense_layer, outside_layers, moe_layer;  // one rank's share of each tensor
+  bool has_zero3[2] = {false, false};                   // [dense, MoE] layer
+  double zero3_modules[2] = {0, 0};
+  double zero3_regathered[2] = {1, 1};
+};
+
+// Valid for one plan, one cluster, one model, one engine and one set of ZeRO settings.
 class GroupLinkCache {
  public:
+  PlanMemo memo;
+
   const GroupLinkInfo& Get(const SimInput& in, GroupKind kind, CollectiveKind coll) {
     auto key = std::make_pair(static_cast<int>(kind), static_cast<int>(coll));
     auto it = cache_.find(key);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/activation_memory.h"
+#include "sim/group_links.h"
 #include "sim/model_states.h"
 #include "sim/param_sharding.h"
 
@@ -49,8 +50,11 @@ TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSiz
   return out;
 }
 
-StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t end_layer,
-                               bool first_stage, bool last_stage) {
+// The per-rank shares of one dense layer, one MoE layer and the tensors outside the layers, from
+// the memo a tune run shares across evaluations of one plan when there is one.
+const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
+  PlanMemo& memo = in.link_cache != nullptr ? in.link_cache->memo : local;
+  if (memo.has_shares) return memo;
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
   ModelSpec one = m;
@@ -59,19 +63,31 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
   one.mlp_only_layers = {0};
   const std::vector<ParamTensor> dense_tensors = ParameterTensors(one);
   const bool vocab_parallel = in.engine.megatron();
-  const TensorShares dense = SharesOf(dense_tensors, sizes, true, vocab_parallel);
-  const TensorShares outside = SharesOf(dense_tensors, sizes, false, vocab_parallel);
-  TensorShares moe;
+  memo.dense_layer = SharesOf(dense_tensors, sizes, true, vocab_parallel);
+  memo.outside_layers = SharesOf(dense_tensors, sizes, false, vocab_parallel);
   if (m.is_moe()) {
     one.mlp_only_layers.clear();
-    moe = SharesOf(ParameterTensors(one), sizes, true, vocab_parallel);
+    memo.moe_layer = SharesOf(ParameterTensors(one), sizes, true, vocab_parallel);
   }
+  memo.has_shares = true;
+  return memo;
+}
+
+StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t end_layer,
+                               bool first_stage, bool last_stage) {
+  const ModelSpec& m = *in.model;
+  PlanMemo local;
+  const PlanMemo& shares = Shares(in, local);
+  const TensorShares& dense = shares.dense_layer;
+  const TensorShares& outside = shares.outside_layers;
+  const TensorShares& moe = shares.moe_layer;
 
   StageParams out;
-  auto add = [&](ParamFamily family, double numel) {
-    out.count[family] += numel;
+  // `copies` tensors of `numel` elements each.
+  auto add = [&](ParamFamily family, double numel, double copies = 1) {
+    out.count[family] += numel * copies;
     out.largest_tensor = std::max(out.largest_tensor, numel);
-    if (numel < in.zero.param_persistence_threshold) out.persistent[family] += numel;
+    if (numel < in.zero.param_persistence_threshold) out.persistent[family] += numel * copies;
   };
   for (const auto& [family, numel] : outside) {
     // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
@@ -82,10 +98,14 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
     add(family, numel);
     out.largest_unit = std::max(out.largest_unit, numel);
   }
-  for (int64_t layer = first_layer; layer < end_layer; ++layer) {
+  // Layers differ only in being MoE or dense: add each kind's tensors once, times its count.
+  double layers_of_kind[2] = {0, 0};
+  for (int64_t layer = first_layer; layer < end_layer; ++layer) ++layers_of_kind[m.IsMoeLayer(layer) ? 1 : 0];
+  for (int kind = 0; kind < 2; ++kind) {
+    if (layers_of_kind[kind] == 0) continue;
     double layer_numel = 0;
-    for (const auto& [family, numel] : m.IsMoeLayer(layer) ? moe : dense) {
-      add(family, numel);
+    for (const auto& [family, numel] : kind == 1 ? moe : dense) {
+      add(family, numel, layers_of_kind[kind]);
       layer_numel += numel;
     }
     out.largest_unit = std::max(out.largest_unit, layer_numel);
@@ -207,15 +227,27 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     in_flight = pp + (pp - 2.0 * stage - 1.0) / v;
   }
   double per_micro_batch = 0, working = 0, all_to_all = 0;
+  // Layers differ only in being MoE or dense: each kind is costed once.
+  struct LayerMemory {
+    bool done = false;
+    double saved = 0, working = 0, all_to_all = 0;
+  } kinds[2];
+  r.layer_activations_bytes.reserve(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
   for (int64_t layer = first; layer < end; ++layer) {
-    const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
-    const double bytes = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
-    r.layer_activations_bytes.push_back(bytes);
-    per_micro_batch += bytes;
-    if (in.workload.recompute == Recompute::kFull) {
-      working = std::max(working, LayerActivationBytes(shape, Recompute::kNone).total_bytes());
+    LayerMemory& k = kinds[m.IsMoeLayer(layer) ? 1 : 0];
+    if (!k.done) {
+      const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
+      k.saved = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
+      if (in.workload.recompute == Recompute::kFull) {
+        k.working = LayerActivationBytes(shape, Recompute::kNone).total_bytes();
+      }
+      k.all_to_all = UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv);
+      k.done = true;
     }
-    all_to_all = std::max(all_to_all, UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv));
+    r.layer_activations_bytes.push_back(k.saved);
+    per_micro_batch += k.saved;
+    working = std::max(working, k.working);
+    all_to_all = std::max(all_to_all, k.all_to_all);
   }
   if (last_stage) {
     r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);

@@ -162,7 +162,7 @@ void RenderCollectives(const SimulateResult& r, std::ostringstream& out) {
       << Right("bytes/call", 12) << Right("calls/step", 11) << "  " << Left("link", 6) << Right("seconds", 11)
       << Right("exposed", 11) << "\n";
   for (const CollectiveCall& c : r.time.collectives) {
-    out << "  " << Left(c.purpose, 34) << Left(std::string(CollectiveKindName(c.kind)), 15)
+    out << "  " << Left(std::string(c.purpose), 34) << Left(std::string(CollectiveKindName(c.kind)), 15)
         << Left(std::string(GroupKindName(c.group)), 7) << Right(std::to_string(c.group_size), 5)
         << Right(HumanBytes(c.bytes_per_call), 12) << Right(Printf("%g", c.calls_per_step), 11) << "  "
         << Left(c.inter_node ? "inter" : "intra", 6) << Right(HumanSeconds(c.seconds), 11)

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/layout/groups.h"
@@ -15,7 +16,7 @@
 namespace dsp::sim {
 
 struct CollectiveCall {
-  std::string purpose;  // "tp_all_reduce", "ulysses_all_to_all", "ep_dispatch", "ep_combine",
+  std::string_view purpose;  // a string literal (comm_plan.cc names them)  // "tp_all_reduce", "ulysses_all_to_all", "ep_dispatch", "ep_combine",
                         // "fold_restore_all_gather", "dp_grad_reduce", "edp_grad_reduce",
                         // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather";
                         // also "tp_sp_all_gather", "tp_sp_reduce_scatter" (Megatron-style
@@ -33,7 +34,7 @@ struct CollectiveCall {
 
 struct TimeReport {
   double compute_seconds = 0;
-  std::map<std::string, double> exposed_seconds_by_purpose;
+  std::map<std::string_view, double> exposed_seconds_by_purpose;  // keys: CollectiveCall::purpose
   double exposed_communication_seconds = 0;
   double offload_seconds = 0;   // CPU offload: PCIe copies and the CPU optimizer (sim/offload_time.h)
   double step_seconds = 0;

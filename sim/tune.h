@@ -1,8 +1,9 @@
-// tune: enumerate every valid plan for a model on a cluster, drop what does not fit, rank the rest
-// by simulated throughput. Validity is decided by the validate rules themselves: each distinct
-// (layout, ZeRO stage, offload) config is run through ValidateText once, so an emitted config
-// passes `ds-plan validate`; micro-batch, accumulation and recompute variants reuse that verdict
-// and the plan's group tables, which keeps the inner loop at the cost-model evaluation alone.
+// tune: enumerate every plan for a model on a cluster, drop what does not fit or what DeepSpeed
+// would reject, rank the rest by simulated throughput. Validity is decided by the validate rules
+// themselves: each distinct (layout, ZeRO stage, offload) config with a variant that fits is run
+// through ValidateText once, so an emitted config passes `ds-plan validate`; micro-batch,
+// accumulation, recompute, interleaving and Megatron-SP variants reuse that verdict and the plan's
+// group tables, which keeps the inner loop at the cost-model evaluation alone.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,10 @@ struct TuneOptions {
   bool flash_attention = true;
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
+  // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where
+  // the schedule covers them (DeepSpeed engine, no pipeline, a llama-family graph) and re-ranked by
+  // that time, so closed form and schedule cannot disagree on the winner. 0 = off.
+  int rerank = 10;
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();
 };
 
@@ -48,18 +53,21 @@ struct TunedPlan {
   int64_t micro_batch = 1, grad_accum = 1;
   double peak_bytes = 0;
   double hbm_bytes = 0;
-  double step_seconds = 0;
-  double tokens_per_second = 0;
+  double step_seconds = 0;      // closed form (sim/step_time)
+  double schedule_seconds = 0;  // event simulation of the step (0: not simulated)
+  double tokens_per_second = 0; // of the time the plan is ranked by (schedule, else closed form)
   double mfu = 0;
   Json config;  // the DeepSpeed config that realises this plan (passes validate)
+  double rank_seconds() const { return schedule_seconds > 0 ? schedule_seconds : step_seconds; }
 };
 
 struct TuneResult {
-  int64_t evaluated = 0;   // plans costed
-  int64_t valid = 0;       // passed the validate rules
+  int64_t evaluated = 0;   // plans whose memory was estimated
   int64_t fitting = 0;     // fit in HBM
+  int64_t valid = 0;       // fit and pass the validate rules: the plans ranked
   int64_t global_batch = 0;
   double seconds = 0;
+  int64_t rescheduled = 0;  // plans re-ranked by the event simulation
   std::vector<TunedPlan> plans;  // best first
   // Assumptions the best plan rests on, when its MFU is above what any published run on that GPU
   // reached (PublishedMfuCeiling).

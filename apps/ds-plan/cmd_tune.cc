@@ -46,11 +46,13 @@ std::string Pad(std::string s, size_t width) {
 
 std::string Text(const sim::TuneResult& r) {
   // The search time goes to a terminal only (see RunTune), so the report itself is deterministic.
-  std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.valid) +
-                    " valid, " + std::to_string(r.fitting) + " fit in memory); global batch " +
+  std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.fitting) +
+                    " fit in memory, " + std::to_string(r.valid) + " of them valid); global batch " +
                     std::to_string(r.global_batch) + " sequences\n";
   if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
-  out += "rank   tp     pp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s   tokens/s    MFU\n";
+  // "step s" is the closed form; "sched s" the event simulation the best plans are re-ranked by
+  // ("-" where the schedule does not cover the plan); tokens/s and MFU follow the ranked time.
+  out += "rank   tp     pp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s  sched s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
@@ -64,7 +66,9 @@ std::string Text(const sim::TuneResult& r) {
            "  " + offload + std::string(18 - offload.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
            Pad(std::to_string(p.grad_accum), 6) + Pad(Fixed(p.peak_bytes / (1024.0 * 1024 * 1024), 1), 10) +
-           Pad(Fixed(p.step_seconds, 3), 9) + Pad(Fixed(p.tokens_per_second, 0), 11) +
+           Pad(Fixed(p.step_seconds, 3), 9) +
+           Pad(p.schedule_seconds > 0 ? Fixed(p.schedule_seconds, 3) : std::string("-"), 9) +
+           Pad(Fixed(p.tokens_per_second, 0), 11) +
            Pad(Fixed(100 * p.mfu, 1) + "%", 7) + "\n";
   }
   for (const auto& n : r.notes) out += "note: " + n + "\n";
@@ -85,12 +89,13 @@ Json ToJson(const sim::TuneResult& r) {
                      {"peak_bytes", p.peak_bytes},
                      {"hbm_bytes", p.hbm_bytes},
                      {"step_seconds", p.step_seconds},
+                     {"schedule_seconds", p.schedule_seconds > 0 ? Json(p.schedule_seconds) : Json()},
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
   return {{"schema_version", 2}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
-          {"notes", r.notes}};
+          {"notes", r.notes}, {"rescheduled", r.rescheduled}};
 }
 
 int RunTune(const TuneArgs& args) {

@@ -33,6 +33,8 @@ bool ModelSpec::IsMoeLayer(int64_t layer) const {
 }
 
 int64_t ModelSpec::NumMoeLayers() const {
+  if (num_experts <= 0 || decoder_sparse_step <= 0) return 0;
+  if (mlp_only_layers.empty() && decoder_sparse_step == 1) return num_hidden_layers;
   int64_t n = 0;
   for (int64_t i = 0; i < num_hidden_layers; ++i) n += IsMoeLayer(i) ? 1 : 0;
   return n;

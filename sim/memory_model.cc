@@ -4,6 +4,8 @@
 #include "sim/memory_model.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -27,8 +29,10 @@ int64_t GroupSize(const Plan& plan, GroupKind kind) {
 
 // Parameters one rank of a pipeline stage holds (after TP/EP, before ZeRO).
 struct StageParams {
-  std::map<ParamFamily, double> count;
-  std::map<ParamFamily, double> persistent;  // ZeRO-3 tensors under param_persistence_threshold
+  // Indexed by ParamFamily (kAllParamFamilies order).
+  std::array<double, std::size(kAllParamFamilies)> count{};
+  std::array<double, std::size(kAllParamFamilies)> persistent{};  // ZeRO-3 tensors under
+                                                                   // param_persistence_threshold
   double largest_tensor = 0;                 // DeepSpeed's "largest layer" (one module's weight)
   double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
 };
@@ -85,9 +89,11 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
   StageParams out;
   // `copies` tensors of `numel` elements each.
   auto add = [&](ParamFamily family, double numel, double copies = 1) {
-    out.count[family] += numel * copies;
+    out.count[static_cast<size_t>(family)] += numel * copies;
     out.largest_tensor = std::max(out.largest_tensor, numel);
-    if (numel < in.zero.param_persistence_threshold) out.persistent[family] += numel * copies;
+    if (numel < in.zero.param_persistence_threshold) {
+      out.persistent[static_cast<size_t>(family)] += numel * copies;
+    }
   };
   for (const auto& [family, numel] : outside) {
     // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
@@ -187,19 +193,16 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   const StageParams params = CollectStageParams(in, first, end, first_stage, last_stage);
   double total_params = 0;
   for (ParamFamily f : kAllParamFamilies) {
-    auto it = params.count.find(f);
-    const double count = it == params.count.end() ? 0 : it->second;
+    const double count = params.count[static_cast<size_t>(f)];
     total_params += count;
     const int64_t n = f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size : r.zero_group_size;
     ModelStateBytes st = ModelStatesPerRank(count, n, in.zero, conv, in.workload.optimizer_state_bytes_per_param);
     if (zero_stage == 3 && conv == MemoryConvention::kZeroPaper) {
       // Parameters below param_persistence_threshold are never released after being gathered:
       // each rank keeps the whole 16-bit tensor on the GPU (stage3 persistent_parameters).
-      auto p = params.persistent.find(f);
-      if (p != params.persistent.end()) {
-        const double kept_partition = in.zero.offload_param ? 0 : 2 * p->second / static_cast<double>(n);
-        st.parameters_bytes += 2 * p->second - kept_partition;
-      }
+      const double persistent = params.persistent[static_cast<size_t>(f)];
+      const double kept_partition = in.zero.offload_param ? 0 : 2 * persistent / static_cast<double>(n);
+      st.parameters_bytes += 2 * persistent - kept_partition;
     }
     // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
     // 16-bit gradients.

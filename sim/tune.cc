@@ -297,8 +297,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         }
         if (fitting.empty()) continue;
         result.fitting += static_cast<int64_t>(fitting.size());
-        FileReport report = ValidateText("tune.json", config.dump(), vopt);
-        if (!report.valid()) continue;
+        if (!ConfigPassesValidation(config, vopt)) continue;
         result.valid += static_cast<int64_t>(fitting.size());
         for (const auto& [variant, mem] : fitting) {
           const Variant& v = *variant;

@@ -100,4 +100,23 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
   return report;
 }
 
+bool ConfigPassesValidation(const Json& config, const ValidateOptions& options) {
+  if (!config.is_object()) return false;
+  JsonDocument doc;
+  doc.root = config;
+  std::vector<Diagnostic> diagnostics;
+  CheckSchema(doc, &diagnostics);
+  CheckKeys(doc, &diagnostics);
+  RuleContext ctx(doc, options);
+  for (const auto& set : AllRuleSets()) {
+    if (set.check) set.check(ctx);
+  }
+  for (auto& d : ctx.diagnostics()) diagnostics.push_back(std::move(d));
+  DropShadowedSchemaFindings(&diagnostics);
+  for (const auto& d : diagnostics) {
+    if (d.severity == Severity::kError) return false;
+  }
+  return true;
+}
+
 }  // namespace dsp

@@ -32,4 +32,9 @@ struct FileReport {
 FileReport ValidateText(std::string path, std::string text, const ValidateOptions& options,
                         const std::vector<Override>& overrides = {});
 
+// The verdict of ValidateText for a config built in memory (tune's candidates): the same schema,
+// key and rule checks on the document itself, without printing and re-parsing it and without
+// source locations. True when nothing is an error.
+bool ConfigPassesValidation(const Json& config, const ValidateOptions& options);
+
 }  // namespace dsp

@@ -110,6 +110,17 @@ std::string_view EngineName(Engine engine) {
   return "deepspeed";
 }
 
+bool Fp32GradientBuffer(Engine engine, bool bf16, int zero_stage) {
+  return engine != Engine::kDeepSpeed && bf16 && zero_stage <= 1;
+}
+
+std::optional<Engine> ParseEngineName(std::string_view name) {
+  for (Engine e : {Engine::kDeepSpeed, Engine::kMegatronDeepSpeed, Engine::kMegatronLm}) {
+    if (EngineName(e) == name) return e;
+  }
+  return std::nullopt;
+}
+
 double ReadOptimizerStateBytes(const Json& config) {
   ConfigView v(config);
   auto type = v.String("/optimizer/type");

@@ -2,6 +2,9 @@
 // cluster, the workload and the ZeRO settings of the config. Simulation code never reads JSON.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include "core/config/deepspeed_version.h"
 #include "core/model/model_spec.h"
 #include "core/plan/plan.h"
@@ -46,6 +49,12 @@ enum class Engine {
                        // backward, fp16/bf16 optimizer without ZeRO
 };
 std::string_view EngineName(Engine engine);  // "deepspeed", "megatron-deepspeed", "megatron-lm"
+// Whether gradients accumulate in an fp32 buffer: DeepSpeed's BF16Optimizer (bf16 at ZeRO 0/1
+// under Megatron-DeepSpeed), Megatron-LM's bf16 main_grad. Workload::gradient_bytes_per_element 4.
+bool Fp32GradientBuffer(Engine engine, bool bf16, int zero_stage);
+
+// The inverse of EngineName; nullopt for any other text.
+std::optional<Engine> ParseEngineName(std::string_view name);
 
 struct EngineSettings {
   Engine engine = Engine::kDeepSpeed;

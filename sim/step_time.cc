@@ -214,6 +214,10 @@ double OptimizerPartitionParams(const SimInput& in) {
 
 }  // namespace
 
+double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward) {
+  return TimeOf(op, RatesOf(cluster), backward).seconds;
+}
+
 TimeReport EstimateStepTime(const SimInput& input) {
   return EstimateStepTime(input, StepTimeOptions{});
 }

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "core/layout/groups.h"
-#include "sim/collectives.h"  // CollectiveKind, CollectiveKindName: one source of truth per collective
+#include "sim/collectives.h"
+#include "sim/flops.h"  // CollectiveKind, CollectiveKindName: one source of truth per collective
 #include "sim/sim_input.h"
 
 namespace dsp::sim {
@@ -64,6 +65,11 @@ struct StepTimeOptions {
   // tensor_parallel.tp_overlap_comm is rejected by the compile pass, §3.1).
   bool overlap_critical_path_comm = false;
 };
+
+/// Seconds one kernel (sim/flops.h) takes on `cluster`, forward or backward: the roofline of its
+/// FLOPs at the kind's rate (GEMMs with wave quantization) and its bytes at HBM speed, plus the
+/// fixed kernel overhead. What EstimateStepTime sums.
+double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward);
 
 TimeReport EstimateStepTime(const SimInput& input);
 TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& options);

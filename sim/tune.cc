@@ -281,17 +281,20 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         input.engine.deepspeed_version = options.deepspeed_version;
         input.workload.seq_len = options.seq_len;
         input.workload.convention = options.convention;
-        // bf16 with an fp32 accumulation buffer under the Megatron engines at ZeRO 0/1.
-        if (megatron && zero <= 1) input.workload.gradient_bytes_per_element = 4;
+        // Every candidate trains in bf16 (MakeConfig).
+        if (Fp32GradientBuffer(options.engine, true, zero)) input.workload.gradient_bytes_per_element = 4;
         // Memory first: the validate rules (about 100 us a config) run only for a config with a
         // variant that fits.
-        std::vector<std::pair<const Variant*, MemoryReport>> fitting;
-        for (const Variant& v : variants) {
+        auto apply = [&](const Variant& v) {
           input.workload.micro_batch = v.micro;
           input.workload.grad_accum = per_rank / v.micro;
           input.workload.recompute = v.recompute;
           input.engine.virtual_stages = v.virtual_stages;
           input.engine.megatron_sp = v.megatron_sp;
+        };
+        std::vector<std::pair<const Variant*, MemoryReport>> fitting;
+        for (const Variant& v : variants) {
+          apply(v);
           MemoryReport mem = EstimateMemory(input);
           if (mem.fits) fitting.emplace_back(&v, std::move(mem));
         }
@@ -301,11 +304,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         result.valid += static_cast<int64_t>(fitting.size());
         for (const auto& [variant, mem] : fitting) {
           const Variant& v = *variant;
-          input.workload.micro_batch = v.micro;
-          input.workload.grad_accum = per_rank / v.micro;
-          input.workload.recompute = v.recompute;
-          input.engine.virtual_stages = v.virtual_stages;
-          input.engine.megatron_sp = v.megatron_sp;
+          apply(v);
           TimeReport time = EstimateStepTime(input);
           TunedPlan p;
           p.tp = l.tp;

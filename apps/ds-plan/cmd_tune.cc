@@ -116,9 +116,7 @@ int RunTune(const TuneArgs& args) {
   options.seq_len = args.seq_len;
   options.global_batch = args.global_batch;
   options.top = args.top;
-  options.engine = args.engine == "megatron-lm"          ? sim::Engine::kMegatronLm
-                   : args.engine == "megatron-deepspeed" ? sim::Engine::kMegatronDeepSpeed
-                                                         : sim::Engine::kDeepSpeed;
+  options.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
   options.flash_attention = args.attention != "materialized";
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {

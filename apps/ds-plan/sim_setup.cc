@@ -90,9 +90,7 @@ namespace {
 // The engine flags, checked against each other and the world.
 Result<sim::EngineSettings> ReadEngine(const SimArgs& args) {
   sim::EngineSettings e;
-  e.engine = args.engine == "megatron-lm"          ? sim::Engine::kMegatronLm
-             : args.engine == "megatron-deepspeed" ? sim::Engine::kMegatronDeepSpeed
-                                                   : sim::Engine::kDeepSpeed;
+  e.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
   if (!e.megatron()) {
     if (args.megatron_tp > 0) {
       return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
@@ -242,7 +240,7 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
     const bool bf16 = ds_semantics::Bf16Enabled(view);
     const auto accum = view.String("/data_types/grad_accum_dtype");
     const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
-    if ((bf16 && engine->megatron() && input.zero.stage <= 1) || fp32_accum) {
+    if (sim::Fp32GradientBuffer(engine->engine, bf16, input.zero.stage) || fp32_accum) {
       input.workload.gradient_bytes_per_element = 4;
     }
   }

@@ -123,15 +123,11 @@ Result<MeasuredRun> ReadRow(const Row& r) {
   DSP_TRY(run.dropout, r.Number("dropout", run.model_type == "bloom" ? 0.0 : 0.1));
   if (run.dropout >= 1) return r.Fail("dropout", "must be below 1");
   const std::string engine = r.Text("engine", "megatron-lm");
-  if (engine == "megatron-lm") {
-    run.engine = Engine::kMegatronLm;
-  } else if (engine == "megatron-deepspeed") {
-    run.engine = Engine::kMegatronDeepSpeed;
-  } else if (engine == "deepspeed") {
-    run.engine = Engine::kDeepSpeed;
-  } else {
+  const std::optional<Engine> parsed = ParseEngineName(engine);
+  if (!parsed) {
     return r.Fail("engine", "must be megatron-lm, megatron-deepspeed or deepspeed, got \"" + engine + "\"");
   }
+  run.engine = *parsed;
   int64_t zero = 0;
   DSP_TRY(zero, r.Int("zero_stage", 0, 0));
   if (zero > 3) return r.Fail("zero_stage", "must be 0-3");
@@ -246,8 +242,8 @@ Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster)
     in.engine.deepspeed_version = *DeepSpeedVersion::Parse(run.deepspeed_version);
   }
   in.zero = ReadZeroSettings(config, in.engine.deepspeed_version);
-  if (run.precision == "bf16" && run.engine != Engine::kDeepSpeed && run.zero_stage <= 1) {
-    in.workload.gradient_bytes_per_element = 4;  // BF16Optimizer / Megatron's fp32 main_grad
+  if (Fp32GradientBuffer(run.engine, run.precision == "bf16", run.zero_stage)) {
+    in.workload.gradient_bytes_per_element = 4;
   }
   RunPrediction p;
   p.memory = EstimateMemory(in);

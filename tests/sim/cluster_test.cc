@@ -91,7 +91,7 @@ TEST(ClusterTest, A100Preset) {
 
 TEST(ClusterTest, PresetsMatchTheSchema) {
   for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json", "selene-a100-80gb.json",
-                        "selene-a100-80gb-calibrated.json"}) {
+                        "selene-a100-80gb-calibrated.json", "jean-zay-a100-80gb.json"}) {
     EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
   }
 }

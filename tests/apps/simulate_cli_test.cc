@@ -1,12 +1,15 @@
 // ds-plan simulate: exit codes (0 even when the plan does not fit, 1 for config errors, 2 for
 // usage and unreadable or malformed inputs) and the JSON report against its schema.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
 #include "core/schema/embedded.h"
+#include "core/util/file_io.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/report_schema_util.h"
 
@@ -150,6 +153,99 @@ TEST(SimulateCliTest, UsageAndInputProblemsExitTwo) {
 TEST(SimulateCliTest, NodesAloneTakesGpusPerNodeFromTheCluster) {
   Json doc = RunJson(std::string(kFolding) + kMixtral + kH100 + " --nodes 1");
   EXPECT_EQ(doc["layout"]["world_size"], 8);
+}
+
+}  // namespace
+}  // namespace dsp
+
+namespace dsp {
+namespace {
+
+constexpr const char* kGpt3 =
+    "simulate samples/configs/gpt3-ptdp.json --model samples/models/gpt3-175b-megatron.json"
+    " --cluster samples/clusters/a100-80gb.json --seq-len 2048";
+
+TEST(SimulateEngineCliTest, MegatronFlagsAreCheckedAgainstEachOther) {
+  struct Case {
+    std::string flags, says;
+  };
+  for (const Case& c : {Case{" --world-size 64 --tp 8", "--tp is Megatron's"},
+                        Case{" --world-size 64 --megatron-sp", "--megatron-sp needs --engine"},
+                        Case{" --world-size 64 --engine megatron-lm --megatron-sp", "--tp of 2 or more"},
+                        Case{" --world-size 64 --engine megatron-deepspeed --tp 8 --pp 8 --virtual-stages 2",
+                             "--engine megatron-lm"},
+                        Case{" --world-size 64 --engine megatron-lm --tp 8 --virtual-stages 2", "--pp > 1"},
+                        Case{" --world-size 64 --engine megatron-lm --tp 8 --pp 8 --virtual-stages 5",
+                             "divisible by pp x virtual stages"},
+                        Case{" --world-size 64 --deepspeed-version 0.x", "--deepspeed-version"},
+                        Case{" --world-size 64 --engine megatron", "--engine"}}) {
+    auto r = testing::RunCli(std::string(kGpt3) + c.flags);
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << "\n" << r.output;
+  }
+}
+
+TEST(SimulateEngineCliTest, MegatronTensorParallelDividesTheBatch) {
+  // train_batch_size 1536 with Megatron's tp 8 and pp 12 on 1536 GPUs: dp 16, 96 micro-steps
+  // (DeepSpeed takes the data-parallel size from the mpu).
+  auto r = testing::RunCli(std::string(kGpt3) +
+                               " --world-size 1536 --pp 12 --engine megatron-lm --tp 8 --format json",
+                           false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Json doc = Json::parse(r.output);
+  EXPECT_EQ(doc["layout"]["tp"], 8);
+  EXPECT_EQ(doc["layout"]["dp"], 16);
+  EXPECT_EQ(doc["engine"]["name"], "megatron-lm");
+  EXPECT_GT(doc["time"]["pipeline_bubble_seconds"].get<double>(), 0);
+  EXPECT_GT(doc["time"]["exposed_communication_seconds"]["send_recv"].get<double>(), 0);
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_simulate_report_schema_json, doc), "");
+  // Interleaving 2 virtual stages shrinks the bubble.
+  auto v = testing::RunCli(std::string(kGpt3) +
+                               " --world-size 1536 --pp 12 --engine megatron-lm --tp 8 --virtual-stages 2"
+                               " --format json",
+                           false);
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_LT(Json::parse(v.output)["time"]["pipeline_bubble_seconds"].get<double>(),
+            doc["time"]["pipeline_bubble_seconds"].get<double>());
+}
+
+TEST(CalibrateCliTest, WritesTheFittedClusterAndKeepsExistingFiles) {
+  char dir_template[] = "/tmp/dsp-calibrate-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out = dir + "/fitted.json";
+  const std::string cmd = "calibrate samples/runs/published-runs.tsv --cluster "
+                          "samples/clusters/selene-a100-80gb-calibrated.json --fit efficiency.matmul -o " + out;
+  auto r = testing::RunCli(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("mean |error|"), std::string::npos);
+  Json fitted = Json::parse(ReadFile(out).value());
+  EXPECT_TRUE(fitted.contains("_calibration"));
+  EXPECT_NEAR(fitted["efficiency"]["matmul"].get<double>(), 0.742, 0.01);
+  // The notes of the input survive.
+  EXPECT_TRUE(fitted["gpu"].contains("_sm_count_source"));
+  // A second run does not replace the file without --force.
+  auto again = testing::RunCli(cmd);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("--force"), std::string::npos);
+  EXPECT_EQ(testing::RunCli(cmd + " --force").exit_code, 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateCliTest, BadInputIsAUsageError) {
+  char dir_template[] = "/tmp/dsp-calibrate-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string bad = dir + "/bad.tsv";
+  ASSERT_TRUE(WriteFileAtomic(bad, "run_id\tmeasured_iter_s\nx\t1.0\n").ok());
+  auto r = testing::RunCli("calibrate " + bad + " --cluster samples/clusters/a100-80gb.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("line 2"), std::string::npos) << r.output;
+  auto missing = testing::RunCli("calibrate " + dir + "/none.tsv --cluster samples/clusters/a100-80gb.json");
+  EXPECT_EQ(missing.exit_code, 2);
+  auto fit = testing::RunCli("calibrate samples/runs/published-runs.tsv --cluster samples/clusters/a100-80gb.json"
+                             " --fit efficiency.typo");
+  EXPECT_EQ(fit.exit_code, 2);
+  EXPECT_NE(fit.output.find("unknown figure"), std::string::npos) << fit.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

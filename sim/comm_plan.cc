@@ -309,10 +309,28 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   }
 
   // Gradient reduction. The bytes per element are the gradients' (fp32 with an fp32 accumulation
-  // buffer: BF16Optimizer, Megatron's bf16 main_grad).
-  const double grad_bytes = in.workload.gradient_bytes_per_element > 0
-                                ? in.workload.gradient_bytes_per_element
-                                : bpe;
+  // buffer: BF16Optimizer, Megatron's bf16 main_grad), or communication_data_type's. Under
+  // torch_autocast the lower_precision_safe_modules (the Linear weights) reduce in the autocast
+  // dtype and everything else (embedding, norms) in fp32.
+  double grad_bytes = in.workload.gradient_bytes_per_element > 0
+                          ? in.workload.gradient_bytes_per_element
+                          : bpe;
+  if (in.precision.communication_bytes > 0) grad_bytes = in.precision.communication_bytes;
+  double param_gather_bytes = bpe;
+  if (in.precision.torch_autocast) {
+    const ParamCounts c = CountParameters(m);
+    const double fp32 = static_cast<double>(c.by_family.at(ParamFamily::kEmbedding) +
+                                            c.by_family.at(ParamFamily::kNorm));
+    const double total = static_cast<double>(std::max<int64_t>(c.total, 1));
+    grad_bytes = param_gather_bytes = bpe * (1.0 - fp32 / total) + 4.0 * fp32 / total;
+  }
+  // partition_activations: before a layer is recomputed its checkpointed input is all-gathered
+  // over TP (checkpointing.py get_full_inputs).
+  if (in.workload.recompute == Recompute::kFull && in.checkpointing.partition_activations &&
+      !tp_sp) {
+    plan.Add("ckpt_partition_all_gather", CollectiveKind::kAllGather, GroupKind::kTp,
+             tokens * h * bpe, layers, critical);
+  }
   const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
   if (engine.engine == Engine::kMegatronLm) {
     // Megatron-LM's DDP reduces gradient buckets while backward runs (torch DDP's hooks; its
@@ -383,7 +401,7 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     const double modules = std::max(1.0, dense_layer.modules);
     // Calls per layer and pass; the embedding and head are one more module each.
     const double calls = modules * layers + 1.0;
-    const double bytes_per_call = gathered * bpe / calls;
+    const double bytes_per_call = gathered * param_gather_bytes / calls;
     plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
              calls * fwd_passes, fwd, StageScope::kAll, copies);
     const double bwd_share = recompute ? dense_layer.regathered : 1.0;
@@ -394,8 +412,8 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
            {std::tuple{"zero3_all_gather_fwd", fwd, fwd_passes},
             std::tuple{"zero3_all_gather_bwd", bwd, 1.0}}) {
         plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp,
-                 params.routed * bpe / moe_layers, moe_layers * passes, schedule, StageScope::kAll,
-                 copies);
+                 params.routed * param_gather_bytes / moe_layers, moe_layers * passes, schedule,
+                 StageScope::kAll, copies);
       }
     }
   }

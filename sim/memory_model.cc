@@ -204,9 +204,18 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
       const double kept_partition = in.zero.offload_param ? 0 : 2 * persistent / static_cast<double>(n);
       st.parameters_bytes += 2 * persistent - kept_partition;
     }
+    // torch_autocast keeps parameters and gradients in fp32 and needs no separate fp32 master copy
+    // (runtime/torch_autocast.py, PR #6993): 4 + 4 bytes, optimizer states less the master's 4.
+    if (in.precision.torch_autocast && conv == MemoryConvention::kZeroPaper) {
+      const double k = in.workload.optimizer_state_bytes_per_param;
+      st.parameters_bytes *= 4.0 / bpv;
+      st.gradients_bytes *= 4.0 / bpv;
+      if (k > 4) st.optimizer_states_bytes *= (k - 4) / k;
+    }
     // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
     // 16-bit gradients.
-    if (conv == MemoryConvention::kZeroPaper && in.workload.gradient_bytes_per_element > bpv) {
+    if (conv == MemoryConvention::kZeroPaper && !in.precision.torch_autocast &&
+        in.workload.gradient_bytes_per_element > bpv) {
       st.gradients_bytes *= in.workload.gradient_bytes_per_element / bpv;
     }
     r.by_family[f] = FamilyMemory{st.parameters_bytes, st.gradients_bytes, st.optimizer_states_bytes};
@@ -243,6 +252,11 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
       k.saved = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
       if (in.workload.recompute == Recompute::kFull) {
         k.working = LayerActivationBytes(shape, Recompute::kNone).total_bytes();
+        // partition_activations: each TP rank keeps 1/tp of the checkpointed input
+        // (checkpointing.py partition_activations; Megatron SP already splits it).
+        if (in.checkpointing.partition_activations && !in.engine.megatron_sp) {
+          k.saved /= std::max(plan.sizes.tp, 1);
+        }
       }
       k.all_to_all = UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv);
       k.done = true;
@@ -251,6 +265,14 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     per_micro_batch += k.saved;
     working = std::max(working, k.working);
     all_to_all = std::max(all_to_all, k.all_to_all);
+  }
+  // cpu_checkpointing: the checkpointed inputs go to pinned host memory, all but the stage's last
+  // layer, whose backward starts right away (PR #8282's keep-last).
+  if (in.workload.recompute == Recompute::kFull && in.checkpointing.cpu_checkpointing &&
+      !r.layer_activations_bytes.empty()) {
+    const double host = per_micro_batch - r.layer_activations_bytes.back();
+    r.host_activations_bytes = host * in_flight;
+    per_micro_batch -= host;
   }
   if (last_stage) {
     r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);
@@ -285,6 +307,7 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   }
   r.all_to_all_bytes = all_to_all;
   r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes;
+  r.cpu_bytes += r.host_activations_bytes;
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
                  r.activations_bytes + r.buffers_bytes;

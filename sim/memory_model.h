@@ -28,7 +28,8 @@ struct MemoryReport {
   double allowance_bytes = 0;         // the cluster's fragmentation and reserved allowances
   double hbm_bytes = 0;               // the GPU's memory (fits: peak + allowance <= hbm)
   bool fits = false;
-  double cpu_bytes = 0;               // moved to host memory by offload
+  double cpu_bytes = 0;               // moved to host memory by offload (states and checkpoints)
+  double host_activations_bytes = 0;  // cpu_checkpointing: checkpointed layer inputs on the host
   std::map<ParamFamily, FamilyMemory> by_family;  // every family present, 0 where the model has none
 
   // Breakdown of the figures above.

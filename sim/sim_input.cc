@@ -101,6 +101,30 @@ ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& versio
   return z;
 }
 
+CheckpointSettings ReadCheckpointSettings(const Json& config, const DeepSpeedVersion& version) {
+  ConfigView v(config);
+  CheckpointSettings c;
+  // A dict-parsed section: Python truthiness (checkpointing.py reads the config dict).
+  c.partition_activations = ds_semantics::DictFlag(v, "/activation_checkpointing/partition_activations");
+  c.cpu_checkpointing = ds_semantics::DictFlag(v, "/activation_checkpointing/cpu_checkpointing");
+  c.async_copy = c.cpu_checkpointing && !c.partition_activations &&
+                 version >= ds_release::kAsyncCpuCheckpointing;
+  return c;
+}
+
+PrecisionSettings ReadPrecisionSettings(const Json& config) {
+  ConfigView v(config);
+  PrecisionSettings p;
+  p.torch_autocast = ds_semantics::DictFlag(v, "/torch_autocast/enabled");
+  auto comm = v.String("/communication_data_type");
+  if (comm.present()) {
+    const std::string& t = comm.value;
+    if (t == "fp32" || t == "float32") p.communication_bytes = 4;
+    if (t == "fp16" || t == "bf16" || t == "float16" || t == "bfloat16") p.communication_bytes = 2;
+  }
+  return p;
+}
+
 std::string_view EngineName(Engine engine) {
   switch (engine) {
     case Engine::kDeepSpeed: return "deepspeed";

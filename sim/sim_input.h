@@ -67,6 +67,33 @@ struct EngineSettings {
   bool megatron() const { return engine != Engine::kDeepSpeed; }
 };
 
+// DeepSpeed's activation checkpointing (deepspeed/runtime/activation_checkpointing/
+// checkpointing.py) as it changes a fully recomputed run; read only when layers are checkpointed
+// (Recompute::kFull).
+struct CheckpointSettings {
+  bool partition_activations = false;  // each layer input split over the TP group, all-gathered
+                                       // before its recomputation
+  bool cpu_checkpointing = false;      // layer inputs in pinned host memory, all but the last
+                                       // layer's (PR #8282 keeps the last on the GPU)
+  bool async_copy = false;             // the copy runs on a side stream behind compute (0.19.6 and
+                                       // later, PR #8282, without partition_activations); blocking
+                                       // before
+};
+CheckpointSettings ReadCheckpointSettings(const Json& config, const DeepSpeedVersion& version);
+
+// Precision settings that change model-state bytes and communication volumes.
+struct PrecisionSettings {
+  // torch_autocast.enabled (runtime/torch_autocast.py, PR #6993): parameters and gradients stay
+  // fp32 (no 16-bit copies, no separate fp32 master), optimizer states as usual; the
+  // lower_precision_safe_modules (Linear by default: every matmul weight) compute in the autocast
+  // dtype and their gradients are reduced, their ZeRO-3 parameters gathered, in it.
+  bool torch_autocast = false;
+  // communication_data_type: the gradients' all-reduce / reduce-scatter dtype bytes; 0 = the
+  // gradients' own.
+  double communication_bytes = 0;
+};
+PrecisionSettings ReadPrecisionSettings(const Json& config);
+
 class GroupLinkCache;
 
 struct SimInput {
@@ -76,6 +103,8 @@ struct SimInput {
   Workload workload;
   ZeroSettings zero;
   EngineSettings engine;
+  CheckpointSettings checkpointing;
+  PrecisionSettings precision;
   // Optional: link answers shared across evaluations of the same plan and cluster (tune).
   GroupLinkCache* link_cache = nullptr;
 };

@@ -146,8 +146,10 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
   }
   if (t.offload_seconds > 0) row("CPU offload (PCIe, CPU Adam)", t.offload_seconds);
   if (t.optimizer_seconds > 0) row("optimizer step", t.optimizer_seconds);
+  if (t.checkpoint_offload_seconds > 0) row("checkpoint copies (PCIe)", t.checkpoint_offload_seconds);
   // Whatever the step holds beyond compute and exposed communication (the 1F1B pipeline bubble).
-  double other = t.step_seconds - t.compute_seconds - exposed - t.offload_seconds - t.optimizer_seconds;
+  double other = t.step_seconds - t.compute_seconds - exposed - t.offload_seconds - t.optimizer_seconds -
+                 t.checkpoint_offload_seconds;
   if (other > 1e-9 * std::max(1.0, t.step_seconds)) row("pipeline bubble / other", other);
   row("step", t.step_seconds);
 }
@@ -233,6 +235,8 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"buffers_bytes", m.buffers_bytes},
                     {"peak_bytes", m.peak_bytes},
                     {"allowance_bytes", m.allowance_bytes},
+                    {"host_activations_bytes", m.host_activations_bytes},
+                    {"cpu_bytes", m.cpu_bytes},
                     {"hbm_bytes", m.hbm_bytes},
                     {"fits", m.fits},
                     {"by_family", std::move(families)}};
@@ -243,6 +247,7 @@ Json SimulateToJson(const SimulateResult& r) {
                   {"exposed_communication_seconds", std::move(exposed)},
                   {"offload_seconds", r.time.offload_seconds},
                   {"optimizer_seconds", r.time.optimizer_seconds},
+                  {"checkpoint_offload_seconds", r.time.checkpoint_offload_seconds},
                   {"pipeline_bubble_seconds", r.time.pipeline_bubble_seconds},
                   {"step_seconds", r.time.step_seconds},
                   {"tokens_per_second", r.time.tokens_per_second},

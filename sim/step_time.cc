@@ -289,6 +289,30 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     step_exposed += p.call.exposed_seconds;
   }
 
+  // cpu_checkpointing: every micro-step copies the stage's checkpointed layer inputs but the last
+  // to the host in forward and back in backward over PCIe. Blocking before 0.19.6 (and with
+  // partition_activations): the copies add to the step; async: they hide behind compute.
+  double checkpoint_copy = 0;  // exposed, per micro-step
+  if (input.workload.recompute == Recompute::kFull && input.checkpointing.cpu_checkpointing &&
+      input.cluster->host_to_device_bytes_per_second > 0) {
+    const double tokens = static_cast<double>(input.workload.micro_batch * input.workload.seq_len) /
+                          std::max(plan.sizes.sp, 1);
+    // One layer's checkpointed input: T x h 16-bit values (Korthikanti's 2sbh bytes).
+    double per_layer =
+        tokens * static_cast<double>(input.model->hidden_size) * input.workload.bytes_per_param;
+    if (input.checkpointing.partition_activations || input.engine.megatron_sp) {
+      per_layer /= std::max(plan.sizes.tp, 1);
+    }
+    const double layers =
+        std::ceil(static_cast<double>(input.model->num_hidden_layers) / pp) - 1.0;
+    const double one_way =
+        std::max(layers, 0.0) * per_layer / input.cluster->host_to_device_bytes_per_second;
+    checkpoint_copy = input.checkpointing.async_copy
+                          ? std::max(0.0, one_way - micro.forward) + std::max(0.0, one_way - micro.backward)
+                          : 2.0 * one_way;
+  }
+  report.checkpoint_offload_seconds = checkpoint_copy * grad_accum;
+
   // 1F1B over stages with micro-step times t_s: the pipeline fills and drains through every stage
   // once and runs the slowest m times, T = (m - 1) max t + sum t (= (m + p - 1) t when the stages
   // are equal). Interleaving v model chunks per stage divides the fill and drain by v (Narayanan
@@ -296,7 +320,8 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   std::vector<double> stage_seconds(stages.size());
   double slowest = 0, sum = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
-    stage_seconds[s] = stages[s].forward + stages[s].backward + critical[s] + overlapped_exposed;
+    stage_seconds[s] =
+        stages[s].forward + stages[s].backward + critical[s] + overlapped_exposed + checkpoint_copy;
     slowest = std::max(slowest, stage_seconds[s]);
     sum += stage_seconds[s];
   }

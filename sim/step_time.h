@@ -52,6 +52,7 @@ struct TimeReport {
   double pipeline_bubble_seconds = 0;          // 1F1B fill and drain: (sum of stage micro-step
                                                // times - the slowest) / virtual stages
   double optimizer_seconds = 0;                // the optimizer step over the rank's partition
+  double checkpoint_offload_seconds = 0;       // cpu_checkpointing copies not hidden by compute
   double hardware_flops_per_step = 0;          // all ranks, including recompute
   double hfu = 0;                              // hardware FLOPs / (peak x step x world)
 };

@@ -233,6 +233,8 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
                                                              : sim::MemoryConvention::kZeroPaper;
   input.engine = *engine;
   input.zero = sim::ReadZeroSettings(s->config, engine->deepspeed_version);
+  input.checkpointing = sim::ReadCheckpointSettings(s->config, engine->deepspeed_version);
+  input.precision = sim::ReadPrecisionSettings(s->config);
   // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
   // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
   // fp32 asks for it explicitly.

@@ -64,7 +64,8 @@ TEST(SimulateCliTest, JsonMatchesSchemaAndIsConsistent) {
   EXPECT_EQ(t["pipeline_bubble_seconds"].get<double>(), 0.0);
   EXPECT_GT(t["optimizer_seconds"].get<double>(), 0.0);
   EXPECT_NEAR(t["step_seconds"].get<double>(),
-              t["compute_seconds"].get<double>() + exposed + t["optimizer_seconds"].get<double>(),
+              t["compute_seconds"].get<double>() + exposed + t["optimizer_seconds"].get<double>() +
+                  t["checkpoint_offload_seconds"].get<double>(),
               1e-9 * t["step_seconds"].get<double>());
   EXPECT_GT(t["exposed_communication_seconds"]["all_to_all"].get<double>(), 0);  // EP dispatch/combine
   EXPECT_GT(t["mfu"].get<double>(), 0);

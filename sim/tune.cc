@@ -97,6 +97,24 @@ std::string Percent(double x) {
   return buf;
 }
 
+// What every evaluation of one candidate config shares: plan, model, cluster, ZeRO settings and
+// the engine and workload options tune was given. Every candidate trains in bf16 (MakeConfig).
+SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+                        const TuneOptions& o, const Json& config, int zero) {
+  SimInput in;
+  in.plan = &plan;
+  in.model = &model;
+  in.cluster = &cluster;
+  in.zero = ReadZeroSettings(config, o.deepspeed_version);
+  in.engine.engine = o.engine;
+  in.engine.flash_attention = o.flash_attention;
+  in.engine.deepspeed_version = o.deepspeed_version;
+  in.workload.seq_len = o.seq_len;
+  in.workload.convention = o.convention;
+  if (Fp32GradientBuffer(o.engine, true, zero)) in.workload.gradient_bytes_per_element = 4;
+  return in;
+}
+
 // The event simulation of one plan's step, or 0 where the schedule does not cover it (pipeline
 // stages, Megatron engines, a graph the builder cannot draw) or a step fails to build.
 double ScheduleSeconds(const ModelSpec& model, const Cluster& cluster, const TuneOptions& o,
@@ -111,18 +129,10 @@ double ScheduleSeconds(const ModelSpec& model, const Cluster& cluster, const Tun
   if (!graph.ok()) return 0;
   auto pipeline = passes::PipelineForConfig({.model = &model, .config = &p.config, .plan = &*plan});
   if (!pipeline.ok() || !pipeline->Run(*graph).ok()) return 0;
-  SimInput in;
-  in.plan = &*plan;
-  in.model = &model;
-  in.cluster = &cluster;
-  in.zero = ReadZeroSettings(p.config, o.deepspeed_version);
-  in.engine.flash_attention = o.flash_attention;
-  in.engine.deepspeed_version = o.deepspeed_version;
-  in.workload.seq_len = o.seq_len;
+  SimInput in = CandidateInput(*plan, model, cluster, o, p.config, p.zero_stage);
   in.workload.micro_batch = p.micro_batch;
   in.workload.grad_accum = p.grad_accum;
   in.workload.recompute = p.recompute;
-  in.workload.convention = o.convention;
   auto program = schedule::BuildProgram(*graph, in);
   if (!program.ok()) return 0;
   auto sched = schedule::Simulate(*program, in);
@@ -270,19 +280,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           }
         }
         result.evaluated += static_cast<int64_t>(variants.size());
-        SimInput input;
+        SimInput input = CandidateInput(*plan, model, machines, options, config, zero);
         input.link_cache = &links;
-        input.plan = &*plan;
-        input.model = &model;
-        input.cluster = &machines;
-        input.zero = ReadZeroSettings(config, options.deepspeed_version);
-        input.engine.engine = options.engine;
-        input.engine.flash_attention = options.flash_attention;
-        input.engine.deepspeed_version = options.deepspeed_version;
-        input.workload.seq_len = options.seq_len;
-        input.workload.convention = options.convention;
-        // Every candidate trains in bf16 (MakeConfig).
-        if (Fp32GradientBuffer(options.engine, true, zero)) input.workload.gradient_bytes_per_element = 4;
         // Memory first: the validate rules (about 100 us a config) run only for a config with a
         // variant that fits.
         auto apply = [&](const Variant& v) {

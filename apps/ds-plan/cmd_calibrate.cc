@@ -28,12 +28,6 @@ struct CalibrateArgs {
   std::string format = "text";
 };
 
-std::string Percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * x);
-  return buf;
-}
-
 std::string Fixed(double x, const char* format) {
   char buf[32];
   std::snprintf(buf, sizeof buf, format, x);

@@ -164,6 +164,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Number("host_to_device_bytes_per_second", &c.host_to_device_bytes_per_second, true);
   c.cpu_optimizer_params_per_second = kDefaultCpuOptimizerParamsPerSecond;
   root.Number("cpu_optimizer_params_per_second", &c.cpu_optimizer_params_per_second, false);
+  root.Number("host_memory_bytes", &c.host_memory_bytes, false);
   root.Object("efficiency", false, [&](ObjectReader& r) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);

@@ -57,6 +57,9 @@ struct Cluster {
   // Parameters per second that DeepSpeed's CPU Adam updates for one GPU's partition (the host's
   // cores are shared by the node's GPUs). Used only with offload_optimizer.
   double cpu_optimizer_params_per_second = 0;
+  // Host memory of one node, shared by its GPUs' offloaded states and host checkpoints; 0 = not
+  // given (not checked).
+  double host_memory_bytes = 0;
   Efficiency efficiency;
   MemoryAllowance memory;
 };

@@ -30,11 +30,29 @@ class Planner {
   // `per_call_extra` seconds on top of each call (list copies of old ZeRO-3 releases).
   void Add(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
            CommSchedule schedule, StageScope scope = StageScope::kAll,
-           double per_call_extra_kernels = 0) {
+           double per_call_extra_kernels = 0, double extra_seconds = 0) {
     if (bytes <= 0 || calls <= 0) return;
     const GroupLinkInfo& g = Describe(group, kind);
+    const double extra =
+        per_call_extra_kernels * g.size * in_.cluster->gpu.kernel_overhead_seconds + extra_seconds;
+    AddOn(g, purpose, kind, group, bytes, calls, schedule, scope, extra);
+  }
+
+  // The same on a group carved out of the global ranks (Describe's blocks: hpZ, MiCS, qgZ);
+  // `group` is the table it stands in for in reports. `extra_seconds` per call: the quantization
+  // kernels ZeRO++ runs around its collectives.
+  void AddOnBlocks(std::string_view purpose, CollectiveKind kind, GroupKind group, int64_t block,
+                   bool strided, double bytes, double calls, CommSchedule schedule,
+                   double extra_seconds = 0) {
+    if (bytes <= 0 || calls <= 0) return;
+    GroupLinkCache& cache = in_.link_cache != nullptr ? *in_.link_cache : local_cache_;
+    AddOn(cache.GetBlocks(in_, kind, block, strided), purpose, kind, group, bytes, calls, schedule,
+          StageScope::kAll, extra_seconds);
+  }
+
+  void AddOn(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind, GroupKind group,
+             double bytes, double calls, CommSchedule schedule, StageScope scope, double extra) {
     if (!g.present || g.size <= 1) return;
-    const double extra = per_call_extra_kernels * g.size * in_.cluster->gpu.kernel_overhead_seconds;
     const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link) + extra;
     const double units = PerMicroStep(schedule)
                              ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1))
@@ -68,6 +86,11 @@ class Planner {
   }
 
   std::vector<PlannedCollective> Take() { return std::move(out_); }
+
+  // The last collective added can hide entirely (another one carries the unhidable first call).
+  void DropFloor() {
+    if (!out_.empty()) out_.back().floor_seconds = 0;
+  }
 
  private:
   // Every group of a kind is scanned once per (kind, collective): per evaluation, or once per plan
@@ -188,6 +211,34 @@ Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
 }
 
 }  // namespace
+
+WireBytes WireBytesPerElement(const SimInput& in) {
+  WireBytes w;
+  const double bpe = in.workload.bytes_per_param;
+  w.gradient = in.workload.gradient_bytes_per_element > 0 ? in.workload.gradient_bytes_per_element : bpe;
+  if (in.precision.communication_bytes > 0) w.gradient = in.precision.communication_bytes;
+  if (in.plan != nullptr && in.plan->sizes.sp > 1 && !in.engine.megatron()) {
+    w.gradient = in.precision.seq_parallel_communication_bytes;
+  }
+  w.param_gather = bpe;
+  if (in.precision.torch_autocast && in.model != nullptr) {
+    const ParamCounts c = CountParameters(*in.model);
+    const double fp32 = static_cast<double>(c.by_family.at(ParamFamily::kEmbedding) +
+                                            c.by_family.at(ParamFamily::kNorm));
+    const double total = static_cast<double>(std::max<int64_t>(c.total, 1));
+    // Only the lower_precision_safe_modules' parameters carry the low comm_dtype.
+    const double low = in.precision.autocast_linear_low_precision ? in.precision.autocast_bytes : 4.0;
+    w.gradient = w.param_gather = low * (1.0 - fp32 / total) + 4.0 * fp32 / total;
+  }
+  if (in.zero.stage == 3 && in.zero.quantized_weights) w.param_gather = 1.0 + 4.0 / 8000.0;
+  return w;
+}
+
+double QuantizationKernelSeconds(const SimInput& in, double elements) {
+  const Cluster& c = *in.cluster;
+  const double rate = c.gpu.hbm_bytes_per_second * (c.efficiency.memory > 0 ? c.efficiency.memory : 1.0);
+  return rate > 0 ? 3.0 * elements / rate + 2 * c.gpu.kernel_overhead_seconds : 0.0;
+}
 
 bool Zero3ListCollectives(const SimInput& input) {
   return input.engine.deepspeed_version < ds_release::kZero3AllGatherBase;
@@ -312,18 +363,17 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   // buffer: BF16Optimizer, Megatron's bf16 main_grad), or communication_data_type's. Under
   // torch_autocast the lower_precision_safe_modules (the Linear weights) reduce in the autocast
   // dtype and everything else (embedding, norms) in fp32.
-  double grad_bytes = in.workload.gradient_bytes_per_element > 0
-                          ? in.workload.gradient_bytes_per_element
-                          : bpe;
-  if (in.precision.communication_bytes > 0) grad_bytes = in.precision.communication_bytes;
-  double param_gather_bytes = bpe;
-  if (in.precision.torch_autocast) {
-    const ParamCounts c = CountParameters(m);
-    const double fp32 = static_cast<double>(c.by_family.at(ParamFamily::kEmbedding) +
-                                            c.by_family.at(ParamFamily::kNorm));
-    const double total = static_cast<double>(std::max<int64_t>(c.total, 1));
-    grad_bytes = param_gather_bytes = bpe * (1.0 - fp32 / total) + 4.0 * fp32 / total;
-  }
+  const WireBytes wire = WireBytesPerElement(in);
+  const double grad_bytes = wire.gradient;
+  const double param_gather_bytes = wire.param_gather;
+  // ZeRO++ and MiCS (stage 3).
+  const Cluster& cluster = *in.cluster;
+  auto quant_seconds = [&](double elements) { return QuantizationKernelSeconds(in, elements); };
+  const bool zero3 = zero.stage == 3;
+  const bool mics = zero3 && zero.mics_shard_size > 0;
+  const bool hpz = zero3 && !mics && zero.hpz_partition_size > 1;
+  const int64_t gpn = std::max(cluster.gpus_per_node, 1);
+  const bool qgz = zero3 && zero.quantized_gradients && sizes.world > gpn;
   // partition_activations: before a layer is recomputed its checkpointed input is all-gathered
   // over TP (checkpointing.py get_full_inputs).
   if (in.workload.recompute == Recompute::kFull && in.checkpointing.partition_activations &&
@@ -360,7 +410,30 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   } else if (zero.stage == 1 && zero.overlap_comm && sizes.pp == 1) {
     grad_schedule = CommSchedule::kBoundaryOverlap;
   }
-  if (zero.stage == 3 && Zero3ListCollectives(in) && grad_kind == CollectiveKind::kReduceScatter) {
+  if (qgz && grad_kind == CollectiveKind::kReduceScatter) {
+    // qgZ (stage3.py __avg_scatter_grads -> all_to_all_quant_reduce): each bucket is quantized to
+    // int4 (numel / 2 bytes), exchanged inside the node, reduced and requantized to numel / L
+    // values, exchanged across nodes with the ranks of the same local index, dequantized and
+    // summed. Kernels: ~3 bytes of HBM traffic per gradient.
+    const double calls = zero.reduce_bucket_size > 0 ? std::ceil(params.dense / zero.reduce_bucket_size) : 1.0;
+    const double elements = params.dense / calls;
+    const double local = static_cast<double>(std::min<int64_t>(gpn, sizes.world));
+    plan.AddOnBlocks("qgz_intra_node_all_to_all", CollectiveKind::kAllToAll, dense_group, gpn, false,
+                     elements * 0.5, calls, grad_schedule, quant_seconds(elements));
+    plan.AddOnBlocks("qgz_inter_node_all_to_all", CollectiveKind::kAllToAll, dense_group, gpn, true,
+                     elements * 0.5 / local, calls, grad_schedule);
+  } else if (mics && grad_kind == CollectiveKind::kReduceScatter) {
+    // MiCS: reduce-scatter inside the shard group every micro-step, then the shard's gradients
+    // all-reduced across the replica groups at the accumulation boundary (mics.py
+    // allreduce_mics_shard_grads).
+    const double calls = zero.reduce_bucket_size > 0 ? std::ceil(params.dense / zero.reduce_bucket_size) : 1.0;
+    plan.AddOnBlocks("mics_grad_reduce_scatter", grad_kind, dense_group, zero.mics_shard_size, false,
+                     params.dense * grad_bytes / calls, calls, grad_schedule);
+    plan.AddOnBlocks("mics_grad_replica_all_reduce", CollectiveKind::kAllReduce, dense_group,
+                     zero.mics_shard_size, true,
+                     params.dense / static_cast<double>(zero.mics_shard_size) * grad_bytes / calls,
+                     calls, CommSchedule::kBoundaryOverlap);
+  } else if (zero.stage == 3 && Zero3ListCollectives(in) && grad_kind == CollectiveKind::kReduceScatter) {
     // One reduce_scatter per parameter with a list of n inputs (n copies each) in old releases.
     const Zero3Layer layer = DescribeZero3Layer(in, false);
     const double calls = std::max(1.0, layer.modules) * layers;
@@ -401,12 +474,37 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     const double modules = std::max(1.0, dense_layer.modules);
     // Calls per layer and pass; the embedding and head are one more module each.
     const double calls = modules * layers + 1.0;
-    const double bytes_per_call = gathered * param_gather_bytes / calls;
-    plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
-             calls * fwd_passes, fwd, StageScope::kAll, copies);
+    // qwZ: int8 values and one fp32 scale per group of at most 8000 (CUDAQuantizer); the
+    // partition is quantized before and the gathered buffer dequantized after each call.
+    const double bytes_per_call = gathered * wire.param_gather / calls;
+    const double quant = zero.quantized_weights ? quant_seconds(gathered / calls) : 0.0;
     const double bwd_share = recompute ? dense_layer.regathered : 1.0;
-    plan.Add("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
-             calls * bwd_share, bwd, StageScope::kAll, copies);
+    if (mics) {
+      // MiCS gathers inside the shard group.
+      plan.AddOnBlocks("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group,
+                       zero.mics_shard_size, false, bytes_per_call, calls * fwd_passes, fwd, quant);
+      plan.AddOnBlocks("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group,
+                       zero.mics_shard_size, false, bytes_per_call, calls * bwd_share, bwd, quant);
+    } else if (hpz) {
+      // hpZ: the step's first forward gathers the primary partition over the whole group; it
+      // leaves the secondary copy behind, which every later gather (recomputed forward, backward,
+      // the next micro-steps) reads inside the hpZ block (partition_parameters.py
+      // all_gather_coalesced with use_secondary_tensor).
+      const double micro = static_cast<double>(std::max<int64_t>(in.workload.grad_accum, 1));
+      plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
+               calls / micro, fwd, StageScope::kAll, copies, quant);
+      plan.DropFloor();  // one first prefetch per micro-step: hpz_all_gather_fwd keeps it
+      plan.AddOnBlocks("hpz_all_gather_fwd", CollectiveKind::kAllGather, dense_group,
+                       zero.hpz_partition_size, false, bytes_per_call, calls * (fwd_passes - 1.0 / micro),
+                       fwd, quant);
+      plan.AddOnBlocks("hpz_all_gather_bwd", CollectiveKind::kAllGather, dense_group,
+                       zero.hpz_partition_size, false, bytes_per_call, calls * bwd_share, bwd, quant);
+    } else {
+      plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
+               calls * fwd_passes, fwd, StageScope::kAll, copies, quant);
+      plan.Add("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, bytes_per_call,
+               calls * bwd_share, bwd, StageScope::kAll, copies, quant);
+    }
     if (moe_layers > 0) {
       for (auto [purpose, schedule, passes] :
            {std::tuple{"zero3_all_gather_fwd", fwd, fwd_passes},

@@ -33,6 +33,24 @@ struct PlannedCollective {
   double floor_seconds = 0;     // never hidden: the first prefetch / the last reduce bucket
 };
 
+/// Bytes per element DeepSpeed puts on the wire, shared by the closed form and the schedule.
+struct WireBytes {
+  // Gradient reductions: the gradients' dtype (fp32 with an fp32 accumulation buffer), else
+  // communication_data_type, else with sequence parallelism seq_parallel_communication_data_type
+  // (fp32 unless given: engine.py replaces the engine's communication dtype with it); under
+  // torch_autocast the lower_precision_safe_modules' share in the autocast dtype and the rest
+  // (embedding, norms) in fp32.
+  double gradient = 2;
+  // ZeRO-3 parameter gathers: the parameters' dtype (autocast's mix as above), or with qwZ int8
+  // values and one fp32 scale per group of at most 8000 (CUDAQuantizer).
+  double param_gather = 2;
+};
+WireBytes WireBytesPerElement(const SimInput& input);
+
+/// qwZ / qgZ quantization kernels around a collective over `elements` values: ~3 bytes of HBM
+/// traffic per value (read 16-bit, write 8/4-bit, dequantize into 16-bit) and two launches.
+double QuantizationKernelSeconds(const SimInput& input, double elements);
+
 /// Every collective of one step on one rank. Empty when the input lacks a plan, model or cluster.
 std::vector<PlannedCollective> PlanCollectives(const SimInput& input,
                                                const StepTimeOptions& options);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct GroupLinkInfo {
 };
 
 GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind coll);
+
+// Groups DeepSpeed builds from global ranks outside the plan's tables: blocks of `block`
+// consecutive ranks (hpZ's groups.py _create_zero_param_parallel_group, MiCS's shard groups, qgZ's
+// per-node local groups), or with `strided` the ranks at the same position in every block (MiCS's
+// replica groups, qgZ's cross-node groups). A block that does not divide the world is clamped.
+GroupLinkInfo DescribeRankBlocks(const SimInput& in, CollectiveKind coll, int64_t block, bool strided);
 
 // What depends only on the model, the layout, the engine and the ZeRO settings, memoized across
 // evaluations that change the workload alone (tune's micro-batch, accumulation and recompute).
@@ -48,8 +55,16 @@ class GroupLinkCache {
     return it->second;
   }
 
+  const GroupLinkInfo& GetBlocks(const SimInput& in, CollectiveKind coll, int64_t block, bool strided) {
+    auto key = std::make_tuple(block, strided, static_cast<int>(coll));
+    auto it = blocks_.find(key);
+    if (it == blocks_.end()) it = blocks_.emplace(key, DescribeRankBlocks(in, coll, block, strided)).first;
+    return it->second;
+  }
+
  private:
   std::map<std::pair<int, int>, GroupLinkInfo> cache_;
+  std::map<std::tuple<int64_t, bool, int>, GroupLinkInfo> blocks_;
 };
 
 }  // namespace dsp::sim

@@ -184,6 +184,11 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   MemoryReport r;
   r.pipeline_stage = stage;
   r.zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, false));
+  // MiCS partitions the dense model states over its shard group instead (mics.py
+  // create_mics_comm_groups: blocks of mics_shard_size consecutive ranks).
+  if (in.zero.stage == 3 && in.zero.mics_shard_size > 0) {
+    r.zero_group_size = std::min<int64_t>(r.zero_group_size, in.zero.mics_shard_size);
+  }
   r.expert_zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, true));
   const MemoryConvention conv = in.workload.convention;
   const double bpv = in.workload.bytes_per_param;
@@ -218,6 +223,22 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
         in.workload.gradient_bytes_per_element > bpv) {
       st.gradients_bytes *= in.workload.gradient_bytes_per_element / bpv;
     }
+    // hpZ: each rank also keeps 1/hpz of every partitioned 16-bit parameter, in its own dtype, on
+    // the GPU unless offload_param puts it on the host (partition_parameters.py
+    // _partition_param_sec). Routed experts under AutoEP are partitioned over edp, not hpZ.
+    if (zero_stage == 3 && in.zero.hpz_partition_size > 1 && f != ParamFamily::kRoutedExperts &&
+        conv == MemoryConvention::kZeroPaper) {
+      const double partitioned = count - params.persistent[static_cast<size_t>(f)];
+      const double secondary =
+          (in.precision.torch_autocast ? 4.0 : bpv) * partitioned /
+          static_cast<double>(in.zero.hpz_partition_size);
+      if (in.zero.offload_param) {
+        st.cpu_bytes += secondary;
+      } else {
+        st.parameters_bytes += secondary;
+        r.hpz_secondary_bytes += secondary;
+      }
+    }
     r.by_family[f] = FamilyMemory{st.parameters_bytes, st.gradients_bytes, st.optimizer_states_bytes};
     r.parameters_bytes += st.parameters_bytes;
     r.gradients_bytes += st.gradients_bytes;
@@ -243,7 +264,9 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   struct LayerMemory {
     bool done = false;
     double saved = 0, working = 0, all_to_all = 0;
+    double input = 0;  // full recompute: the checkpointed layer input alone
   } kinds[2];
+  double largest_input = 0;
   r.layer_activations_bytes.reserve(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
   for (int64_t layer = first; layer < end; ++layer) {
     LayerMemory& k = kinds[m.IsMoeLayer(layer) ? 1 : 0];
@@ -257,20 +280,29 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
         if (in.checkpointing.partition_activations && !in.engine.megatron_sp) {
           k.saved /= std::max(plan.sizes.tp, 1);
         }
+        k.input = k.saved;
       }
       k.all_to_all = UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv);
       k.done = true;
     }
     r.layer_activations_bytes.push_back(k.saved);
     per_micro_batch += k.saved;
+    largest_input = std::max(largest_input, k.input);
     working = std::max(working, k.working);
     all_to_all = std::max(all_to_all, k.all_to_all);
   }
-  // cpu_checkpointing: the checkpointed inputs go to pinned host memory, all but the stage's last
-  // layer, whose backward starts right away (PR #8282's keep-last).
-  if (in.workload.recompute == Recompute::kFull && in.checkpointing.cpu_checkpointing &&
-      !r.layer_activations_bytes.empty()) {
-    const double host = per_micro_batch - r.layer_activations_bytes.back();
+  const bool full_recompute = in.workload.recompute == Recompute::kFull;
+  // contiguous_memory_optimization: the partitioned inputs live in buffers of number_checkpoints
+  // layers, allocated whole at a forward's first checkpoint (checkpointing.py).
+  if (full_recompute && in.checkpointing.contiguous_memory && in.checkpointing.number_checkpoints > 0) {
+    per_micro_batch = std::max(per_micro_batch, static_cast<double>(in.checkpointing.number_checkpoints) * largest_input);
+  }
+  // cpu_checkpointing: the checkpointed inputs go to host memory; PR #8282's offload engine
+  // (0.19.6, without partition_activations) keeps the stage's last layer's on the GPU, whose
+  // backward starts right away; the older paths move every one.
+  if (full_recompute && in.checkpointing.cpu_checkpointing && !r.layer_activations_bytes.empty()) {
+    const double kept = in.checkpointing.keep_last_on_device() ? r.layer_activations_bytes.back() : 0;
+    const double host = per_micro_batch - kept;
     r.host_activations_bytes = host * in_flight;
     per_micro_batch -= host;
   }
@@ -311,6 +343,29 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
                  r.activations_bytes + r.buffers_bytes;
+  // The optimizer step runs after backward freed the activations, with the gradients it casts.
+  if (conv == MemoryConvention::kZeroPaper && zero_stage >= 1 && !in.zero.offload_optimizer) {
+    const double grad_bytes = in.precision.torch_autocast ? 4.0
+                              : in.workload.gradient_bytes_per_element > 0 ? in.workload.gradient_bytes_per_element
+                                                                            : bpv;
+    // The rank's optimizer partition in elements (dense over the ZeRO group, experts over edp).
+    double partition = 0;
+    for (ParamFamily f : kAllParamFamilies) {
+      const double n = static_cast<double>(f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size
+                                                                             : r.zero_group_size);
+      partition += params.count[static_cast<size_t>(f)] / std::max(n, 1.0);
+    }
+    if (zero_stage == 3) {
+      // One sub group at a time: flattened in the gradients' dtype, then cast to fp32.
+      r.optimizer_step_transient_bytes = (grad_bytes + 4.0) * std::min(partition, in.zero.sub_group_size);
+    } else if (grad_bytes < 4.0) {
+      // The whole partition cast to fp32 (a no-op cast when the gradients are fp32 already).
+      r.optimizer_step_transient_bytes = 4.0 * partition;
+    }
+    r.optimizer_step_peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
+                                  r.zero_buffers_bytes + r.optimizer_step_transient_bytes;
+    r.peak_bytes = std::max(r.peak_bytes, r.optimizer_step_peak_bytes);
+  }
   r.hbm_bytes = in.cluster != nullptr ? in.cluster->gpu.hbm_bytes : 0;
   if (in.cluster != nullptr) {
     // The cluster file's allowances: fragmentation of what the caching allocator holds, and what
@@ -319,6 +374,15 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
                         in.cluster->memory.reserved_bytes;
   }
   r.fits = in.cluster != nullptr && r.peak_bytes + r.allowance_bytes <= r.hbm_bytes;
+  if (in.cluster != nullptr) {
+    // Every rank of a node shares its host memory (offloaded states, host checkpoints).
+    const int64_t world = std::max<int64_t>(plan.sizes.world, 1);
+    const int64_t per_node = in.cluster->gpus_per_node > 0 ? std::min<int64_t>(in.cluster->gpus_per_node, world) : 1;
+    r.node_host_bytes = r.cpu_bytes * static_cast<double>(per_node);
+    r.host_memory_bytes = in.cluster->host_memory_bytes;
+    r.host_fits = r.host_memory_bytes <= 0 || r.node_host_bytes <= r.host_memory_bytes;
+    r.fits = r.fits && r.host_fits;
+  }
   return r;
 }
 

@@ -30,6 +30,17 @@ struct MemoryReport {
   bool fits = false;
   double cpu_bytes = 0;               // moved to host memory by offload (states and checkpoints)
   double host_activations_bytes = 0;  // cpu_checkpointing: checkpointed layer inputs on the host
+  // The node's host memory the ranks on it need (cpu_bytes x ranks per node) and the cluster's
+  // host_memory_bytes (0: not given, not checked); fits needs host_fits too.
+  double node_host_bytes = 0;
+  double host_memory_bytes = 0;
+  bool host_fits = true;
+  // The optimizer step's own peak (activations freed): model states, buffers and the gradients
+  // the step casts to fp32 (stage_1_and_2.py step: the whole partition; stage3.py: one
+  // sub_group_size group, flattened and cast). peak_bytes is the larger of it and backward's.
+  double optimizer_step_transient_bytes = 0;
+  double optimizer_step_peak_bytes = 0;
+  double hpz_secondary_bytes = 0;     // hpZ: the secondary 16-bit partition (in parameters_bytes)
   std::map<ParamFamily, FamilyMemory> by_family;  // every family present, 0 where the model has none
 
   // Breakdown of the figures above.

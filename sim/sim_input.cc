@@ -77,13 +77,40 @@ ZeroSettings ReadZeroSettings(const Json& config) {
                                              z.param_persistence_threshold);
   z.max_reuse_distance =
       ZeroNumber(v, "max_reuse_distance", "stage3_max_reuse_distance", z.max_reuse_distance);
+  z.sub_group_size = ZeroNumber(v, "sub_group_size", "", z.sub_group_size);
+  if (z.stage == 3) {
+    z.quantized_weights =
+        ds_semantics::PydanticBool(v, std::string(kZero) + "zero_quantized_weights", false).value_or(false);
+    z.quantized_gradients =
+        ds_semantics::PydanticBool(v, std::string(kZero) + "zero_quantized_gradients", false).value_or(false);
+    const double hpz = ZeroNumber(v, "zero_hpz_partition_size", "", 1);
+    z.hpz_partition_size = hpz >= 1 ? static_cast<int64_t>(hpz) : 1;
+    Setting<double> mics = v.Number(std::string(kZero) + "mics_shard_size");
+    if (mics.present() && mics.value >= 1) z.mics_shard_size = static_cast<int64_t>(mics.value);
+  }
+  if (z.stage == 1 || z.stage == 2) {
+    z.round_robin_gradients =
+        ds_semantics::PydanticBool(v, std::string(kZero) + "round_robin_gradients", false).value_or(false);
+  }
+  z.optimizer_pin_memory =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "offload_optimizer/pin_memory", true).value_or(true);
+  z.param_pin_memory =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "offload_param/pin_memory", true).value_or(true);
   return z;
 }
 
 ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& version) {
   ZeroSettings z = ReadZeroSettings(config);
-  if (z.stage != 3) return z;
   ConfigView v(config);
+  // pin_memory defaulted to false before 0.19.5 (offload_config.py, PR #8207).
+  const bool pin_default = version >= ds_release::kOffloadPinMemoryDefault;
+  z.optimizer_pin_memory =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "offload_optimizer/pin_memory", pin_default)
+          .value_or(pin_default);
+  z.param_pin_memory =
+      ds_semantics::PydanticBool(v, std::string(kZero) + "offload_param/pin_memory", pin_default)
+          .value_or(pin_default);
+  if (z.stage != 3) return z;
   // stage3.py: the bucket is reduce-scattered only with contiguous_gradients and reduce_scatter
   // on; contiguous_gradients defaulted to false for stage 3 until 0.4.3, reduce_scatter to false
   // in 0.3.16 alone (both fixed upstream; first tags from `git tag --contains`).
@@ -109,6 +136,12 @@ CheckpointSettings ReadCheckpointSettings(const Json& config, const DeepSpeedVer
   c.cpu_checkpointing = ds_semantics::DictFlag(v, "/activation_checkpointing/cpu_checkpointing");
   c.async_copy = c.cpu_checkpointing && !c.partition_activations &&
                  version >= ds_release::kAsyncCpuCheckpointing;
+  // checkpointing.configure asserts partition_activations and number_checkpoints for it.
+  c.contiguous_memory =
+      c.partition_activations &&
+      ds_semantics::DictFlag(v, "/activation_checkpointing/contiguous_memory_optimization");
+  Setting<double> n = v.Number("/activation_checkpointing/number_checkpoints");
+  if (n.present() && n.value >= 1) c.number_checkpoints = static_cast<int64_t>(n.value);
   return c;
 }
 
@@ -116,11 +149,36 @@ PrecisionSettings ReadPrecisionSettings(const Json& config) {
   ConfigView v(config);
   PrecisionSettings p;
   p.torch_autocast = ds_semantics::DictFlag(v, "/torch_autocast/enabled");
-  auto comm = v.String("/communication_data_type");
-  if (comm.present()) {
-    const std::string& t = comm.value;
-    if (t == "fp32" || t == "float32") p.communication_bytes = 4;
-    if (t == "fp16" || t == "bf16" || t == "float16" || t == "bfloat16") p.communication_bytes = 2;
+  // config.py get_communication_data_type: fp32, fp16 or bf16 (validate rejects anything else).
+  auto dtype_bytes = [&](const std::string& pointer) -> double {
+    auto s = v.String(pointer);
+    if (!s.present()) return 0;
+    const std::string& t = s.value;
+    if (t == "fp32" || t == "float32") return 4;
+    if (t == "fp16" || t == "bf16" || t == "float16" || t == "bfloat16") return 2;
+    return 0;
+  };
+  p.communication_bytes = dtype_bytes("/communication_data_type");
+  if (const double sp = dtype_bytes("/seq_parallel_communication_data_type"); sp > 0) {
+    p.seq_parallel_communication_bytes = sp;
+  }
+  if (p.torch_autocast) {
+    // DtypeEnum spellings of fp32 (torch_autocast.dtype); the rest are 16-bit.
+    auto dtype = v.String("/torch_autocast/dtype");
+    if (dtype.present()) {
+      const std::string& t = dtype.value;
+      if (t == "torch.float32" || t == "fp32" || t == "float32" || t == "float") p.autocast_bytes = 4;
+    }
+    const Json* modules = v.Get("/torch_autocast/lower_precision_safe_modules");
+    if (modules != nullptr && modules->is_array()) {
+      p.autocast_linear_low_precision = false;
+      for (const Json& m : *modules) {
+        if (m.is_string() && (m.get<std::string>() == "torch.nn.Linear" ||
+                              m.get<std::string>() == "torch.nn.modules.linear.Linear")) {
+          p.autocast_linear_low_precision = true;
+        }
+      }
+    }
   }
   return p;
 }

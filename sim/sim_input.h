@@ -28,6 +28,35 @@ struct ZeroSettings {
   // Stage 3 reduces gradient buckets with reduce-scatter; before DeepSpeed 0.4.3
   // contiguous_gradients defaulted to false there, and without it the bucket is all-reduced.
   bool stage3_reduce_scatter = true;
+
+  // ZeRO++ (Wang et al. 2023), stage 3 only (engine.py _configure_zero_optimizer hands them to
+  // DeepSpeedZeroOptimizer_Stage3 alone).
+  // qwZ: every parameter all-gather (forward and backward) moves int8 values and one fp32 scale
+  // per group of at most 8000 (partition_parameters.py _all_gather_coalesced, CUDAQuantizer).
+  bool quantized_weights = false;
+  // qgZ: gradients reduced by an int4 all-to-all inside each node, then one across nodes
+  // (comm/coalesced_collectives.py all_to_all_quant_reduce); on one node stage3.py keeps the
+  // reduce-scatter.
+  bool quantized_gradients = false;
+  // hpZ: a secondary copy of the 16-bit partition over blocks of this many consecutive ranks
+  // (groups.py _create_zero_param_parallel_group); every gather after the step's first forward
+  // reads it, inside the block (partition_parameters.py _partition_param_sec).
+  int64_t hpz_partition_size = 1;
+  // MiCS (runtime/zero/mics.py): model states sharded over blocks of this many consecutive ranks
+  // and replicated across blocks; gradients reduce-scattered in the block every micro-step and
+  // all-reduced across blocks at the accumulation boundary. <= 0: off.
+  int64_t mics_shard_size = -1;
+  // Elements the stage-3 optimizer steps at once: without offload it flattens that many
+  // gradients and casts them to fp32 first (stage3.py _prepare_fp32_grad_for_sub_group).
+  double sub_group_size = 1e9;
+  // Stage 1/2 with offload_optimizer: parameters dealt round-robin over the partitions, so every
+  // rank copies gradients to the host throughout backward (stage_1_and_2.py _round_robin_reorder).
+  bool round_robin_gradients = false;
+  // offload_optimizer.pin_memory / offload_param.pin_memory: pinned host buffers. Defaults true
+  // from 0.19.5 (PR #8207), false before. A copy to pageable host memory returns only when it is
+  // done (CUDA Runtime API, "API synchronization behavior"): it blocks the step.
+  bool optimizer_pin_memory = true;
+  bool param_pin_memory = true;
 };
 
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
@@ -78,6 +107,15 @@ struct CheckpointSettings {
   bool async_copy = false;             // the copy runs on a side stream behind compute (0.19.6 and
                                        // later, PR #8282, without partition_activations); blocking
                                        // before
+  // contiguous_memory_optimization (needs partition_activations): the partitioned inputs are
+  // copied into buffers of number_checkpoints layers allocated at the first checkpoint of a
+  // forward (on the host, unpinned, with cpu_checkpointing); more checkpoints than that before a
+  // backward index past the buffer list (checkpointing.py partition_activations).
+  bool contiguous_memory = false;
+  int64_t number_checkpoints = 0;  // 0: not given
+  // Layer inputs kept on the device: PR #8282's offload engine keeps the newest one
+  // (keep_last_count=1); the older copy_to_device / partition paths move every one.
+  bool keep_last_on_device() const { return async_copy; }
 };
 CheckpointSettings ReadCheckpointSettings(const Json& config, const DeepSpeedVersion& version);
 
@@ -91,6 +129,15 @@ struct PrecisionSettings {
   // communication_data_type: the gradients' all-reduce / reduce-scatter dtype bytes; 0 = the
   // gradients' own.
   double communication_bytes = 0;
+  // seq_parallel_communication_data_type (default "fp32"): with sequence_parallel_size > 1 the
+  // engine makes it the gradients' communication dtype (engine.py, communication_data_type).
+  double seq_parallel_communication_bytes = 4;
+  // torch_autocast.lower_precision_safe_modules: whether it names torch.nn.Linear (the default
+  // list does). Only the listed modules' parameters carry the autocast comm_dtype
+  // (torch_autocast.py init_autocast_params); the rest reduce and gather in fp32. Compute dtype
+  // is torch.autocast's op policy either way.
+  bool autocast_linear_low_precision = true;
+  double autocast_bytes = 2;  // torch_autocast.dtype: 2 (bf16/fp16), 4 for fp32
 };
 PrecisionSettings ReadPrecisionSettings(const Json& config);
 

@@ -100,7 +100,21 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
   for (const auto& [label, bytes] : rows) {
     out << "  " << Left(label, 18) << Right(Gb(bytes), 10) << "\n";
   }
-  if (m.cpu_bytes > 0) out << "  " << Left("offloaded to CPU", 18) << Right(Gb(m.cpu_bytes), 10) << "\n";
+  if (m.cpu_bytes > 0) {
+    out << "  " << Left("offloaded to CPU", 18) << Right(Gb(m.cpu_bytes), 10);
+    if (m.host_memory_bytes > 0) {
+      out << "   (node: " << Gb(m.node_host_bytes) << " of " << Gb(m.host_memory_bytes) << " GB host memory)";
+    }
+    out << "\n";
+  }
+  if (m.hpz_secondary_bytes > 0) {
+    out << "  " << Left("  of parameters:", 18) << Right(Gb(m.hpz_secondary_bytes), 10)
+        << "   the hpZ secondary partition\n";
+  }
+  if (m.optimizer_step_peak_bytes > 0 && m.optimizer_step_peak_bytes >= m.peak_bytes) {
+    out << "  note: the peak is the optimizer step's: " << Gb(m.optimizer_step_transient_bytes)
+        << " GB of gradients flattened and cast to fp32 on top of the model states\n";
+  }
 
   out << "\n  " << Left("family", 18) << Right("parameters", 12) << Right("gradients", 12) << Right("optimizer", 12)
       << "\n";
@@ -118,7 +132,11 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
   // The allowance (fragmentation, CUDA context, NCCL) is part of the verdict: say so when present.
   const std::string allowance =
       m.allowance_bytes > 0 ? " + " + Gb(m.allowance_bytes) + " GB allowance" : std::string();
-  if (m.fits) {
+  if (!m.host_fits) {
+    out << "\n  verdict: DOES NOT FIT: the " << m.node_host_bytes / std::max(m.cpu_bytes, 1.0)
+        << " ranks of a node need " << Gb(m.node_host_bytes) << " GB of host memory, the node has "
+        << Gb(m.host_memory_bytes) << " GB\n";
+  } else if (m.fits) {
     out << "\n  verdict: FITS: peak " << Gb(m.peak_bytes) << " GB" << allowance << " of " << Gb(hbm)
         << " GB HBM (" << Printf("%.0f %%", hbm > 0 ? 100 * needed / hbm : 0) << "), "
         << Gb(hbm - needed) << " GB free\n";
@@ -208,7 +226,7 @@ std::string RenderSimulateText(const SimulateResult& result) {
 
 Json SimulateToJson(const SimulateResult& r) {
   Json root = Json::object();
-  root["schema_version"] = 2;
+  root["schema_version"] = 3;
   root["layout"] = LayoutToJson(r.layout);
   root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
                     {"megatron_sp", r.engine.megatron_sp},
@@ -237,6 +255,11 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"allowance_bytes", m.allowance_bytes},
                     {"host_activations_bytes", m.host_activations_bytes},
                     {"cpu_bytes", m.cpu_bytes},
+                    {"node_host_bytes", m.node_host_bytes},
+                    {"host_memory_bytes", m.host_memory_bytes > 0 ? Json(m.host_memory_bytes) : Json()},
+                    {"host_fits", m.host_fits},
+                    {"optimizer_step_peak_bytes", m.optimizer_step_peak_bytes},
+                    {"hpz_secondary_bytes", m.hpz_secondary_bytes},
                     {"hbm_bytes", m.hbm_bytes},
                     {"fits", m.fits},
                     {"by_family", std::move(families)}};

@@ -218,6 +218,11 @@ double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backwa
   return TimeOf(op, RatesOf(cluster), backward).seconds;
 }
 
+double GpuOptimizerStepSeconds(const SimInput& input) {
+  return OptimizerPartitionParams(input) * kOptimizerBytesPerParam /
+         RatesOf(*input.cluster).hbm_bytes_per_second;
+}
+
 TimeReport EstimateStepTime(const SimInput& input) {
   return EstimateStepTime(input, StepTimeOptions{});
 }
@@ -271,7 +276,7 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   }
   for (const bool gathers : {true, false}) {
     for (PlannedCollective& p : planned) {
-      const bool is_gather = p.call.purpose == "zero3_all_gather_bwd";
+      const bool is_gather = p.call.purpose.ends_with("all_gather_bwd");  // zero3_, hpz_
       if (p.schedule == CommSchedule::kBackwardOverlap && is_gather == gathers) expose_per_micro(p);
     }
   }
@@ -303,8 +308,9 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     if (input.checkpointing.partition_activations || input.engine.megatron_sp) {
       per_layer /= std::max(plan.sizes.tp, 1);
     }
-    const double layers =
-        std::ceil(static_cast<double>(input.model->num_hidden_layers) / pp) - 1.0;
+    // PR #8282's engine keeps the stage's last layer input on the GPU; older paths move all.
+    const double layers = std::ceil(static_cast<double>(input.model->num_hidden_layers) / pp) -
+                          (input.checkpointing.keep_last_on_device() ? 1.0 : 0.0);
     const double one_way =
         std::max(layers, 0.0) * per_layer / input.cluster->host_to_device_bytes_per_second;
     checkpoint_copy = input.checkpointing.async_copy
@@ -337,8 +343,7 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   const OffloadTime offload = EstimateOffloadTime(input, micro.forward, micro.backward);
   report.offload_seconds = offload.total_seconds();
   if (!input.zero.offload_optimizer) {
-    report.optimizer_seconds = OptimizerPartitionParams(input) * kOptimizerBytesPerParam /
-                               RatesOf(*input.cluster).hbm_bytes_per_second;
+    report.optimizer_seconds = GpuOptimizerStepSeconds(input);
   }
   report.step_seconds = grad_accum * slowest + bubble + step_exposed + report.offload_seconds +
                         report.optimizer_seconds;

@@ -72,6 +72,11 @@ struct StepTimeOptions {
 /// fixed kernel overhead. What EstimateStepTime sums.
 double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward);
 
+/// Seconds of the fused GPU optimizer step over the rank's optimizer partition (the most loaded
+/// pipeline stage's): about 32 bytes per parameter through HBM. What the closed form and the
+/// schedule both charge when the optimizer is not offloaded.
+double GpuOptimizerStepSeconds(const SimInput& input);
+
 TimeReport EstimateStepTime(const SimInput& input);
 TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& options);
 

@@ -42,9 +42,19 @@ struct Layout {
 // (the full world under AutoTP, world / sp with sequence_parallel_size, the mpu's or pipeline's
 // data-parallel size), so validate accepts it. Settings outside the DeepSpeed config (pipeline
 // stages, Megatron's tensor parallelism, recompute) go under "_ds_plan", a comment to DeepSpeed.
+// What a candidate's DeepSpeed config says beyond the layout and the ZeRO stage.
+struct ConfigChoice {
+  int zero = 0;
+  Offload offload = Offload::kNone;
+  bool torch_autocast = false;
+  bool cpu_checkpointing = false;
+};
+
 Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, const Layout& l,
-                int zero, Offload offload, int64_t micro, int64_t gas, Recompute recompute,
+                const ConfigChoice& choice, int64_t micro, int64_t gas, Recompute recompute,
                 int virtual_stages, bool megatron_sp) {
+  const int zero = choice.zero;
+  const Offload offload = choice.offload;
   const bool megatron = o.engine != Engine::kDeepSpeed;
   Json c = Json::object();
   int64_t ws = world;
@@ -54,13 +64,20 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   c["train_micro_batch_size_per_gpu"] = micro;
   c["gradient_accumulation_steps"] = gas;
   c["gradient_clipping"] = 1.0;
-  c["bf16"] = {{"enabled", true}};
+  if (choice.torch_autocast) {
+    // runtime/torch_autocast.py: parameters stay fp32, Linear layers compute in bf16. No bf16
+    // section: releases before PR #7700 reject the two together.
+    c["torch_autocast"] = {{"enabled", true}, {"dtype", "bfloat16"}};
+  } else {
+    c["bf16"] = {{"enabled", true}};
+  }
   c["optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 3e-4}, {"weight_decay", 0.1}}}};
   Json z = {{"stage", zero}};
   if (zero > 0) z["overlap_comm"] = true;
   if (offload != Offload::kNone) z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (offload == Offload::kOptimizerAndParams) z["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   c["zero_optimization"] = z;
+  if (choice.cpu_checkpointing) c["activation_checkpointing"] = {{"cpu_checkpointing", true}};
   if (l.tp > 1 && !megatron) c["tensor_parallel"] = {{"autotp_size", l.tp}};
   if (l.sp > 1) c["sequence_parallel_size"] = l.sp;
   if (model.is_moe() && l.ep >= 1 && !megatron) {
@@ -87,8 +104,10 @@ bool Better(const TunedPlan& a, const TunedPlan& b) {
   if (a.rank_seconds() != b.rank_seconds()) return a.rank_seconds() < b.rank_seconds();
   // Deterministic tie-break: less memory, then the simpler layout.
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  return std::tie(a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages) <
-         std::tie(b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages);
+  return std::tie(a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages,
+                  a.torch_autocast, a.cpu_checkpointing) <
+         std::tie(b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages,
+                  b.torch_autocast, b.cpu_checkpointing);
 }
 
 std::string Percent(double x) {
@@ -106,12 +125,14 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.model = &model;
   in.cluster = &cluster;
   in.zero = ReadZeroSettings(config, o.deepspeed_version);
+  in.checkpointing = ReadCheckpointSettings(config, o.deepspeed_version);
+  in.precision = ReadPrecisionSettings(config);
   in.engine.engine = o.engine;
   in.engine.flash_attention = o.flash_attention;
   in.engine.deepspeed_version = o.deepspeed_version;
   in.workload.seq_len = o.seq_len;
   in.workload.convention = o.convention;
-  if (Fp32GradientBuffer(o.engine, true, zero)) in.workload.gradient_bytes_per_element = 4;
+  if (!in.precision.torch_autocast && Fp32GradientBuffer(o.engine, true, zero)) in.workload.gradient_bytes_per_element = 4;
   return in;
 }
 
@@ -214,6 +235,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   }
 
   std::vector<TunedPlan> kept;
+  const size_t keep = static_cast<size_t>(std::max({options.top, options.rerank, 1}));
   int64_t done = 0;
   for (const Layout& l : layouts) {
     if (progress) progress(done, static_cast<int64_t>(layouts.size()));
@@ -234,8 +256,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
       pin.mpu_tp = l.tp;
       pin.layout = RankLayout::kMegatron;
     }
-    Json layout_config = MakeConfig(model, options, world, l, 0, Offload::kNone, 1, 1,
-                                    Recompute::kNone, 1, false);
+    Json layout_config = MakeConfig(model, options, world, l, {}, 1, 1, Recompute::kNone, 1, false);
     auto plan = BuildPlan(layout_config, pin);
     if (!plan.ok()) continue;
     const int64_t dp = plan->derived.dp;
@@ -246,13 +267,33 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     // DeepSpeed's PipelineEngine takes ZeRO 0-1 only; Megatron-LM's distributed optimizer is
     // ZeRO-1's partitioning.
     const int max_zero = l.pp > 1 || options.engine == Engine::kMegatronLm ? 1 : 3;
+    std::vector<ConfigChoice> choices;
     for (int zero = 0; zero <= max_zero; ++zero) {
       for (Offload offload : {Offload::kNone, Offload::kOptimizer, Offload::kOptimizerAndParams}) {
         if (offload != Offload::kNone && (zero == 0 || megatron)) continue;
         if (offload == Offload::kOptimizerAndParams && zero != 3) continue;
+        for (bool autocast : {false, true}) {
+          // Megatron's engines bring their own mixed precision; at ZeRO-0 autocast's 4 + 4 + 8
+          // bytes equal mixed precision's 2 + 2 + 12 and its plans would only repeat bf16's.
+          if (autocast && (!options.search_autocast || megatron || zero == 0)) continue;
+          for (bool cpu_ckpt : {false, true}) {
+            // DeepSpeed's checkpointing API is Megatron-DeepSpeed's and the DeepSpeed engine's.
+            if (cpu_ckpt && (!options.search_cpu_checkpointing ||
+                             options.engine == Engine::kMegatronLm)) {
+              continue;
+            }
+            choices.push_back({zero, offload, autocast, cpu_ckpt});
+          }
+        }
+      }
+    }
+    for (const ConfigChoice& choice : choices) {
+      {
+        const int zero = choice.zero;
+        const Offload offload = choice.offload;
         // The validate rules decide; batch values are representative (micro 1) and re-derived below.
-        Json config = MakeConfig(model, options, world, l, zero, offload, 1, per_rank,
-                                 Recompute::kNone, 1, false);
+        Json config = MakeConfig(model, options, world, l, choice, 1, per_rank, Recompute::kNone, 1,
+                                 false);
         struct Variant {
           Recompute recompute;
           int64_t micro;
@@ -267,6 +308,9 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           }
         }
         for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          // Host-resident checkpoints exist only with full recompute (checkpointing.py saves the
+          // layer inputs of deepspeed.checkpointing.checkpoint).
+          if (choice.cpu_checkpointing && recompute != Recompute::kFull) continue;
           for (int64_t micro = 1; micro <= std::min(per_rank, options.max_micro_batch); micro *= 2) {
             if (per_rank % micro != 0) continue;
             for (int v : vs) {
@@ -316,6 +360,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           p.megatron_sp = v.megatron_sp;
           p.zero_stage = zero;
           p.offload = offload;
+          p.torch_autocast = choice.torch_autocast;
+          p.cpu_checkpointing = choice.cpu_checkpointing;
           p.recompute = v.recompute;
           p.micro_batch = v.micro;
           p.grad_accum = per_rank / v.micro;
@@ -325,10 +371,11 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           p.tokens_per_second = time.tokens_per_second;
           p.mfu = time.mfu;
           kept.push_back(std::move(p));
-          // Keep the candidate list small: only the best `top` can be printed.
-          if (kept.size() > static_cast<size_t>(4 * std::max(options.top, 1))) {
+          // Keep the candidate list small: only the best `top` can be printed, and the best
+          // `rerank` by the closed form are re-ranked by the schedule, whatever `top` is.
+          if (kept.size() > 4 * keep) {
             std::sort(kept.begin(), kept.end(), Better);
-            kept.resize(static_cast<size_t>(std::max(options.top, 1)));
+            kept.resize(keep);
           }
         }
       }
@@ -336,10 +383,10 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   }
   if (progress) progress(done, static_cast<int64_t>(layouts.size()));
   std::sort(kept.begin(), kept.end(), Better);
-  const size_t keep = static_cast<size_t>(std::max({options.top, options.rerank, 0}));
   if (kept.size() > keep) kept.resize(keep);
   for (auto& p : kept) {
-    p.config = MakeConfig(model, options, world, {p.tp, p.sp, p.ep, p.pp}, p.zero_stage, p.offload,
+    p.config = MakeConfig(model, options, world, {p.tp, p.sp, p.ep, p.pp},
+                          {p.zero_stage, p.offload, p.torch_autocast, p.cpu_checkpointing},
                           p.micro_batch, p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp);
   }
   // Re-rank the best by the event simulation: the plan printed first is the schedule's winner
@@ -354,7 +401,33 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     }
   }
   std::sort(kept.begin(), kept.end(), Better);
+  // torch_autocast changes numerics, not the layout: a plan that only repeats a better-ranked
+  // bf16 twin under autocast is dropped (fp32 parameters and gradients never need less memory or
+  // fewer bytes on the wire than 16-bit mixed precision), and a note says so.
+  int64_t twins = 0;
+  std::vector<TunedPlan> distinct;
+  for (TunedPlan& p : kept) {
+    const bool repeats = p.torch_autocast && std::any_of(distinct.begin(), distinct.end(), [&](const TunedPlan& q) {
+      return !q.torch_autocast &&
+             std::tie(q.tp, q.sp, q.ep, q.pp, q.virtual_stages, q.megatron_sp, q.zero_stage, q.offload,
+                      q.recompute, q.cpu_checkpointing, q.micro_batch) ==
+                 std::tie(p.tp, p.sp, p.ep, p.pp, p.virtual_stages, p.megatron_sp, p.zero_stage, p.offload,
+                          p.recompute, p.cpu_checkpointing, p.micro_batch);
+    });
+    if (repeats) {
+      ++twins;
+    } else {
+      distinct.push_back(std::move(p));
+    }
+  }
+  kept = std::move(distinct);
   if (kept.size() > static_cast<size_t>(std::max(options.top, 0))) kept.resize(static_cast<size_t>(options.top));
+  if (twins > 0) {
+    result.notes.push_back(std::to_string(twins) +
+                           " torch_autocast plan" + (twins == 1 ? "" : "s") +
+                           " left out: each ranks below the same plan in bf16 mixed precision (fp32 "
+                           "parameters and gradients: as much memory or more, more bytes to reduce)");
+  }
   if (!kept.empty()) {
     std::string source;
     const double ceiling = PublishedMfuCeiling(cluster.gpu.name, &source);

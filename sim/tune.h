@@ -37,6 +37,10 @@ struct TuneOptions {
   // the schedule covers them (DeepSpeed engine, no pipeline, a llama-family graph) and re-ranked by
   // that time, so closed form and schedule cannot disagree on the winner. 0 = off.
   int rerank = 10;
+  // Precision and activation-offload variants of each config: torch_autocast next to bf16 mixed
+  // precision (DeepSpeed engine) and cpu_checkpointing with full recompute (both DeepSpeed engines).
+  bool search_autocast = true;
+  bool search_cpu_checkpointing = true;
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();
 };
 
@@ -50,6 +54,10 @@ struct TunedPlan {
   int zero_stage = 0;
   Offload offload = Offload::kNone;
   Recompute recompute = Recompute::kNone;
+  // torch_autocast (bf16) instead of bf16 mixed precision: fp32 parameters and gradients.
+  bool torch_autocast = false;
+  // activation_checkpointing.cpu_checkpointing with full recompute: layer inputs in host memory.
+  bool cpu_checkpointing = false;
   int64_t micro_batch = 1, grad_accum = 1;
   double peak_bytes = 0;
   double hbm_bytes = 0;

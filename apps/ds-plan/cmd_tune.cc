@@ -52,18 +52,23 @@ std::string Text(const sim::TuneResult& r) {
   if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
   // "step s" is the closed form; "sched s" the event simulation the best plans are re-ranked by
   // ("-" where the schedule does not cover the plan); tokens/s and MFU follow the ranked time.
-  out += "rank   tp     pp  sp  ep    dp  zero  offload           recompute  micro   gas  peak GiB   step s  sched s   tokens/s    MFU\n";
+  // "prec" is bf16 mixed precision or torch_autocast; "full+cpu" is full recompute with the
+  // checkpointed layer inputs in host memory (activation_checkpointing.cpu_checkpointing).
+  out += "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas  peak GiB   step s  sched s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
     std::string recompute(sim::RecomputeName(p.recompute));
+    if (p.cpu_checkpointing) recompute += "+cpu";
+    const std::string precision = p.torch_autocast ? "autocast" : "bf16";
     // Megatron's SP and virtual stages ride on the tp and pp columns: "8s" = tp 8 with sequence
     // parallelism, "12v3" = 12 stages of 3 interleaved chunks.
     std::string tp = std::to_string(p.tp) + (p.megatron_sp ? "s" : "");
     std::string pp = std::to_string(p.pp) + (p.virtual_stages > 1 ? "v" + std::to_string(p.virtual_stages) : "");
     out += Pad(std::to_string(rank++), 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
            Pad(std::to_string(p.ep), 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
-           "  " + offload + std::string(18 - offload.size(), ' ') + recompute +
+           "  " + offload + std::string(18 - offload.size(), ' ') + precision +
+           std::string(10 - precision.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
            Pad(std::to_string(p.grad_accum), 6) + Pad(Fixed(p.peak_bytes / (1024.0 * 1024 * 1024), 1), 10) +
            Pad(Fixed(p.step_seconds, 3), 9) +
@@ -84,6 +89,8 @@ Json ToJson(const sim::TuneResult& r) {
                      {"zero_stage", p.zero_stage},
                      {"offload", sim::OffloadName(p.offload)},
                      {"recompute", sim::RecomputeName(p.recompute)},
+                     {"precision", p.torch_autocast ? "torch_autocast" : "bf16"},
+                     {"cpu_checkpointing", p.cpu_checkpointing},
                      {"micro_batch", p.micro_batch},
                      {"grad_accum", p.grad_accum},
                      {"peak_bytes", p.peak_bytes},
@@ -93,7 +100,7 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
-  return {{"schema_version", 2}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
+  return {{"schema_version", 3}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
           {"notes", r.notes}, {"rescheduled", r.rescheduled}};
 }

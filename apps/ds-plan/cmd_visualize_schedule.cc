@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,10 +123,29 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   auto schedule = sim::schedule::Simulate(*program, s->input, {.full = args.full, .slow_ranks = *slow});
   if (!schedule.ok()) return UsageError(schedule.error().message);
 
+  // cpu_checkpointing: the same step without it, for the memory curve it saves against.
+  std::optional<sim::schedule::Program> base_program;
+  std::optional<sim::schedule::Schedule> base_schedule;
+  if (s->input.checkpointing.cpu_checkpointing && s->input.workload.recompute == sim::Recompute::kFull) {
+    sim::SimInput without = s->input;
+    without.checkpointing.cpu_checkpointing = false;
+    without.checkpointing.async_copy = false;
+    auto p = sim::schedule::BuildProgram(*graph, without, {.micro_steps = args.micro_steps});
+    if (p.ok()) {
+      auto b = sim::schedule::Simulate(*p, without, {.full = args.full, .slow_ranks = *slow});
+      if (b.ok()) {
+        base_program = std::move(p).value();
+        base_schedule = std::move(b).value();
+      }
+    }
+  }
+  const sim::render::MemoryBaseline baseline{base_schedule ? &*base_schedule : nullptr,
+                                             "without cpu_checkpointing"};
+
   const std::string title = args.sim.config + " - " + s->model.model_type + " on " + std::to_string(s->world_size) +
                             " GPUs (" + s->cluster.name + "), " + std::to_string(program->micro_steps) + " micro-step" +
                             (program->micro_steps == 1 ? "" : "s");
-  const std::string contents = svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title)
+  const std::string contents = svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline)
                                    : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
   if (Status w = WriteFileAtomic(args.output, contents); !w.ok()) return UsageError(w.error().message);
 
@@ -157,6 +177,12 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   out << "memory peak        " << GiB(sum.peak_bytes) << " at " << Ms(sum.peak_at)
       << "   (cost model: " << GiB(model_memory.peak_bytes) << "; HBM " << GiB(s->cluster.gpu.hbm_bytes)
       << (sum.peak_bytes <= s->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
+  if (base_schedule) {
+    const sim::schedule::ScheduleSummary b = sim::schedule::Summarize(*base_program, *base_schedule, ranks->front());
+    out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << GiB(b.peak_bytes) << ": copies "
+        << (sum.peak_bytes < b.peak_bytes ? "save " + GiB(b.peak_bytes - sum.peak_bytes) : std::string("save nothing"))
+        << " at " << Ms(sum.step_seconds - b.step_seconds) << " of step time\n";
+  }
   out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";
   std::cout << out.str();
   std::cerr << "wrote " << args.output << "\n";

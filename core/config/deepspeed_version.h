@@ -45,6 +45,7 @@ inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};           // PR #820
 inline constexpr DeepSpeedVersion kAutoTpGradAllreduce{0, 19, 6};     // PR #8204: layer_specs[].grad_allreduce
 inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};     // PR #8232: gradient_allreduce_op
 inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};   // PR #8282: async cpu_checkpointing
+inline constexpr DeepSpeedVersion kOffloadPinMemoryDefault{0, 19, 5}; // PR #8207: offload pin_memory defaults to true
 }  // namespace ds_release
 
 }  // namespace dsp

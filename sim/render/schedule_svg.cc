@@ -57,7 +57,8 @@ std::string CategoryColor(const std::string& category) {
   static const std::pair<const char*, const char*> colors[] = {
       {"compute forward", "#9ecae1"}, {"compute backward", "#4292c6"}, {"recompute", "#c6dbef"},
       {"optimizer", "#969696"},       {"all_reduce", "#fb6a4a"},       {"all_gather", "#74c476"},
-      {"reduce_scatter", "#fd8d3c"},  {"all_to_all", "#9e9ac8"},       {"broadcast", "#bcbddc"}};
+      {"reduce_scatter", "#fd8d3c"},  {"all_to_all", "#9e9ac8"},       {"broadcast", "#bcbddc"},
+      {"checkpoint copy", "#e7ba52"}};
   for (const auto& [name, color] : colors) {
     if (category == name) return color;
   }
@@ -65,19 +66,25 @@ std::string CategoryColor(const std::string& category) {
 }
 
 std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
-                          const std::vector<int>& ranks, const std::string& title) {
+                          const std::vector<int>& ranks, const std::string& title,
+                          const MemoryBaseline& baseline) {
   std::set<int> stream_set;
   for (const schedule::Task& t : program.tasks) stream_set.insert(t.stream);
   const std::vector<int> streams(stream_set.begin(), stream_set.end());
-  const double span = schedule.step_seconds > 0 ? schedule.step_seconds : 1.0;
+  const schedule::Schedule* base = baseline.schedule;
+  double span = schedule.step_seconds > 0 ? schedule.step_seconds : 1.0;
+  if (base != nullptr) span = std::max(span, base->step_seconds);
   const double ms = span * 1e3;
   auto x = [&](double seconds) { return kLeft + kWidth * seconds / span; };
   // The memory curves share one scale from the lowest to the highest value of the shown ranks:
   // the resident model states would otherwise flatten what changes during the step.
   double peak = 0, low = -1;
   for (int r : ranks) {
-    peak = std::max(peak, schedule.Of(r).peak_bytes);
-    for (const auto& [t, bytes] : schedule.Of(r).memory) low = low < 0 ? bytes : std::min(low, bytes);
+    for (const schedule::Schedule* sc : {&schedule, base}) {
+      if (sc == nullptr) continue;
+      peak = std::max(peak, sc->Of(r).peak_bytes);
+      for (const auto& [t, bytes] : sc->Of(r).memory) low = low < 0 ? bytes : std::min(low, bytes);
+    }
   }
   if (low < 0 || low >= peak) low = 0;
   const double rank_height = kLane * static_cast<double>(streams.size()) + kMemoryHeight + 30;
@@ -135,6 +142,21 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
     out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
     out += "<line x1=\"" + Fmt(x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(x(tl.peak_at)) + "\" y2=\"" +
            Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";
+    if (base != nullptr) {
+      const schedule::RankTimeline& bt = base->Of(rank);
+      std::string line;
+      double before = bt.memory.empty() ? 0 : bt.memory.front().second;
+      for (const auto& [t, bytes] : bt.memory) {
+        line += (line.empty() ? "" : " ") + Fmt(x(t)) + "," + Fmt(yb(before)) + " " + Fmt(x(t)) + "," + Fmt(yb(bytes));
+        before = bytes;
+      }
+      line += " " + Fmt(x(span)) + "," + Fmt(yb(before));
+      out += "<polyline class=\"memory-baseline\" points=\"" + line +
+             "\" fill=\"none\" stroke=\"#525252\" stroke-width=\"0.8\" stroke-dasharray=\"4,2\"><title>" +
+             Escape(baseline.label) + ": peak " + Fmt(bt.peak_bytes / (1u << 30)) + " GiB</title></polyline>\n";
+      out += "<text x=\"20\" y=\"" + Fmt(my + 40) + "\" fill=\"#525252\">- - " + Escape(baseline.label) + " " +
+             Fmt(bt.peak_bytes / (1u << 30)) + " GiB</text>\n";
+    }
     out += "</g>\n";
   }
 

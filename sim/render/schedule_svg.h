@@ -13,8 +13,16 @@
 
 namespace dsp::sim::render {
 
+// A second memory curve drawn dashed over each rank's own: the same step simulated without some
+// setting (cpu_checkpointing's copies), so what the setting saves is visible where it is saved.
+struct MemoryBaseline {
+  const schedule::Schedule* schedule = nullptr;
+  std::string label;  // "without cpu_checkpointing"
+};
+
 std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
-                          const std::vector<int>& ranks, const std::string& title);
+                          const std::vector<int>& ranks, const std::string& title,
+                          const MemoryBaseline& baseline = {});
 
 // The colour of a task category (schedule::TaskCategory), shared by the SVG and its legend.
 std::string CategoryColor(const std::string& category);

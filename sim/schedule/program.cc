@@ -7,7 +7,9 @@
 
 #include "sim/graph/builder.h"
 #include "sim/memory_model.h"
+#include "sim/step_time.h"
 #include "sim/offload_time.h"
+#include "sim/comm_plan.h"
 #include "sim/schedule/op_cost.h"
 
 namespace dsp::sim::schedule {
@@ -71,7 +73,13 @@ class Builder {
     micro_steps_ = o_.micro_steps > 0 ? o_.micro_steps
                                       : static_cast<int>(std::max<int64_t>(in_.workload.grad_accum, 1));
     bpe_ = in_.workload.bytes_per_param;
+    wire_ = WireBytesPerElement(in_);
     memory_ = EstimateMemory(in_);
+    // cpu_checkpointing with full recompute: layer inputs copied to the host in forward and back
+    // before their recomputation (sim/memory_model.cc has the same keep-last rule).
+    pcie_ = in_.cluster->host_to_device_bytes_per_second;
+    offload_checkpoints_ = in_.workload.recompute == Recompute::kFull &&
+                           in_.checkpointing.cpu_checkpointing && pcie_ > 0;
     if (Status s = BindValues(); !s.ok()) return s.error();
     if (Status s = Analyse(); !s.ok()) return s.error();
 
@@ -235,6 +243,7 @@ class Builder {
 
   Status Forward(int m) {
     fwd_.clear();
+    offload_task_.clear();
     fwd_by_ordinal_.assign(compute_order_.size(), -1);
     std::map<int, double> gather_elements, largest;  // by first reader's forward ordinal
     for (const Node* gth : gathers_) {
@@ -253,6 +262,13 @@ class Builder {
         t.compute_seconds = info.forward_seconds;
         t.deps = deps;
         t.alloc_at_end = info.activation_bytes;
+        const bool layer_input = info.layer >= 0 && layer_first_[info.layer] == n;
+        // PR #8282's engine holds at most two GPU tensors whose copy is still running
+        // (max_fwd_stash_count=2): a layer waits for the copy of the layer two before it.
+        if (layer_input && offload_checkpoints_ && in_.checkpointing.async_copy) {
+          auto it = offload_task_.find(info.layer - 2);
+          if (it != offload_task_.end()) t.deps.push_back(it->second);
+        }
         // ZeRO-3: the last reader frees the gathered parameter.
         for (const Node* a : n->args) {
           if (IsParamGather(*a) && Readers(*a).back() == n) t.alloc_at_end -= ParamBytes(*a);
@@ -260,6 +276,16 @@ class Builder {
         const int id = Add(std::move(t));
         fwd_[n] = {id};
         fwd_by_ordinal_[static_cast<size_t>(info.fwd_ordinal)] = id;
+        if (layer_input && Offloaded(info.layer)) {
+          Task c{.name = "offload layer " + std::to_string(info.layer) + " input", .phase = Phase::kForward,
+                 .micro = m, .layer = info.layer,
+                 .stream = in_.checkpointing.async_copy ? kDeviceToHostStream : kComputeStream};
+          c.host_copy = true;
+          c.compute_seconds = info.activation_bytes / pcie_;
+          c.deps = {id};
+          c.alloc_at_end = -info.activation_bytes;  // the device copy is freed once on the host
+          offload_task_[info.layer] = Add(std::move(c));
+        }
       } else if (IsParamGather(*n)) {
         auto readers = Readers(*n);
         if (readers.empty()) continue;
@@ -297,6 +323,18 @@ class Builder {
     t.kind = (*cost)->kind;
     t.group = (*cost)->group;
     t.bytes = (*cost)->bytes;
+    if (IsParamGather(n)) {
+      const double elements = t.bytes / bpe_;
+      t.bytes = elements * wire_.param_gather;
+      if (in_.zero.stage == 3) {
+        if (in_.zero.quantized_weights) t.compute_seconds = QuantizationKernelSeconds(in_, elements);
+        if (in_.zero.mics_shard_size > 0) {
+          t.block = in_.zero.mics_shard_size;  // MiCS gathers inside the shard group
+        } else if (in_.zero.hpz_partition_size > 1 && (phase == Phase::kBackward || m > 0)) {
+          t.block = in_.zero.hpz_partition_size;  // hpZ: the secondary partition, after the first forward
+        }
+      }
+    }
     t.stream = StreamOf(t.group);
     t.deps = std::move(deps);
     if (IsAllToAll(n)) {  // send and receive buffers live for the call
@@ -327,10 +365,45 @@ class Builder {
     t.collective = true;
     t.kind = kind;
     t.group = group;
-    t.bytes = bpe_ * b.elements;
+    t.bytes = (group == GroupKind::kTp ? bpe_ : wire_.gradient) * b.elements;
     t.deps = b.deps;
     AddDeps(t.deps, extra_deps);
-    reductions_.push_back(Add(std::move(t)));
+    const int64_t gpn = std::max(in_.cluster->gpus_per_node, 1);
+    const bool zero3_scatter = in_.zero.stage == 3 && kind == CollectiveKind::kReduceScatter;
+    if (zero3_scatter && in_.zero.quantized_gradients && in_.plan->sizes.world > gpn) {
+      // qgZ: int4 all-to-all inside the node, then across nodes (all_to_all_quant_reduce).
+      const double elements = b.elements;
+      Task inter = t;
+      t.name = "qgz intra-node all_to_all grad bucket " + std::to_string(b.count - 1);
+      t.kind = inter.kind = CollectiveKind::kAllToAll;
+      t.block = gpn;
+      t.bytes = 0.5 * elements;
+      t.compute_seconds = QuantizationKernelSeconds(in_, elements);
+      const int first = Add(std::move(t));
+      inter.name = "qgz inter-node all_to_all grad bucket " + std::to_string(b.count - 1);
+      inter.block = gpn;
+      inter.strided = true;
+      inter.bytes = 0.5 * elements / static_cast<double>(std::min<int64_t>(gpn, in_.plan->sizes.world));
+      inter.deps = {first};
+      reductions_.push_back(Add(std::move(inter)));
+    } else if (zero3_scatter && in_.zero.mics_shard_size > 0) {
+      // MiCS: reduce-scatter in the shard group; at the boundary the shard all-reduced across
+      // the replicas (mics.py allreduce_mics_shard_grads).
+      t.block = in_.zero.mics_shard_size;
+      Task replicas = t;
+      const int scatter = Add(std::move(t));
+      reductions_.push_back(scatter);
+      if (m == micro_steps_ - 1) {
+        replicas.name = "all_reduce mics replicas grad bucket " + std::to_string(b.count - 1);
+        replicas.kind = CollectiveKind::kAllReduce;
+        replicas.strided = true;
+        replicas.bytes /= static_cast<double>(in_.zero.mics_shard_size);
+        replicas.deps = {scatter};
+        reductions_.push_back(Add(std::move(replicas)));
+      }
+    } else {
+      reductions_.push_back(Add(std::move(t)));
+    }
     b.elements = 0;
     b.deps.clear();
   }
@@ -390,10 +463,25 @@ class Builder {
         // Recompute before the first backward op of a layer (full) or of attention (selective).
         const Recompute rc = in_.workload.recompute;
         if (rc == Recompute::kFull && info.layer >= 0 && layer_last_[info.layer] == n) {
+          std::vector<int> recompute_deps = deps;
+          if (Offloaded(info.layer)) {
+            // The input comes back before the layer is recomputed: async, prefetched while the
+            // layer above is recomputed; blocking, on the compute stream just before.
+            const double bytes = info_[layer_first_[info.layer]].activation_bytes;
+            const bool async = in_.checkpointing.async_copy;
+            Task c{.name = "reload layer " + std::to_string(info.layer) + " input", .phase = Phase::kBackward,
+                   .micro = m, .layer = info.layer, .stream = async ? kHostToDeviceStream : kComputeStream};
+            c.host_copy = true;
+            c.compute_seconds = bytes / pcie_;
+            c.alloc_at_start = bytes;
+            auto above = recompute_task.find(info.layer + 1);
+            c.deps = async && above != recompute_task.end() ? std::vector<int>{above->second} : deps;
+            recompute_deps.push_back(Add(std::move(c)));
+          }
           Task r{.name = "recompute layer " + std::to_string(info.layer), .phase = Phase::kBackward,
                  .micro = m, .layer = info.layer};
           r.compute_seconds = layer_seconds_[info.layer];
-          r.deps = deps;
+          r.deps = recompute_deps;
           r.alloc_at_start = memory_.recompute_working_bytes;
           recompute_task[info.layer] = Add(std::move(r));
           deps = {recompute_task[info.layer]};
@@ -507,13 +595,13 @@ class Builder {
       t.name = "optimizer step (CPU offload)";
       t.compute_seconds = EstimateOffloadTime(in_, fwd, 2 * fwd).total_seconds();
     } else {
-      // The fused GPU optimizer streams the rank's partition: fp32 master and states read and
-      // written (2K bytes), the gradient read (4) and the 16-bit parameter written (2).
-      const double k = in_.workload.optimizer_state_bytes_per_param;
-      const double elements = k > 0 ? memory_.optimizer_states_bytes / k : 0;
-      t.compute_seconds = elements * (2 * k + 4 + 2) / hbm_rate_;
+      // The fused GPU optimizer streams the rank's partition (the closed form's figure).
+      t.compute_seconds = GpuOptimizerStepSeconds(in_);
     }
     t.deps = deps;
+    // The gradients the step flattens and casts to fp32 (memory_model.cc).
+    t.alloc_at_start = memory_.optimizer_step_transient_bytes;
+    t.alloc_at_end = -memory_.optimizer_step_transient_bytes;
     const int opt = Add(std::move(t));
     if (in_.zero.stage == 1 || in_.zero.stage == 2) {
       // Each rank stepped its partition; the updated 16-bit parameters are all-gathered.
@@ -545,6 +633,17 @@ class Builder {
   Program program_;
   int micro_steps_ = 1;
   double bpe_ = 2;
+  WireBytes wire_;
+  double pcie_ = 0;
+  bool offload_checkpoints_ = false;
+  std::map<int, int> offload_task_;  // layer -> its input's copy to the host, this micro-step
+  // Whether a layer's checkpointed input goes to the host: all of them, but the last with PR
+  // #8282's keep-last.
+  bool Offloaded(int layer) const {
+    if (!offload_checkpoints_ || layer < 0) return false;
+    const int last = layer_first_.empty() ? -1 : layer_first_.rbegin()->first;
+    return !(in_.checkpointing.keep_last_on_device() && layer == last);
+  }
   double flops_rate_ = 0, hbm_rate_ = 0;
   MemoryReport memory_;
   graph::SymbolValues values_;
@@ -567,6 +666,8 @@ class Builder {
 
 std::string StreamName(int stream) {
   if (stream == kComputeStream) return "compute";
+  if (stream == kDeviceToHostStream) return "copy d2h";
+  if (stream == kHostToDeviceStream) return "copy h2d";
   if (stream > kGroupKinds) return "reduce " + std::string(GroupKindName(static_cast<GroupKind>(stream - 1 - kGroupKinds)));
   return "comm " + std::string(GroupKindName(static_cast<GroupKind>(stream - 1)));
 }

@@ -29,7 +29,11 @@ inline constexpr int kComputeStream = 0;
 inline constexpr int kGroupKinds = 7;
 inline int StreamOf(GroupKind kind) { return 1 + static_cast<int>(kind); }
 inline int ReduceStreamOf(GroupKind kind) { return 1 + kGroupKinds + static_cast<int>(kind); }
-std::string StreamName(int stream);  // "compute", "comm tp", "comm dp", "reduce dp", ...
+// Host copies of cpu_checkpointing: PR #8282's offload engine copies on a side stream (one copy
+// engine each way); the blocking paths before it copy on the compute stream.
+inline constexpr int kDeviceToHostStream = 1 + 2 * kGroupKinds;
+inline constexpr int kHostToDeviceStream = 2 + 2 * kGroupKinds;
+std::string StreamName(int stream);  // "compute", "comm tp", "comm dp", "reduce dp", "copy d2h", ...
 
 struct Task {
   std::string name = {};  // "fwd layers_0_self_attn_q_proj", "bwd a2a_q_0", "reduce_scatter dp bucket 3"
@@ -38,11 +42,17 @@ struct Task {
   int layer = -1;     // decoder layer, -1 outside the layers
   int stream = kComputeStream;
   bool collective = false;
-  // Compute: seconds on one rank. Collective: what it moves; the simulator prices it on the
-  // issuing rank's group.
+  bool host_copy = false;  // a PCIe copy of checkpointed activations (cpu_checkpointing)
+  // Compute or host copy: seconds on one rank. Collective: what it moves; the simulator prices it
+  // on the issuing rank's group, plus compute_seconds of kernels around it (ZeRO++ quantization).
   double compute_seconds = 0;
   CollectiveKind kind = CollectiveKind::kAllReduce;
   GroupKind group = GroupKind::kTp;
+  // A collective on groups DeepSpeed carves out of the global ranks (hpZ, MiCS, qgZ): blocks of
+  // `block` consecutive ranks, or with `strided` the ranks at one position of every block
+  // (group_links.h DescribeRankBlocks). 0: the plan's `group` tables.
+  int64_t block = 0;
+  bool strided = false;
   double bytes = 0;
   std::vector<int> deps = {};  // earlier tasks that must finish first
   // Memory effects: added when the task starts / when it ends (negative frees).

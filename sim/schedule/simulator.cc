@@ -4,6 +4,7 @@
 #include <set>
 
 #include "sim/collectives.h"
+#include "sim/group_links.h"
 
 namespace dsp::sim::schedule {
 namespace {
@@ -141,6 +142,7 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
     }
   }
 
+  GroupLinkCache blocks;  // carved-out groups (hpZ, MiCS, qgZ), the same for every class
   const size_t n = program.tasks.size();
   s.classes.assign(static_cast<size_t>(classes), RankTimeline{});
   for (auto& t : s.classes) t.times.assign(n, TaskTime{});
@@ -155,15 +157,23 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
     }
     for (int c = 0; c < classes; ++c) {
       double start = ready[static_cast<size_t>(c)];
-      double seconds = task.compute_seconds * factor[static_cast<size_t>(c)];
+      // A slow rank computes slowly; its copies and collectives run at the links' speed.
+      double seconds = task.compute_seconds * (task.stream == kComputeStream ? factor[static_cast<size_t>(c)] : 1.0);
       if (task.collective) {
         auto it = groups[static_cast<size_t>(c)].find(task.group);
         if (it == groups[static_cast<size_t>(c)].end()) {
           return Error{"task '" + task.name + "' runs on " + std::string(GroupKindName(task.group)) +
                        " groups, which the plan does not have"};
         }
+        // Members of a carved-out group are a subset of the table's group: waiting for the whole
+        // group is exact for the symmetric ranks a plan has and conservative otherwise.
         for (int member : it->second.members) start = std::max(start, ready[static_cast<size_t>(member)]);
-        seconds = CollectiveSeconds(task.kind, it->second.size, task.bytes, it->second.link.at(task.kind));
+        if (task.block > 0) {
+          const GroupLinkInfo& g = blocks.GetBlocks(in, task.kind, task.block, task.strided);
+          seconds += g.size > 1 ? CollectiveSeconds(task.kind, g.size, task.bytes, g.link) : 0.0;
+        } else {
+          seconds += CollectiveSeconds(task.kind, it->second.size, task.bytes, it->second.link.at(task.kind));
+        }
       }
       TaskTime& t = s.classes[static_cast<size_t>(c)].times[i];
       t.start = start;

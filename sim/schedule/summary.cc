@@ -6,6 +6,7 @@ namespace dsp::sim::schedule {
 
 std::string TaskCategory(const Task& task) {
   if (task.collective) return std::string(CollectiveKindName(task.kind));
+  if (task.host_copy) return "checkpoint copy";
   if (task.phase == Phase::kOptimizer) return "optimizer";
   if (task.name.starts_with("recompute")) return "recompute";
   return task.phase == Phase::kForward ? "compute forward" : "compute backward";
@@ -32,7 +33,7 @@ ScheduleSummary Summarize(const Program& program, const Schedule& schedule, int 
     if (t.end <= t.start) continue;
     edges.push_back({t.start, static_cast<int>(i), true});
     edges.push_back({t.end, static_cast<int>(i), false});
-    if (program.tasks[i].collective) {
+    if (program.tasks[i].collective || program.tasks[i].host_copy) {
       s.communication_by_kind[TaskCategory(program.tasks[i])] += t.end - t.start;
     }
   }
@@ -59,7 +60,8 @@ ScheduleSummary Summarize(const Program& program, const Schedule& schedule, int 
     }
     prev = e.t;
     const Task& task = program.tasks[static_cast<size_t>(e.task)];
-    const bool on_compute = task.stream == kComputeStream;
+    // A blocking host copy holds the compute stream but is time the step waits on a transfer.
+    const bool on_compute = task.stream == kComputeStream && !task.host_copy;
     if (e.open) {
       if (on_compute) {
         ++compute_open;

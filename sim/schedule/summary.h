@@ -22,10 +22,10 @@ struct ScheduleSummary {
   int rank = 0;                  // the rank summarised
   double step_seconds = 0;
   double compute_seconds = 0;    // busy time of the compute stream
-  double exposed_communication_seconds = 0;  // a collective runs, the compute stream is idle
+  double exposed_communication_seconds = 0;  // a collective or host copy runs, no compute does
   double idle_seconds = 0;       // nothing runs (waiting for another rank)
-  std::map<std::string, double> exposed_by_kind;  // "all_reduce", ..., shares of overlapping calls
-  std::map<std::string, double> communication_by_kind;  // total time on the comm streams
+  std::map<std::string, double> exposed_by_kind;  // "all_reduce", ..., "checkpoint copy": shares of overlapping calls
+  std::map<std::string, double> communication_by_kind;  // total time of collectives and host copies
   double peak_bytes = 0;
   double peak_at = 0;
   // Critical path: the chain of tasks, last first, each the latest-finishing constraint of the
@@ -37,7 +37,7 @@ struct ScheduleSummary {
 ScheduleSummary Summarize(const Program& program, const Schedule& schedule, int rank);
 
 // Category of a task for summaries and colours: "compute forward", "compute backward",
-// "recompute", "optimizer", or its collective kind ("all_reduce", ...).
+// "recompute", "optimizer", "checkpoint copy", or its collective kind ("all_reduce", ...).
 std::string TaskCategory(const Task& task);
 
 }  // namespace dsp::sim::schedule

@@ -1,9 +1,11 @@
 // DeepSpeed settings that move memory and time reach the cost model in the direction and by the
 // amount DeepSpeed's source implies: torch_autocast (runtime/torch_autocast.py, PR #6993),
 // activation_checkpointing's partition_activations and cpu_checkpointing (checkpointing.py, PR
-// #8282's async copy and keep-last), communication_data_type.
+// #8282's async copy and keep-last, contiguous_memory_optimization), communication_data_type and
+// seq_parallel_communication_data_type, the node's host memory.
 #include <gtest/gtest.h>
 
+#include "sim/comm_plan.h"
 #include "sim/memory_model.h"
 #include "sim/step_time.h"
 #include "tests/sim/time_test_util.h"
@@ -56,6 +58,9 @@ TEST(ConfigEffectsTest, CpuCheckpointingMovesAllButTheLastLayerToTheHost) {
   EXPECT_DOUBLE_EQ(offloaded.host_activations_bytes, 31 * layer);
   EXPECT_DOUBLE_EQ(on_gpu.activations_bytes - offloaded.activations_bytes, 31 * layer);
   EXPECT_DOUBLE_EQ(offloaded.cpu_bytes - on_gpu.cpu_bytes, 31 * layer);
+  // Before 0.19.6 (copy_to_device, no offload engine) every layer's input goes, the last too.
+  c.input.checkpointing = ReadCheckpointSettings(config, DeepSpeedVersion{0, 19, 5});
+  EXPECT_DOUBLE_EQ(EstimateMemory(c.input).host_activations_bytes, 32 * layer);
   // Without recompute nothing is checkpointed, so nothing moves.
   c.input.workload.recompute = Recompute::kSelective;
   EXPECT_EQ(EstimateMemory(c.input).host_activations_bytes, 0);
@@ -73,8 +78,9 @@ TEST(ConfigEffectsTest, AsyncCheckpointCopiesHideWhereBlockingOnesCostTheCopy) {
   c.input.checkpointing = ReadCheckpointSettings(config, DeepSpeedVersion{0, 19, 6});
   ASSERT_TRUE(c.input.checkpointing.async_copy);
   const TimeReport async = EstimateStepTime(c.input);
-  // Blocking: 31 layer inputs to the host and back over PCIe (the test cluster's 55 GB/s).
-  const double copy = 2 * 31 * (2.0 * 4096 * 4096) / 55e9;
+  // Blocking (checkpointing.py's copy_to_device before PR #8282): all 32 layer inputs to the
+  // host and back over PCIe (the test cluster's 55 GB/s); there is no keep-last before 0.19.6.
+  const double copy = 2 * 32 * (2.0 * 4096 * 4096) / 55e9;
   EXPECT_NEAR(blocking.step_seconds - none, copy, 1e-12);
   EXPECT_NEAR(blocking.checkpoint_offload_seconds, copy, 1e-12);
   // Async: hidden behind this compute-heavy step.
@@ -111,6 +117,84 @@ TEST(ConfigEffectsTest, CommunicationDataTypeSetsTheGradientBytes) {
   EXPECT_EQ(c.input.precision.communication_bytes, 4);
   const double fp32 = Find(EstimateStepTime(c.input), "dp_grad_reduce")->seconds;
   EXPECT_GT(fp32, 1.9 * bf16);
+}
+
+// With sequence parallelism the engine's communication dtype becomes
+// seq_parallel_communication_data_type, "fp32" by default (engine.py, constants.py).
+TEST(ConfigEffectsTest, SequenceParallelGradientsReduceInTheirOwnDtype) {
+  const Json config = ParseJsonOrDie(R"({"sequence_parallel_size": 4, "zero_optimization": {"stage": 1}})");
+  SimCase c(config, 8, 8, "llama-3-8b.json");
+  c.input.precision = ReadPrecisionSettings(config);
+  EXPECT_EQ(WireBytesPerElement(c.input).gradient, 4);
+  const Json bf16 = ParseJsonOrDie(R"({"sequence_parallel_size": 4, "zero_optimization": {"stage": 1},
+      "seq_parallel_communication_data_type": "bf16"})");
+  c.input.precision = ReadPrecisionSettings(bf16);
+  EXPECT_EQ(WireBytesPerElement(c.input).gradient, 2);
+  // Without sequence parallelism the key changes nothing.
+  SimCase dp(ParseJsonOrDie(R"({"zero_optimization": {"stage": 1}})"), 8, 8, "llama-3-8b.json");
+  dp.input.precision = ReadPrecisionSettings(ParseJsonOrDie(R"({"seq_parallel_communication_data_type": "fp32"})"));
+  EXPECT_EQ(WireBytesPerElement(dp.input).gradient, 2);
+}
+
+// contiguous_memory_optimization copies the partitioned inputs into buffers of number_checkpoints
+// layers, allocated whole at the first checkpoint (checkpointing.py partition_activations).
+TEST(ConfigEffectsTest, ContiguousCheckpointBuffersHoldNumberCheckpointsLayers) {
+  const Json config = ParseJsonOrDie(R"({"tensor_parallel": {"autotp_size": 2},
+      "zero_optimization": {"stage": 1}, "activation_checkpointing": {"partition_activations": true,
+      "contiguous_memory_optimization": true, "number_checkpoints": 40}})");
+  SimCase c(config, 8, 8, "llama-3-8b.json");
+  c.input.workload.recompute = Recompute::kFull;
+  c.input.checkpointing = ReadCheckpointSettings(config, DeepSpeedVersion::Newest());
+  ASSERT_TRUE(c.input.checkpointing.contiguous_memory);
+  EXPECT_EQ(c.input.checkpointing.number_checkpoints, 40);
+  const MemoryReport contiguous = EstimateMemory(c.input);
+  c.input.checkpointing.contiguous_memory = false;
+  const MemoryReport plain = EstimateMemory(c.input);
+  EXPECT_DOUBLE_EQ(contiguous.activations_bytes - plain.activations_bytes,
+                   8 * plain.layer_activations_bytes.front());  // 40 buffers for 32 layers
+  // checkpointing.configure asserts partition_activations for it: without, it is not read.
+  const Json whole = ParseJsonOrDie(R"({"activation_checkpointing": {"contiguous_memory_optimization": true,
+      "number_checkpoints": 40}})");
+  EXPECT_FALSE(ReadCheckpointSettings(whole, DeepSpeedVersion::Newest()).contiguous_memory);
+}
+
+// Only the lower_precision_safe_modules' parameters carry the autocast comm_dtype
+// (torch_autocast.py init_autocast_params); a list without torch.nn.Linear reduces in fp32.
+TEST(ConfigEffectsTest, AutocastSafeModulesDecideTheWireDtype) {
+  const Json def = ParseJsonOrDie(R"({"zero_optimization": {"stage": 2},
+      "torch_autocast": {"enabled": true, "dtype": "bfloat16"}})");
+  SimCase c(def, 8, 8, "llama-3-8b.json");
+  c.input.precision = ReadPrecisionSettings(def);
+  // nn.Embedding and the norms are not Linear: fp32. lm_head is a Linear: bf16.
+  const double psi = 8'030'261'248, fp32 = 128256.0 * 4096 + 65 * 4096;
+  EXPECT_NEAR(WireBytesPerElement(c.input).gradient, 2 * (1 - fp32 / psi) + 4 * fp32 / psi, 1e-12);
+  const Json conv = ParseJsonOrDie(R"({"zero_optimization": {"stage": 2}, "torch_autocast": {"enabled": true,
+      "dtype": "bfloat16", "lower_precision_safe_modules": ["torch.nn.Conv1d"]}})");
+  c.input.precision = ReadPrecisionSettings(conv);
+  EXPECT_FALSE(c.input.precision.autocast_linear_low_precision);
+  EXPECT_EQ(WireBytesPerElement(c.input).gradient, 4);
+  const Json linear = ParseJsonOrDie(R"({"torch_autocast": {"enabled": true,
+      "lower_precision_safe_modules": ["torch.nn.Linear"]}})");
+  EXPECT_TRUE(ReadPrecisionSettings(linear).autocast_linear_low_precision);
+}
+
+// A node's host memory is shared by its ranks' offloaded states and host checkpoints.
+TEST(ConfigEffectsTest, HostCheckpointsMustFitTheNodesHostMemory) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 1},
+      "activation_checkpointing": {"cpu_checkpointing": true}})");
+  SimCase c(config, 8, 8, "llama-3-8b.json");
+  c.input.workload.recompute = Recompute::kFull;
+  c.input.checkpointing = ReadCheckpointSettings(config, DeepSpeedVersion::Newest());
+  const double per_rank = 31 * 2.0 * 4096 * 4096;
+  c.cluster.host_memory_bytes = 8 * per_rank + 1;
+  MemoryReport m = EstimateMemory(c.input);
+  EXPECT_DOUBLE_EQ(m.node_host_bytes, 8 * per_rank);
+  EXPECT_TRUE(m.host_fits);
+  EXPECT_TRUE(m.fits);
+  c.cluster.host_memory_bytes = 8 * per_rank - 1;
+  m = EstimateMemory(c.input);
+  EXPECT_FALSE(m.host_fits);
+  EXPECT_FALSE(m.fits);
 }
 
 }  // namespace

@@ -23,7 +23,16 @@ struct ScheduleCase {
 
   ScheduleCase(const std::string& config_file, int world, int gpus_per_node, const std::string& model_file,
                int64_t micro_batch = 1, int64_t seq_len = 2048, int64_t grad_accum = 1)
-      : config(dsp::testing::LoadSampleConfig(config_file)) {
+      : ScheduleCase(InlineConfig{dsp::testing::LoadSampleConfig(config_file)}, world, gpus_per_node,
+                     model_file, micro_batch, seq_len, grad_accum) {}
+
+  // A config written in the test rather than a sample file.
+  struct InlineConfig {
+    Json json;
+  };
+  ScheduleCase(InlineConfig inline_config, int world, int gpus_per_node, const std::string& model_file,
+               int64_t micro_batch, int64_t seq_len, int64_t grad_accum)
+      : config(std::move(inline_config.json)) {
     sim = std::make_unique<dsp::testing::SimCase>(config, world, gpus_per_node, model_file);
     sim->input.zero = ReadZeroSettings(config);
     sim->input.workload.micro_batch = micro_batch;

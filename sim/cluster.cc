@@ -165,6 +165,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   c.cpu_optimizer_params_per_second = kDefaultCpuOptimizerParamsPerSecond;
   root.Number("cpu_optimizer_params_per_second", &c.cpu_optimizer_params_per_second, false);
   root.Number("host_memory_bytes", &c.host_memory_bytes, false);
+  root.Number("pageable_copy_bytes_per_second", &c.pageable_copy_bytes_per_second, false);
   root.Object("efficiency", false, [&](ObjectReader& r) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);

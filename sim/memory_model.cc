@@ -355,10 +355,13 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
                                                                              : r.zero_group_size);
       partition += params.count[static_cast<size_t>(f)] / std::max(n, 1.0);
     }
+    // The master weights' dtype: fp32, or bf16 with bf16_master_weights_and_grads.
+    const double master = in.precision.low_precision_master ? 2.0 : 4.0;
     if (zero_stage == 3) {
-      // One sub group at a time: flattened in the gradients' dtype, then cast to fp32.
-      r.optimizer_step_transient_bytes = (grad_bytes + 4.0) * std::min(partition, in.zero.sub_group_size);
-    } else if (grad_bytes < 4.0) {
+      // One sub group at a time: flattened in the gradients' dtype, then cast to the master's.
+      r.optimizer_step_transient_bytes =
+          (grad_bytes + (master > grad_bytes ? master : 0.0)) * std::min(partition, in.zero.sub_group_size);
+    } else if (grad_bytes < master) {
       // The whole partition cast to fp32 (a no-op cast when the gradients are fp32 already).
       r.optimizer_step_transient_bytes = 4.0 * partition;
     }

@@ -19,8 +19,10 @@ OffloadTime EstimateOffloadTime(const SimInput& input, double forward_seconds, d
 
   // A copy to or from pageable host memory returns only when done (CUDA Runtime API, "API
   // synchronization behavior"): without pin_memory nothing hides it.
-  auto hidden = [](double copy, double window, bool pinned) {
-    return pinned ? std::max(0.0, copy - window) : copy;
+  // They go through a staging buffer, slower (Cluster::PageableCopyBytesPerSecond).
+  const double pageable_factor = pcie / std::max(input.cluster->PageableCopyBytesPerSecond(), 1e-9);
+  auto hidden = [&](double copy, double window, bool pinned) {
+    return pinned ? std::max(0.0, copy - window) : copy * pageable_factor;
   };
   if (zero.offload_optimizer) {
     // The offloaded share of the partition: its 16-bit gradients go to the host as backward
@@ -51,7 +53,7 @@ OffloadTime EstimateOffloadTime(const SimInput& input, double forward_seconds, d
       }
     }
     t.cpu_optimizer_seconds = share / cpu_rate;
-    t.parameters_to_device_seconds = copy;
+    t.parameters_to_device_seconds = pinned ? copy : copy * pageable_factor;
   }
   if (zero.offload_param && zero.stage == 3) {
     // ZeRO-Infinity keeps the 16-bit partition on the host: every forward and every backward of

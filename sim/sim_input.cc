@@ -159,6 +159,12 @@ PrecisionSettings ReadPrecisionSettings(const Json& config) {
     return 0;
   };
   p.communication_bytes = dtype_bytes("/communication_data_type");
+  // bf16 master weights and gradients, optionally bf16 optimizer states (ZeRO 1-3, PR #7700).
+  const bool zero = ReadParallelConfig(v).zero_stage.or_default(0) >= 1;
+  p.low_precision_master = zero && ds_semantics::Bf16Enabled(v) &&
+                           ds_semantics::PydanticBool(v, "/bf16/bf16_master_weights_and_grads", false).value_or(false);
+  p.bf16_optimizer_states = p.low_precision_master &&
+                            ds_semantics::PydanticBool(v, "/bf16/bf16_optimizer_states", false).value_or(false);
   if (const double sp = dtype_bytes("/seq_parallel_communication_data_type"); sp > 0) {
     p.seq_parallel_communication_bytes = sp;
   }
@@ -214,8 +220,22 @@ double ReadOptimizerStateBytes(const Json& config) {
     auto momentum = v.Number("/optimizer/params/momentum");
     return momentum.present() && momentum.value != 0 ? 8 : 4;
   }
-  if (t == "lion" || t == "adagrad" || t == "rmsprop") return 8;  // one state
-  return 12;  // Adam, AdamW, FusedAdam, CPUAdam, LAMB, 1-bit Adam/LAMB, 0/1 Adam: two states
+  double k = 12;  // Adam, AdamW, FusedAdam, CPUAdam, LAMB, 1-bit Adam/LAMB, 0/1 Adam: two states
+  if (t == "lion" || t == "adagrad" || t == "rmsprop") k = 8;  // one state
+  return k;
+}
+
+double ReadOptimizerStateBytes(const Json& config, const PrecisionSettings& precision) {
+  double k = ReadOptimizerStateBytes(config);
+  if (precision.low_precision_master) {
+    // bf16.bf16_master_weights_and_grads (PR #7700): a bf16 master copy (2 bytes, not 4);
+    // bf16_optimizer_states also keeps the moments in bf16 (base_optimizer.py
+    // _configure_master_weights, engine.py's DeepSpeedCPUAdam fp32_optimizer_states=False).
+    double states = k - 4;
+    if (precision.bf16_optimizer_states) states /= 2;
+    k = 2 + states;
+  }
+  return k;
 }
 
 }  // namespace dsp::sim

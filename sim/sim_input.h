@@ -67,6 +67,9 @@ ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& versio
 // Workload::optimizer_state_bytes_per_param for the config's optimizer section (12, Adam, when the
 // optimizer is absent or unknown: DeepSpeed's client optimizers are almost always Adam variants).
 double ReadOptimizerStateBytes(const Json& config);
+struct PrecisionSettings;
+// The same with bf16 master weights (2 bytes instead of 4) and bf16 moments (half) applied.
+double ReadOptimizerStateBytes(const Json& config, const PrecisionSettings& precision);
 
 // Which training framework runs the plan. They share DeepSpeed's ZeRO but differ in how the
 // model is split and scheduled (docs/cost-model.md "Engines").
@@ -138,6 +141,10 @@ struct PrecisionSettings {
   // is torch.autocast's op policy either way.
   bool autocast_linear_low_precision = true;
   double autocast_bytes = 2;  // torch_autocast.dtype: 2 (bf16/fp16), 4 for fp32
+  // bf16.bf16_master_weights_and_grads (ZeRO 1-3, PR #7700): the optimizer's master weights and
+  // gradient partition in bf16; bf16_optimizer_states: the moments too.
+  bool low_precision_master = false;
+  bool bf16_optimizer_states = false;
 };
 PrecisionSettings ReadPrecisionSettings(const Json& config);
 

@@ -219,8 +219,11 @@ double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backwa
 }
 
 double GpuOptimizerStepSeconds(const SimInput& input) {
-  return OptimizerPartitionParams(input) * kOptimizerBytesPerParam /
-         RatesOf(*input.cluster).hbm_bytes_per_second;
+  // kOptimizerBytesPerParam for Adam's K = 12; in general the K bytes of master weights and
+  // states read and written, plus 8 (gradient, 16-bit weight, norm and overflow checks).
+  const double k = input.workload.optimizer_state_bytes_per_param;
+  const double bytes = k > 0 ? 2 * k + 8 : kOptimizerBytesPerParam;
+  return OptimizerPartitionParams(input) * bytes / RatesOf(*input.cluster).hbm_bytes_per_second;
 }
 
 TimeReport EstimateStepTime(const SimInput& input) {
@@ -311,8 +314,11 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     // PR #8282's engine keeps the stage's last layer input on the GPU; older paths move all.
     const double layers = std::ceil(static_cast<double>(input.model->num_hidden_layers) / pp) -
                           (input.checkpointing.keep_last_on_device() ? 1.0 : 0.0);
-    const double one_way =
-        std::max(layers, 0.0) * per_layer / input.cluster->host_to_device_bytes_per_second;
+    // PR #8282's engine copies to pinned buffers; the blocking paths (copy_to_device's
+    // `.to('cpu')`, the partition path's unpinned buffers) to pageable memory.
+    const double rate = input.checkpointing.async_copy ? input.cluster->host_to_device_bytes_per_second
+                                                       : input.cluster->PageableCopyBytesPerSecond();
+    const double one_way = std::max(layers, 0.0) * per_layer / rate;
     checkpoint_copy = input.checkpointing.async_copy
                           ? std::max(0.0, one_way - micro.forward) + std::max(0.0, one_way - micro.backward)
                           : 2.0 * one_way;

@@ -127,6 +127,7 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.zero = ReadZeroSettings(config, o.deepspeed_version);
   in.checkpointing = ReadCheckpointSettings(config, o.deepspeed_version);
   in.precision = ReadPrecisionSettings(config);
+  in.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(config, in.precision);
   in.engine.engine = o.engine;
   in.engine.flash_attention = o.flash_attention;
   in.engine.deepspeed_version = o.deepspeed_version;
@@ -402,8 +403,9 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   }
   std::sort(kept.begin(), kept.end(), Better);
   // torch_autocast changes numerics, not the layout: a plan that only repeats a better-ranked
-  // bf16 twin under autocast is dropped (fp32 parameters and gradients never need less memory or
-  // fewer bytes on the wire than 16-bit mixed precision), and a note says so.
+  // bf16 twin under autocast is dropped, and a note says so. Autocast can rank first: its Linear
+  // gradients reduce in bf16 where sequence parallelism makes mixed precision reduce in fp32
+  // (stage3.py buckets by each parameter's comm_dtype under autocast).
   int64_t twins = 0;
   std::vector<TunedPlan> distinct;
   for (TunedPlan& p : kept) {
@@ -425,8 +427,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   if (twins > 0) {
     result.notes.push_back(std::to_string(twins) +
                            " torch_autocast plan" + (twins == 1 ? "" : "s") +
-                           " left out: each ranks below the same plan in bf16 mixed precision (fp32 "
-                           "parameters and gradients: as much memory or more, more bytes to reduce)");
+                           " left out: each ranks below the same plan in bf16 mixed precision (its fp32 "
+                           "parameters and gradients need as much memory or more)");
   }
   if (!kept.empty()) {
     std::string source;

@@ -155,7 +155,7 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   const sim::MemoryReport model_memory = sim::EstimateMemory(s->input);
   std::ostringstream out;
   const size_t classes = schedule->representative.size();
-  out << "schedule: " << args.sim.config << ", " << s->world_size << " ranks ("
+  out << "schedule: " << args.sim.config << ", " << s->world_size << (s->world_size == 1 ? " rank (" : " ranks (")
       << (args.full ? "all simulated" : std::to_string(classes) + " rank class" + (classes == 1 ? "" : "es") + " simulated")
       << "), " << program->micro_steps << " micro-step" << (program->micro_steps == 1 ? "" : "s") << ", "
       << program->tasks.size() << " tasks per rank\n";

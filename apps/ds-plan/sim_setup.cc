@@ -211,7 +211,8 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   s->grad_accum = batch->accum;
 
   ConfigView view(s->config);
-  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view)) {
+  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
+      !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
     s->notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
   }
   if (s->model.assumed_llama_like) {
@@ -224,7 +225,8 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   input.cluster = &s->cluster;
   input.workload.seq_len = seq_len;
   input.workload.micro_batch = batch->micro;
-  input.workload.optimizer_state_bytes_per_param = sim::ReadOptimizerStateBytes(s->config);
+  input.precision = sim::ReadPrecisionSettings(s->config);
+  input.workload.optimizer_state_bytes_per_param = sim::ReadOptimizerStateBytes(s->config, input.precision);
   input.workload.grad_accum = batch->accum;
   input.workload.recompute = args.recompute == "full"        ? sim::Recompute::kFull
                              : args.recompute == "selective" ? sim::Recompute::kSelective
@@ -234,7 +236,6 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code)
   input.engine = *engine;
   input.zero = sim::ReadZeroSettings(s->config, engine->deepspeed_version);
   input.checkpointing = sim::ReadCheckpointSettings(s->config, engine->deepspeed_version);
-  input.precision = sim::ReadPrecisionSettings(s->config);
   // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
   // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
   // fp32 asks for it explicitly.

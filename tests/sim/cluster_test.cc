@@ -110,6 +110,26 @@ TEST(ClusterTest, EfficiencyDefaultsWhenAbsent) {
   EXPECT_DOUBLE_EQ(ParseCluster(doc)->efficiency.memory, 0.8);
 }
 
+// Host memory per node and the pageable-copy rate are optional; the pageable rate defaults to PCIe
+// / 6 (DeepSpeed PR #5301's measured speed-up of pinned over pageable copies).
+TEST(ClusterTest, HostMemoryAndPageableCopyRate) {
+  Json doc = LoadPreset("h100-sxm.json");
+  Result<Cluster> c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->host_memory_bytes, 2e12);
+  EXPECT_DOUBLE_EQ(c->PageableCopyBytesPerSecond(), 50e9 / 6);
+  doc["pageable_copy_bytes_per_second"] = 12e9;
+  doc.erase("host_memory_bytes");
+  EXPECT_TRUE(MatchesSchema(doc));
+  c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->PageableCopyBytesPerSecond(), 12e9);
+  EXPECT_EQ(c->host_memory_bytes, 0);  // not given: not checked
+  doc["host_memory_bytes"] = -1;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/host_memory_bytes: must be greater than 0, got -1");
+}
+
 TEST(ClusterTest, MissingKeyNamesThePointer) {
   Json doc = LoadPreset("h100-sxm.json");
   doc["gpu"].erase("hbm_bytes");

@@ -78,9 +78,10 @@ TEST(ConfigEffectsTest, AsyncCheckpointCopiesHideWhereBlockingOnesCostTheCopy) {
   c.input.checkpointing = ReadCheckpointSettings(config, DeepSpeedVersion{0, 19, 6});
   ASSERT_TRUE(c.input.checkpointing.async_copy);
   const TimeReport async = EstimateStepTime(c.input);
-  // Blocking (checkpointing.py's copy_to_device before PR #8282): all 32 layer inputs to the
-  // host and back over PCIe (the test cluster's 55 GB/s); there is no keep-last before 0.19.6.
-  const double copy = 2 * 32 * (2.0 * 4096 * 4096) / 55e9;
+  // Blocking (checkpointing.py's copy_to_device before PR #8282): all 32 layer inputs to pageable
+  // host memory and back (`.to('cpu')`: the test cluster's 55 GB/s PCIe / 6, the default pageable
+  // rate); there is no keep-last before 0.19.6.
+  const double copy = 2 * 32 * (2.0 * 4096 * 4096) / (55e9 / 6);
   EXPECT_NEAR(blocking.step_seconds - none, copy, 1e-12);
   EXPECT_NEAR(blocking.checkpoint_offload_seconds, copy, 1e-12);
   // Async: hidden behind this compute-heavy step.
@@ -195,6 +196,31 @@ TEST(ConfigEffectsTest, HostCheckpointsMustFitTheNodesHostMemory) {
   m = EstimateMemory(c.input);
   EXPECT_FALSE(m.host_fits);
   EXPECT_FALSE(m.fits);
+}
+
+// bf16 master weights (PR #7700, base_optimizer.py _configure_master_weights): a 2-byte master
+// copy, and with bf16_optimizer_states 2-byte moments; bf16 gradients need no cast at the step.
+TEST(ConfigEffectsTest, Bf16MasterWeightsAndOptimizerStatesShrinkTheOptimizerPartition) {
+  const Json both = ParseJsonOrDie(R"({"zero_optimization": {"stage": 1}, "optimizer": {"type": "AdamW"},
+      "bf16": {"enabled": true, "bf16_master_weights_and_grads": true, "bf16_optimizer_states": true}})");
+  const Json master = ParseJsonOrDie(R"({"zero_optimization": {"stage": 1}, "optimizer": {"type": "AdamW"},
+      "bf16": {"enabled": true, "bf16_master_weights_and_grads": true}})");
+  EXPECT_EQ(ReadOptimizerStateBytes(both, ReadPrecisionSettings(both)), 6);
+  EXPECT_EQ(ReadOptimizerStateBytes(master, ReadPrecisionSettings(master)), 10);
+  // ZeRO-0 has no ZeRO optimizer to take them.
+  const Json zero0 = ParseJsonOrDie(R"({"bf16": {"enabled": true, "bf16_master_weights_and_grads": true}})");
+  EXPECT_FALSE(ReadPrecisionSettings(zero0).low_precision_master);
+  SimCase c(both, 8, 8, "llama-3-8b.json");
+  c.input.precision = ReadPrecisionSettings(both);
+  c.input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(both, c.input.precision);
+  const MemoryReport m = EstimateMemory(c.input);
+  const double psi = 8'030'261'248;
+  EXPECT_NEAR(m.optimizer_states_bytes, 6 * psi / 8, 1);
+  EXPECT_EQ(m.optimizer_step_transient_bytes, 0);
+  // The GPU optimizer streams 2K + 8 bytes per parameter of its partition: 20 instead of 32.
+  const double bf16_step = GpuOptimizerStepSeconds(c.input);
+  c.input.workload.optimizer_state_bytes_per_param = 12;
+  EXPECT_NEAR(bf16_step / GpuOptimizerStepSeconds(c.input), 20.0 / 32.0, 1e-12);
 }
 
 }  // namespace

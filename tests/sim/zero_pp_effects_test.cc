@@ -198,7 +198,8 @@ TEST(ZeroSettingsEffectTest, UnpinnedOffloadBuffersExposeEveryCopy) {
   c.input.workload.grad_accum = 4;
   c.cluster.cpu_optimizer_params_per_second = 5e8;
   const double copy = 2 * kPsi / 8 / 55e9;
-  EXPECT_NEAR(EstimateOffloadTime(c.input, 0.1, 10.0).gradients_to_host_seconds, 8 * copy, 1e-12);
+  // Eight copies, each at the pageable rate (the cluster's default: PCIe / 6), none hidden.
+  EXPECT_NEAR(EstimateOffloadTime(c.input, 0.1, 10.0).gradients_to_host_seconds, 8 * copy * 6, 1e-9);
   c.input.zero.optimizer_pin_memory = true;
   EXPECT_EQ(EstimateOffloadTime(c.input, 0.1, 10.0).gradients_to_host_seconds, 0);
 }

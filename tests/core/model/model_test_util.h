@@ -30,6 +30,7 @@ inline ModelSpec ParsePresetOrDie(const std::string& file) {
 
 inline constexpr const char* kModelPresets[] = {
     "llama-3-8b.json",      "llama-3-70b.json", "mixtral-8x7b.json", "qwen3-30b-a3b.json",
-    "qwen2-moe-a2.7b.json", "gpt3-175b.json",   "tiny-llama.json",   "tiny-moe.json"};
+    "qwen2-moe-a2.7b.json", "gpt3-175b.json",   "tiny-llama.json",   "tiny-moe.json",
+    "qwen3-8b.json"};
 
 }  // namespace dsp::testing

@@ -64,6 +64,16 @@ TEST(ParamCountTest, Qwen3_30B_A3B) {
   EXPECT_EQ(c.by_family[ParamFamily::kNorm], 48LL * (2 * 2048 + 2 * 128) + 2048);
 }
 
+TEST(ParamCountTest, Qwen3_8B) {
+  ParamCounts c = CountParameters(ParsePresetOrDie("qwen3-8b.json"));
+  // The checkpoint's 8,190,735,360: 36 layers x (attention 41,943,040 + MLP 150,994,944 + norms
+  // 2 x 4096 + q/k norms 2 x 128) + untied embedding and lm_head 2 x 151936 x 4096 + final norm;
+  // 6.95B without the embeddings (Qwen3 technical report).
+  EXPECT_EQ(c.total, 8'190'735'360);
+  EXPECT_EQ(c.total - c.by_family[ParamFamily::kEmbedding] - c.by_family[ParamFamily::kLmHead],
+            6'946'075'648);
+}
+
 TEST(ParamCountTest, Qwen15MoeA27B) {
   ParamCounts c = CountParameters(ParsePresetOrDie("qwen2-moe-a2.7b.json"));
   EXPECT_EQ(c.total, 14'315'784'192);            // "14.3B parameters in total"

@@ -48,11 +48,11 @@ TEST(CheckpointOffloadScheduleTest, AsyncCopiesRunBesideComputeAndBlockingOnesOn
   EXPECT_EQ(copies(async.program, "reload layer", kHostToDeviceStream), 31);
   EXPECT_EQ(copies(blocking.program, "offload layer", kComputeStream), 32);
   EXPECT_EQ(copies(blocking.program, "reload layer", kComputeStream), 32);
-  // One layer input is 2 T h bytes (4 x 4096 tokens); each crosses PCIe (the test cluster's
-  // 55 GB/s) both ways.
-  const double layer = 2.0 * 4 * 4096 * 4096, pcie = 55e9;
-  EXPECT_NEAR(blocking.schedule.step_seconds - none.schedule.step_seconds, 2 * 32 * layer / pcie,
-              0.02 * 2 * 32 * layer / pcie);
+  // One layer input is 2 T h bytes (4 x 4096 tokens); each crosses PCIe both ways: pinned at the
+  // test cluster's 55 GB/s with the offload engine, pageable (55 / 6 GB/s) before it.
+  const double layer = 2.0 * 4 * 4096 * 4096, pcie = 55e9, pageable = pcie / 6;
+  EXPECT_NEAR(blocking.schedule.step_seconds - none.schedule.step_seconds, 2 * 32 * layer / pageable,
+              0.02 * 2 * 32 * layer / pageable);
   EXPECT_LT(async.schedule.step_seconds - none.schedule.step_seconds, 0.1 * 2 * 31 * layer / pcie);
   // The device peak falls by about the inputs that went to the host.
   const double saved = none.schedule.Of(0).peak_bytes - async.schedule.Of(0).peak_bytes;

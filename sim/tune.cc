@@ -237,6 +237,9 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
 
   std::vector<TunedPlan> kept;
   const size_t keep = static_cast<size_t>(std::max({options.top, options.rerank, 1}));
+  // The keep-th best valid plan so far, once there are that many: what a config must beat.
+  TunedPlan floor_plan;
+  const TunedPlan* floor = nullptr;
   int64_t done = 0;
   for (const Layout& l : layouts) {
     if (progress) progress(done, static_cast<int64_t>(layouts.size()));
@@ -268,6 +271,9 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     // DeepSpeed's PipelineEngine takes ZeRO 0-1 only; Megatron-LM's distributed optimizer is
     // ZeRO-1's partitioning.
     const int max_zero = l.pp > 1 || options.engine == Engine::kMegatronLm ? 1 : 3;
+    // This layout's valid bf16 plans per (ZeRO stage, offload, cpu_checkpointing): the twins
+    // the autocast plans are compared with.
+    std::map<std::tuple<int, int, bool>, std::vector<TunedPlan>> bf16_plans;
     std::vector<ConfigChoice> choices;
     for (int zero = 0; zero <= max_zero; ++zero) {
       for (Offload offload : {Offload::kNone, Offload::kOptimizer, Offload::kOptimizerAndParams}) {
@@ -327,8 +333,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         result.evaluated += static_cast<int64_t>(variants.size());
         SimInput input = CandidateInput(*plan, model, machines, options, config, zero);
         input.link_cache = &links;
-        // Memory first: the validate rules (about 100 us a config) run only for a config with a
-        // variant that fits.
+        // Memory first: only the variants that fit are timed.
         auto apply = [&](const Variant& v) {
           input.workload.micro_batch = v.micro;
           input.workload.grad_accum = per_rank / v.micro;
@@ -344,8 +349,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         }
         if (fitting.empty()) continue;
         result.fitting += static_cast<int64_t>(fitting.size());
-        if (!ConfigPassesValidation(config, vopt)) continue;
-        result.valid += static_cast<int64_t>(fitting.size());
+        std::vector<TunedPlan> candidates;
+        candidates.reserve(fitting.size());
         for (const auto& [variant, mem] : fitting) {
           const Variant& v = *variant;
           apply(v);
@@ -371,13 +376,48 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           p.step_seconds = time.step_seconds;
           p.tokens_per_second = time.tokens_per_second;
           p.mfu = time.mfu;
-          kept.push_back(std::move(p));
-          // Keep the candidate list small: only the best `top` can be printed, and the best
-          // `rerank` by the closed form are re-ranked by the schedule, whatever `top` is.
-          if (kept.size() > 4 * keep) {
-            std::sort(kept.begin(), kept.end(), Better);
-            kept.resize(keep);
+          candidates.push_back(std::move(p));
+        }
+        // torch_autocast changes numerics, not the layout: an autocast plan that ranks below
+        // the same plan in bf16 is left out (a note counts them). It can rank first: under
+        // Ulysses SP mixed precision reduces gradients in fp32 (seq_parallel_communication_data_type)
+        // where autocast reduces the Linear weights' in bf16 (stage3.py buckets by comm_dtype).
+        const auto twin_key = std::make_tuple(zero, static_cast<int>(offload), choice.cpu_checkpointing);
+        if (choice.torch_autocast) {
+          auto twins = bf16_plans.find(twin_key);
+          if (twins != bf16_plans.end()) {
+            const size_t before = candidates.size();
+            std::erase_if(candidates, [&](const TunedPlan& c) {
+              return std::any_of(twins->second.begin(), twins->second.end(), [&](const TunedPlan& t) {
+                return t.recompute == c.recompute && t.micro_batch == c.micro_batch &&
+                       t.virtual_stages == c.virtual_stages && t.megatron_sp == c.megatron_sp &&
+                       Better(t, c);
+              });
+            });
+            result.autocast_twins += static_cast<int64_t>(before - candidates.size());
+            if (candidates.empty()) continue;
           }
+        }
+        // The validate rules (about 100 us a config) run only for a config with a plan that
+        // would enter the best `keep` found so far: the others could never be printed or
+        // re-ranked, whatever their verdict.
+        if (floor != nullptr && std::none_of(candidates.begin(), candidates.end(), [&](const TunedPlan& c) {
+              return Better(c, *floor);
+            })) {
+          continue;
+        }
+        result.validated += static_cast<int64_t>(candidates.size());
+        if (!ConfigPassesValidation(config, vopt)) continue;
+        result.valid += static_cast<int64_t>(candidates.size());
+        if (!choice.torch_autocast) bf16_plans[twin_key] = candidates;
+        for (TunedPlan& p : candidates) kept.push_back(std::move(p));
+        // Keep the candidate list small: only the best `top` can be printed, and the best
+        // `rerank` by the closed form are re-ranked by the schedule, whatever `top` is.
+        if (kept.size() >= keep) {
+          std::sort(kept.begin(), kept.end(), Better);
+          kept.resize(keep);
+          floor_plan = kept.back();
+          floor = &floor_plan;
         }
       }
     }
@@ -402,28 +442,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
     }
   }
   std::sort(kept.begin(), kept.end(), Better);
-  // torch_autocast changes numerics, not the layout: a plan that only repeats a better-ranked
-  // bf16 twin under autocast is dropped, and a note says so. Autocast can rank first: its Linear
-  // gradients reduce in bf16 where sequence parallelism makes mixed precision reduce in fp32
-  // (stage3.py buckets by each parameter's comm_dtype under autocast).
-  int64_t twins = 0;
-  std::vector<TunedPlan> distinct;
-  for (TunedPlan& p : kept) {
-    const bool repeats = p.torch_autocast && std::any_of(distinct.begin(), distinct.end(), [&](const TunedPlan& q) {
-      return !q.torch_autocast &&
-             std::tie(q.tp, q.sp, q.ep, q.pp, q.virtual_stages, q.megatron_sp, q.zero_stage, q.offload,
-                      q.recompute, q.cpu_checkpointing, q.micro_batch) ==
-                 std::tie(p.tp, p.sp, p.ep, p.pp, p.virtual_stages, p.megatron_sp, p.zero_stage, p.offload,
-                          p.recompute, p.cpu_checkpointing, p.micro_batch);
-    });
-    if (repeats) {
-      ++twins;
-    } else {
-      distinct.push_back(std::move(p));
-    }
-  }
-  kept = std::move(distinct);
   if (kept.size() > static_cast<size_t>(std::max(options.top, 0))) kept.resize(static_cast<size_t>(options.top));
+  const int64_t twins = result.autocast_twins;
   if (twins > 0) {
     result.notes.push_back(std::to_string(twins) +
                            " torch_autocast plan" + (twins == 1 ? "" : "s") +

@@ -1,7 +1,8 @@
 // tune: enumerate every plan for a model on a cluster, drop what does not fit or what DeepSpeed
 // would reject, rank the rest by simulated throughput. Validity is decided by the validate rules
-// themselves: each distinct (layout, ZeRO stage, offload) config with a variant that fits is run
-// through ValidateText once, so an emitted config passes `ds-plan validate`; micro-batch,
+// themselves: each distinct (layout, ZeRO stage, offload, precision, cpu_checkpointing) config with
+// a variant that fits and could rank among the best is run through the rules once, so an emitted
+// config passes `ds-plan validate`; micro-batch,
 // accumulation, recompute, interleaving and Megatron-SP variants reuse that verdict and the plan's
 // group tables, which keeps the inner loop at the cost-model evaluation alone.
 #pragma once
@@ -72,7 +73,10 @@ struct TunedPlan {
 struct TuneResult {
   int64_t evaluated = 0;   // plans whose memory was estimated
   int64_t fitting = 0;     // fit in HBM
-  int64_t valid = 0;       // fit and pass the validate rules: the plans ranked
+  int64_t validated = 0;   // fit, and their config was checked by the validate rules: the
+                           // configs with a plan that could enter the best found so far
+  int64_t valid = 0;       // of those, the ones whose config passes: the plans ranked
+  int64_t autocast_twins = 0;  // torch_autocast plans left out below the same plan in bf16
   int64_t global_batch = 0;
   double seconds = 0;
   int64_t rescheduled = 0;  // plans re-ranked by the event simulation

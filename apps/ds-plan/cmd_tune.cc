@@ -47,7 +47,8 @@ std::string Pad(std::string s, size_t width) {
 std::string Text(const sim::TuneResult& r) {
   // The search time goes to a terminal only (see RunTune), so the report itself is deterministic.
   std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.fitting) +
-                    " fit in memory, " + std::to_string(r.valid) + " of them valid); global batch " +
+                    " fit in memory; the validate rules checked the " + std::to_string(r.validated) +
+                    " that could rank: " + std::to_string(r.valid) + " valid); global batch " +
                     std::to_string(r.global_batch) + " sequences\n";
   if (r.plans.empty()) return out + "no valid plan fits in GPU memory\n";
   // "step s" is the closed form; "sched s" the event simulation the best plans are re-ranked by
@@ -100,7 +101,7 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
-  return {{"schema_version", 3}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"fitting", r.fitting},
+  return {{"schema_version", 3}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
           {"notes", r.notes}, {"rescheduled", r.rescheduled}};
 }

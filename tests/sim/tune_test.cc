@@ -265,5 +265,27 @@ TEST(TuneTest, HostMemoryBoundsOffloadAndHostCheckpoints) {
   }
 }
 
+// The validate rules run only for configs with a plan that could enter the best found so far;
+// skipping the others must not change the answer.
+TEST(TuneTest, ValidatingOnlyWhatCouldRankKeepsTheSameBestPlans) {
+  ModelSpec model = Model("samples/models/llama-3-70b.json");
+  TuneOptions o;
+  o.world_size = 64;
+  o.rerank = 0;
+  o.top = 5;
+  auto few = Tune(model, H100(), o);
+  o.top = 100000;  // every plan is kept, so every fitting config is validated
+  auto all = Tune(model, H100(), o);
+  ASSERT_TRUE(few.ok() && all.ok());
+  EXPECT_EQ(all->validated + all->autocast_twins, all->fitting);  // twins are left out first
+  EXPECT_LT(few->validated, all->validated);
+  ASSERT_EQ(few->plans.size(), 5u);
+  ASSERT_GE(all->plans.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(few->plans[i].config, all->plans[i].config) << i;
+    EXPECT_EQ(few->plans[i].tokens_per_second, all->plans[i].tokens_per_second) << i;
+  }
+}
+
 }  // namespace
 }  // namespace dsp::sim

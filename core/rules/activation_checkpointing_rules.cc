@@ -5,9 +5,11 @@
 // Hugging Face Trainer uses torch's checkpointing instead). configure() makes the assertions below.
 // The misspelling "partitioned_activations" (which DeepSpeed's own format string uses) is an
 // unknown key and gets a "did you mean" from the structure check.
+#include <algorithm>
 #include <optional>
 #include <string>
 
+#include "core/model/model_spec.h"
 #include "core/rules/ds_semantics.h"
 #include "core/rules/rule_context.h"
 #include "core/rules/rule_sets.h"
@@ -64,6 +66,39 @@ void CheckContiguous(RuleContext& ctx) {
   }
 }
 
+// The contiguous buffers hold number_checkpoints inputs and reset only in a backward
+// (checkpointing.py partition_activations indexes contiguous_data_buffers[i][data_offsets[i]];
+// CheckpointFunction.backward clears them): with every layer checkpointed, the first forward past
+// that count raises IndexError. A warning: the training script picks which layers it checkpoints
+// and may pass num_checkpoints to configure() itself.
+void CheckContiguousCount(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  const ModelSpec* model = ctx.options().model;
+  if (model == nullptr || model->num_hidden_layers <= 0) return;
+  if (!DictFlag(v, Key("contiguous_memory_optimization")) || !DictFlag(v, Key("partition_activations"))) return;
+  Setting<double> count = v.Number(Key("number_checkpoints"));
+  if (!count.present() || count.value < 1) return;
+  const int64_t pp = std::max<int64_t>(ctx.options().pp, 1);
+  const int64_t per_stage = (model->num_hidden_layers + pp - 1) / pp;
+  // 1F1B: the first stage runs min(pp, accumulation steps) forwards before its first backward.
+  int64_t in_flight = 1;
+  if (pp > 1) {
+    Setting<int64_t> gas = v.Int("/gradient_accumulation_steps");
+    in_flight = gas.present() && gas.value >= 1 ? std::min(pp, gas.value) : pp;
+  }
+  const int64_t needed = per_stage * in_flight;
+  if (static_cast<double>(needed) <= count.value) return;
+  ctx.Report("ckpt-contiguous-too-few", Key("number_checkpoints"),
+             "number_checkpoints is " + ShowValue(*v.Get(Key("number_checkpoints"))) + " but " +
+                 std::to_string(needed) + " layer inputs are checkpointed before the first backward (" +
+                 std::to_string(per_stage) + " layers per pipeline stage" +
+                 (in_flight > 1 ? " x " + std::to_string(in_flight) + " micro-batches in flight" : std::string()) +
+                 "): with every layer checkpointed, partition_activations indexes past its " +
+                 "contiguous buffers and raises IndexError",
+             "set \"number_checkpoints\": " + std::to_string(needed) +
+                 " (or checkpoint fewer layers and pass num_checkpoints to deepspeed.checkpointing.configure)");
+}
+
 void CheckCpuCheckpointing(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   if (!DictFlag(v, Key("cpu_checkpointing")) || DictFlag(v, Key("partition_activations"))) return;
@@ -96,6 +131,14 @@ RuleSet CheckpointingRules() {
        "configure() asserts \"Must specify the number of layers with contiguous memory "
        "checkpointing\": the contiguous buffers are sized as numel x number_checkpoints.",
        ""},
+      {"ckpt-contiguous-too-few", Severity::kWarning, "activation_checkpointing",
+       "number_checkpoints below the layers checkpointed before a backward",
+       "partition_activations copies each checkpointed input into contiguous_data_buffers, a list "
+       "of number_checkpoints buffers indexed by a counter that only a backward resets: the "
+       "(number_checkpoints + 1)-th checkpoint of a forward raises IndexError. Counted with "
+       "--model: the layers of a pipeline stage, times the micro-batches 1F1B runs before the "
+       "first backward.",
+       ""},
       {"ckpt-cpu-without-partition", Severity::kNote, "activation_checkpointing",
        "cpu_checkpointing without partition_activations",
        "Accepted: without partitioning, CheckpointFunction copies the full checkpoint inputs to "
@@ -114,6 +157,7 @@ RuleSet CheckpointingRules() {
     if (section == nullptr || !section->is_object()) return;
     CheckFlagTypes(ctx);
     CheckContiguous(ctx);
+    CheckContiguousCount(ctx);
     CheckCpuCheckpointing(ctx);
   };
   return set;

@@ -1,10 +1,12 @@
 #include "core/schema/schema_check.h"
+#include "tests/core/model/model_test_util.h"
 #include "tests/core/rules/rule_test_util.h"
 
 namespace dsp {
 namespace {
 
 using testing::Version;
+using testing::Find;
 using testing::FindAt;
 
 using testing::Validate;
@@ -29,6 +31,34 @@ TEST(CheckpointingRulesTest, ContiguousNeedsCount) {
               "ckpt-contiguous-without-count", "/activation_checkpointing/contiguous_memory_optimization");
   EXPECT_NO_DIAG(Validate(R"({"activation_checkpointing": {"partition_activations": true, "number_checkpoints": null}})"),
                  "ckpt-contiguous-without-count");
+}
+
+// checkpointing.py partition_activations indexes contiguous_data_buffers[i][data_offsets[i]], a
+// list of number_checkpoints buffers that only CheckpointFunction.backward resets.
+TEST(CheckpointingRulesTest, ContiguousCountBelowTheCheckpointedLayers) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("llama-3-8b.json");  // 32 layers
+  ValidateOptions o;
+  o.model = &model;
+  const char* few = R"({"activation_checkpointing": {"partition_activations": true,
+      "contiguous_memory_optimization": true, "number_checkpoints": 16}})";
+  const char* enough = R"({"activation_checkpointing": {"partition_activations": true,
+      "contiguous_memory_optimization": true, "number_checkpoints": 32}})";
+  auto r = Validate(few, o);
+  const Diagnostic* d = Find(r, "ckpt-contiguous-too-few");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_EQ(d->pointer, "/activation_checkpointing/number_checkpoints");
+  EXPECT_NE(d->message.find("32 layer inputs"), std::string::npos) << d->message;
+  EXPECT_NO_DIAG(Validate(enough, o), "ckpt-contiguous-too-few");
+  EXPECT_NO_DIAG(Validate(few), "ckpt-contiguous-too-few");  // without --model nothing is counted
+  // Two stages of 16 layers, 1F1B with 4 micro-batches: 2 forwards before the first backward.
+  o.pp = 2;
+  const char* pipelined = R"({"gradient_accumulation_steps": 4, "activation_checkpointing": {
+      "partition_activations": true, "contiguous_memory_optimization": true, "number_checkpoints": 24}})";
+  d = Find(Validate(pipelined, o), "ckpt-contiguous-too-few");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->message.find("32 layer inputs"), std::string::npos) << d->message;
+  EXPECT_NO_DIAG(Validate(enough, o), "ckpt-contiguous-too-few");
 }
 
 TEST(CheckpointingRulesTest, CpuCheckpointingWithoutPartition) {

@@ -170,6 +170,13 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
                  t.checkpoint_offload_seconds;
   if (other > 1e-9 * std::max(1.0, t.step_seconds)) row("pipeline bubble / other", other);
   row("step", t.step_seconds);
+  if (t.checkpoint_copy_bytes > 0) {
+    out << "\n  cpu_checkpointing: " << Printf("%.2f", t.checkpoint_copy_bytes / 1e9)
+        << " GB over PCIe per step (both ways), " << HumanSeconds(t.checkpoint_copy_seconds) << " on the link, "
+        << (t.checkpoint_offload_seconds > 0 ? HumanSeconds(t.checkpoint_offload_seconds) + " of it exposed"
+                                             : std::string("hidden behind compute"))
+        << "\n";
+  }
 }
 
 void RenderCollectives(const SimulateResult& r, std::ostringstream& out) {
@@ -271,6 +278,8 @@ Json SimulateToJson(const SimulateResult& r) {
                   {"offload_seconds", r.time.offload_seconds},
                   {"optimizer_seconds", r.time.optimizer_seconds},
                   {"checkpoint_offload_seconds", r.time.checkpoint_offload_seconds},
+                  {"checkpoint_copy_bytes", r.time.checkpoint_copy_bytes},
+                  {"checkpoint_copy_seconds", r.time.checkpoint_copy_seconds},
                   {"pipeline_bubble_seconds", r.time.pipeline_bubble_seconds},
                   {"step_seconds", r.time.step_seconds},
                   {"tokens_per_second", r.time.tokens_per_second},

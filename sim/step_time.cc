@@ -319,6 +319,8 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     const double rate = input.checkpointing.async_copy ? input.cluster->host_to_device_bytes_per_second
                                                        : input.cluster->PageableCopyBytesPerSecond();
     const double one_way = std::max(layers, 0.0) * per_layer / rate;
+    report.checkpoint_copy_bytes = 2.0 * std::max(layers, 0.0) * per_layer * grad_accum;
+    report.checkpoint_copy_seconds = 2.0 * one_way * grad_accum;
     checkpoint_copy = input.checkpointing.async_copy
                           ? std::max(0.0, one_way - micro.forward) + std::max(0.0, one_way - micro.backward)
                           : 2.0 * one_way;

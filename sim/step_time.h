@@ -53,6 +53,8 @@ struct TimeReport {
                                                // times - the slowest) / virtual stages
   double optimizer_seconds = 0;                // the optimizer step over the rank's partition
   double checkpoint_offload_seconds = 0;       // cpu_checkpointing copies not hidden by compute
+  double checkpoint_copy_bytes = 0;            // cpu_checkpointing: bytes over PCIe per step, both ways
+  double checkpoint_copy_seconds = 0;          // ... and the time they take on the link, hidden or not
   double hardware_flops_per_step = 0;          // all ranks, including recompute
   double hfu = 0;                              // hardware FLOPs / (peak x step x world)
 };

@@ -53,6 +53,12 @@ TEST(CheckpointOffloadExampleTest, AsyncKeepsBlockingsSavingAtNoCost) {
   const double layer = 2.0 * 32768 * 4096;
   EXPECT_DOUBLE_EQ(blocking.memory.host_activations_bytes, 36 * layer);
   EXPECT_DOUBLE_EQ(async.memory.host_activations_bytes, 35 * layer);
+  // PCIe traffic per step, both ways: reported whether or not it hides.
+  EXPECT_DOUBLE_EQ(blocking.time.checkpoint_copy_bytes, 2 * 36 * layer);
+  EXPECT_DOUBLE_EQ(async.time.checkpoint_copy_bytes, 2 * 35 * layer);
+  EXPECT_EQ(none.time.checkpoint_copy_bytes, 0);
+  EXPECT_NEAR(async.time.checkpoint_copy_seconds, 2 * 35 * layer / 50e9, 1e-12);
+  EXPECT_EQ(async.time.checkpoint_offload_seconds, 0);
   EXPECT_NEAR(none.time.step_seconds, 7.350, 0.0005);
   EXPECT_NEAR(async.time.step_seconds, none.time.step_seconds, 1e-9);
   // Blocking: 36 inputs to pageable memory and back at PCIe / 6 (50 GB/s / 6).

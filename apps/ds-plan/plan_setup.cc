@@ -41,9 +41,9 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.world_size = GivenOrAbsent(args.world.world_size);
   in.nodes = GivenOrAbsent(args.world.nodes);
   in.gpus_per_node = GivenOrAbsent(args.world.gpus_per_node);
-  in.pp = args.world.pp;
+  in.pp = s->effective.world.pp;  // after the config's _ds_plan: what was simulated
   in.seq_len = GivenOrAbsent(args.seq_len);
-  in.recompute = args.recompute;
+  in.recompute = s->effective.recompute;
   in.convention = args.convention;
   in.sets = args.sets;
   in.ds_plan_version = kVersion;
@@ -75,6 +75,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.recompute = in.recompute;
   a.convention = in.convention;
   a.sets = in.sets;
+  a.flags_are_explicit = true;  // the recorded values are the ones simulated
   return a;
 }
 

@@ -57,23 +57,23 @@ void SimArgs::AddTo(CLI::App* app) {
   app->add_option("--seq-len", seq_len,
                   "training sequence length (default 4096, or the model's max_position_embeddings if smaller)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--recompute", recompute, "activation recomputation")
+  recompute_option = app->add_option("--recompute", recompute, "activation recomputation (default: the config's _ds_plan.recompute, else none)")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app->add_option("--convention", convention,
                   "model-state accounting: zero-paper (2+2+12 bytes per parameter) or deepspeed (its estimators)")
       ->check(CLI::IsMember({"zero-paper", "deepspeed"}));
   app->add_option("--set", sets,
                   "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");
-  app->add_option("--engine", engine,
+  engine_option = app->add_option("--engine", engine,
                   "training framework: deepspeed (AutoTP/Ulysses/AutoEP), megatron-deepspeed "
                   "(Megatron's model under DeepSpeed's engine) or megatron-lm")
       ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
-  app->add_option("--tp", megatron_tp,
+  tp_option = app->add_option("--tp", megatron_tp,
                   "Megatron's tensor-model-parallel size (megatron engines; not in the DeepSpeed config)")
       ->check(CLI::Range(1, 1 << 20));
-  app->add_flag("--megatron-sp", megatron_sp,
+  megatron_sp_option = app->add_flag("--megatron-sp", megatron_sp,
                 "Megatron sequence parallelism in the TP regions (megatron engines)");
-  app->add_option("--virtual-stages", virtual_stages,
+  virtual_stages_option = app->add_option("--virtual-stages", virtual_stages,
                   "interleaved 1F1B model chunks per pipeline stage (megatron-lm)")
       ->check(CLI::Range(1, 1024));
   app->add_option("--attention", attention,
@@ -116,14 +116,93 @@ Result<sim::EngineSettings> ReadEngine(const SimArgs& args) {
   return e;
 }
 
+bool GivenOnCommandLine(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+// --recompute and --pp: a plan snapshot records them as simulated, so its replay gives them.
+bool GivenOrRecorded(const CLI::Option* option, const SimArgs& args) {
+  return args.flags_are_explicit || GivenOnCommandLine(option);
+}
+
+// tune writes what a plan needs beyond DeepSpeed's config under "_ds_plan" (a key DeepSpeed
+// ignores): recompute, pipeline stages and Megatron's engine settings. Each flag the command line
+// did not give takes the note's value, so an emitted plan simulates as tune ranked it.
+Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>* notes) {
+  if (!config.is_object() || !config.contains("_ds_plan")) return Status::Ok();
+  const Json& note = config["_ds_plan"];
+  if (!note.is_object()) return Error{"_ds_plan must be an object (ds-plan tune writes it)"};
+  std::vector<std::string> used;
+  auto integer = [&](const char* key, int64_t lo, int64_t hi) -> Result<std::optional<int64_t>> {
+    if (!note.contains(key)) return std::optional<int64_t>();
+    const Json& v = note[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+      return Error{"_ds_plan." + std::string(key) + " must be an integer in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "], got " + v.dump().substr(0, 40)};
+    }
+    return std::optional<int64_t>(v.get<int64_t>());
+  };
+  if (note.contains("recompute") && !GivenOrRecorded(args->recompute_option, *args)) {
+    const Json& v = note["recompute"];
+    if (!v.is_string() || (v != "none" && v != "selective" && v != "full")) {
+      return Error{"_ds_plan.recompute must be \"none\", \"selective\" or \"full\", got " + v.dump().substr(0, 40)};
+    }
+    args->recompute = v.get<std::string>();
+    used.push_back("recompute " + args->recompute);
+  }
+  auto pp = integer("pipeline_stages", 1, int64_t{1} << 16);
+  if (!pp.ok()) return pp.error();
+  if (*pp && !GivenOrRecorded(args->world.pp_option, *args)) {
+    args->world.pp = **pp;
+    used.push_back("pp " + std::to_string(**pp));
+  }
+  if (note.contains("engine") && !GivenOnCommandLine(args->engine_option)) {
+    const Json& v = note["engine"];
+    if (!v.is_string() || !sim::ParseEngineName(v.get<std::string>())) {
+      return Error{"_ds_plan.engine must be deepspeed, megatron-deepspeed or megatron-lm, got " + v.dump().substr(0, 40)};
+    }
+    args->engine = v.get<std::string>();
+    used.push_back("engine " + args->engine);
+  }
+  auto tp = integer("tensor_model_parallel_size", 1, int64_t{1} << 20);
+  if (!tp.ok()) return tp.error();
+  if (*tp && !GivenOnCommandLine(args->tp_option)) {
+    args->megatron_tp = **tp;
+    used.push_back("tp " + std::to_string(**tp));
+  }
+  if (note.contains("sequence_parallel") && !GivenOnCommandLine(args->megatron_sp_option)) {
+    if (!note["sequence_parallel"].is_boolean()) return Error{"_ds_plan.sequence_parallel must be true or false"};
+    args->megatron_sp = note["sequence_parallel"].get<bool>();
+    if (args->megatron_sp) used.push_back("megatron sp");
+  }
+  auto vs = integer("virtual_pipeline_stages", 1, 1024);
+  if (!vs.ok()) return vs.error();
+  if (*vs && !GivenOnCommandLine(args->virtual_stages_option)) {
+    args->virtual_stages = static_cast<int>(**vs);
+    used.push_back("virtual stages " + std::to_string(**vs));
+  }
+  if (!used.empty()) {
+    std::string list;
+    for (const std::string& u : used) list += (list.empty() ? "" : ", ") + u;
+    notes->push_back("from the config's _ds_plan (flags given on the command line win): " + list);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code) {
+std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit_code) {
   auto fail = [exit_code](int code) {
     *exit_code = code;
     return nullptr;
   };
   auto s = std::make_unique<SimSetup>();
+  auto early_text = ReadFile(given_args.config);
+  if (!early_text.ok()) return fail(UsageError(early_text.error().message));
+  s->effective = given_args;
+  {
+    const Json note = ParseJsonLenient(given_args.config, std::move(early_text).value()).doc.root;
+    Status merged = ApplyPlanNote(note, &s->effective, &s->notes);
+    if (!merged.ok()) return fail(UsageError(given_args.config + ": " + merged.error().message));
+  }
+  const SimArgs& args = s->effective;
   auto cluster = LoadCluster(args.cluster_path);
   if (!cluster.ok()) return fail(UsageError("--cluster: " + cluster.error().message));
   s->cluster = std::move(cluster).value();

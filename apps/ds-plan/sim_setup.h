@@ -36,6 +36,16 @@ struct SimArgs {
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
 
+  // Set by AddTo: which of the plan's out-of-config flags the command line gave. Those it did not
+  // give come from the config's "_ds_plan" note (tune writes it) when present. check's replay
+  // sets flags_are_explicit: the recompute and pp a snapshot recorded are the ones simulated.
+  CLI::Option* recompute_option = nullptr;
+  CLI::Option* engine_option = nullptr;
+  CLI::Option* tp_option = nullptr;
+  CLI::Option* megatron_sp_option = nullptr;
+  CLI::Option* virtual_stages_option = nullptr;
+  bool flags_are_explicit = false;
+
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
   // --engine, --tp, --megatron-sp, --virtual-stages, --attention, --deepspeed-version.
   void AddTo(CLI::App* app);
@@ -52,6 +62,7 @@ struct SimSetup {
   int64_t micro_batch = 0;
   int64_t grad_accum = 0;
   std::vector<std::string> notes;  // assumptions (no world size given, warnings, fp32, ...)
+  SimArgs effective;               // the flags after the config's _ds_plan filled the ones not given
   sim::SimInput input;             // points into this struct: SimSetup never moves
 };
 

@@ -7,8 +7,8 @@ void WorldOptions::AddTo(CLI::App* app) {
   app->add_option("--nodes", nodes, "number of nodes (with --gpus-per-node)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   app->add_option("--gpus-per-node", gpus_per_node, "GPUs per node; also marks groups that cross nodes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
-  app->add_option("--pp", pp, "pipeline stages (PipelineModule; not part of the config)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  pp_option = app->add_option("--pp", pp, "pipeline stages (PipelineModule; not part of the config)")
+                  ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
 }
 
 Result<WorldOptions::Resolved> WorldOptions::Resolve() const {

@@ -16,6 +16,7 @@ struct WorldOptions {
   int64_t nodes = 0;
   int64_t gpus_per_node = 0;
   int64_t pp = 1;
+  CLI::Option* pp_option = nullptr;  // set by AddTo: whether --pp was given
 
   void AddTo(CLI::App* app);
 

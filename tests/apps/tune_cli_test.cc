@@ -56,5 +56,37 @@ TEST(TuneCliTest, EmittedConfigValidatesAndIsNeverOverwrittenSilently) {
   std::filesystem::remove_all(dir);
 }
 
+// Everything the winner depends on round-trips through the emitted file: recompute, pipeline
+// stages and Megatron's settings live under "_ds_plan", which simulate reads for the flags the
+// command line does not give (issue: the winner used to simulate without its recompute).
+TEST(TuneCliTest, TheEmittedPlanSimulatesAsTuneRankedIt) {
+  auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-rt-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "best.json").string();
+  const std::string world = " --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --world-size 64";
+  auto t = RunCli("tune" + world + " --top 1 --format json --emit-config " + ShellQuote(out), false);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const Json best = Json::parse(t.output)["plans"][0];
+  ASSERT_EQ(best["recompute"], "full");  // the 64-GPU winner needs full recompute to fit
+  auto s = RunCli("simulate " + ShellQuote(out) + world + " --format json", false);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const Json sim = Json::parse(s.output);
+  EXPECT_TRUE(sim["memory"]["fits"].get<bool>());
+  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
+  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
+  // A flag on the command line wins over the note.
+  auto none = RunCli("simulate " + ShellQuote(out) + world + " --recompute none --format json", false);
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_FALSE(Json::parse(none.output)["memory"]["fits"].get<bool>());
+  // A note that is not what tune writes is a usage error naming the field.
+  Json broken = Json::parse(std::ifstream(out));
+  broken["_ds_plan"]["recompute"] = "sometimes";
+  std::ofstream(out) << broken.dump();
+  auto bad = RunCli("simulate " + ShellQuote(out) + world);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("_ds_plan.recompute"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dsp

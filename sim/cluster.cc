@@ -4,6 +4,7 @@
 // comments) and are ignored; any other unknown key is an error, because a typo such as
 // "busbw_bytes_per_sec" would otherwise silently leave a figure at its default.
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -141,6 +142,56 @@ void ReadNetwork(ObjectReader& r, LinkSpec* link) {
   r.NonNegative("max_rails", &link->max_rails);
 }
 
+// What a real machine can have, generously: a figure outside these bounds is a typo or a unit
+// error (GB for bytes), and would make step times overflow to infinity or vanish.
+struct Range {
+  const char* pointer;
+  double value;
+  double lo, hi;
+  bool given;
+};
+
+std::string Show(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+Status CheckRanges(const Json& json, const Cluster& c) {
+  auto given = [&](const char* pointer) { return json.contains(Json::json_pointer(pointer)); };
+  const Range ranges[] = {
+      {"/gpu/peak_bf16_flops_per_second", c.gpu.peak_bf16_flops_per_second, 1e9, 1e17, true},
+      {"/gpu/hbm_bytes", c.gpu.hbm_bytes, 1e6, 1e14, true},
+      {"/gpu/hbm_bytes_per_second", c.gpu.hbm_bytes_per_second, 1e8, 1e15, true},
+      {"/gpu/kernel_overhead_seconds", c.gpu.kernel_overhead_seconds, 0, 1, true},
+      {"/intra_node/busbw_bytes_per_second", c.intra_node.busbw_bytes_per_second, 1e6, 1e14, true},
+      {"/intra_node/latency_seconds", c.intra_node.latency_seconds, 1e-9, 1, true},
+      {"/intra_node/hop_latency_seconds", c.intra_node.hop_latency_seconds, 0, 1, true},
+      {"/inter_node/busbw_bytes_per_second", c.inter_node.busbw_bytes_per_second, 1e6, 1e14, true},
+      {"/inter_node/latency_seconds", c.inter_node.latency_seconds, 1e-9, 1, true},
+      {"/inter_node/hop_latency_seconds", c.inter_node.hop_latency_seconds, 0, 1, true},
+      {"/inter_node/max_rails", c.inter_node.max_rails, 0, 1024, true},
+      {"/host_to_device_bytes_per_second", c.host_to_device_bytes_per_second, 1e6, 1e13, true},
+      {"/pageable_copy_bytes_per_second", c.pageable_copy_bytes_per_second, 1e5, 1e13,
+       given("/pageable_copy_bytes_per_second")},
+      {"/host_memory_bytes", c.host_memory_bytes, 1e6, 1e16, given("/host_memory_bytes")},
+      {"/cpu_optimizer_params_per_second", c.cpu_optimizer_params_per_second, 1e3, 1e13, true},
+      {"/efficiency/matmul", c.efficiency.matmul, 0.01, 1, true},
+      {"/efficiency/memory", c.efficiency.memory, 0.01, 1, true},
+      {"/efficiency/attention", c.efficiency.attention, 0.01, 1, given("/efficiency/attention")},
+      {"/memory/reserved_bytes", c.memory.reserved_bytes, 0, 1e14, true},
+  };
+  for (const Range& r : ranges) {
+    if (!r.given) continue;
+    if (!(r.value >= r.lo && r.value <= r.hi)) {
+      return Error{std::string(r.pointer) + ": " + Show(r.value) + " is outside what a machine has [" +
+                   Show(r.lo) + ", " + Show(r.hi) + "] (a unit mistake? figures are in bytes, seconds " +
+                   "and FLOP/s)"};
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Cluster> ParseCluster(const Json& json) {
@@ -177,6 +228,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};
+  if (Status ranges = CheckRanges(json, c); !ranges.ok()) return ranges.error();
   return c;
 }
 

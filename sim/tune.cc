@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -355,6 +356,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
           const Variant& v = *variant;
           apply(v);
           TimeReport time = EstimateStepTime(input);
+          // Never rank a figure that is not a number (inputs at the edge of double's range).
+          if (!std::isfinite(time.step_seconds) || !std::isfinite(time.tokens_per_second)) continue;
           TunedPlan p;
           p.tp = l.tp;
           p.sp = l.sp;

@@ -40,6 +40,9 @@ int RunSimulate(const SimulateArgs& args) {
   result.memory = sim::EstimateMemory(s->input);
   result.time = sim::EstimateStepTime(s->input);
   result.notes = s->notes;
+  if (Status finite = EstimatesAreFinite(result.memory, result.time); !finite.ok()) {
+    return UsageError(finite.error().message);
+  }
 
   if (args.format == "json") {
     std::cout << sim::SimulateToJson(result).dump(2) << "\n";

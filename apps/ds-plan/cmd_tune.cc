@@ -170,7 +170,7 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
   app->add_option("--cluster", args->cluster_path, "cluster description (samples/clusters/*.json)")->required();
   args->world.AddTo(app);
-  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::PositiveNumber);
+  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app->add_option("--global-batch", args->global_batch, "sequences per optimizer step (default: 4M tokens)")
       ->check(CLI::PositiveNumber);
   app->add_option("--top", args->top, "how many plans to print")->check(CLI::Range(1, 1000));

@@ -84,7 +84,7 @@ Command AddValidateCommand(CLI::App& root) {
   app->add_option("files", args->files, "DeepSpeed config files (- for stdin)")->required();
   args->world.AddTo(app);
   app->add_option("--model", args->model_path, "Hugging Face config.json of the model");
-  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::PositiveNumber);
+  app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app->add_option("--set", args->sets,
                   "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");
   app->add_option("--format", args->format, "output format")

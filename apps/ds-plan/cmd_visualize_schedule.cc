@@ -4,6 +4,7 @@
 // time went, exposed communication per kind, the critical path, and the memory peak next to the
 // cost model's figures.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <filesystem>
@@ -79,10 +80,13 @@ Result<std::map<int, double>> ParseSlow(const std::vector<std::string>& items) {
       size_t a = 0, b = 0;
       const int rank = std::stoi(item.substr(0, colon), &a);
       const double factor = std::stod(item.substr(colon + 1), &b);
-      if (a != colon || b != item.size() - colon - 1 || !(factor > 0)) throw std::invalid_argument("bad");
+      if (a != colon || b != item.size() - colon - 1 || !(factor > 0 && factor <= 1000)) {
+        throw std::invalid_argument("bad");
+      }
       slow[rank] = factor;
     } catch (const std::exception&) {
-      return Error{"--slow-rank " + item + ": expected RANK:FACTOR, e.g. 3:1.5 (rank 3 computes 50% slower)"};
+      return Error{"--slow-rank " + item + ": expected RANK:FACTOR with 0 < FACTOR <= 1000, e.g. 3:1.5 (rank 3 "
+                   "computes 50% slower)"};
     }
   }
   return slow;
@@ -122,6 +126,10 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   }
   auto schedule = sim::schedule::Simulate(*program, s->input, {.full = args.full, .slow_ranks = *slow});
   if (!schedule.ok()) return UsageError(schedule.error().message);
+  if (!std::isfinite(schedule->step_seconds)) {
+    return UsageError("the simulated step time is not a finite number: the inputs are outside what the "
+                      "schedule handles");
+  }
 
   // cpu_checkpointing: the same step without it, for the memory curve it saves against.
   std::optional<sim::schedule::Program> base_program;

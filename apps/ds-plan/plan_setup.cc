@@ -58,6 +58,10 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   snap.samples_per_step = s->micro_batch * s->grad_accum * s->plan.derived.dp;
   snap.memory = sim::EstimateMemory(s->input);
   snap.time = sim::EstimateStepTime(s->input);
+  if (Status finite = EstimatesAreFinite(snap.memory, snap.time); !finite.ok()) {
+    *exit_code = UsageError(finite.error().message);
+    return std::nullopt;
+  }
   *exit_code = kExitOk;
   return sim::PlanSnapshotToJson(snap);
 }

@@ -1,5 +1,7 @@
 #include "apps/ds-plan/sim_setup.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <iostream>
 
@@ -56,7 +58,7 @@ void SimArgs::AddTo(CLI::App* app) {
   world.AddTo(app);
   app->add_option("--seq-len", seq_len,
                   "training sequence length (default 4096, or the model's max_position_embeddings if smaller)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   recompute_option = app->add_option("--recompute", recompute, "activation recomputation (default: the config's _ds_plan.recompute, else none)")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app->add_option("--convention", convention,
@@ -286,6 +288,15 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   s->plan = std::move(plan).value();
   auto batch = FillBatch(s->config, s->world_size, world->pp, std::max<int64_t>(mpu_tp, 1));
   if (!batch.ok()) return fail(UsageError(args.config + ": " + batch.error().message));
+  // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
+  // micro-batch they would not.
+  if (batch->micro > (int64_t{1} << 30) || batch->accum > (int64_t{1} << 30) ||
+      batch->micro > (int64_t{1} << 40) / std::max<int64_t>(seq_len, 1)) {
+    return fail(UsageError(args.config + ": micro-batch " + std::to_string(batch->micro) + " x sequence length " +
+                           std::to_string(seq_len) + " (accumulation " + std::to_string(batch->accum) +
+                           ") is beyond what the cost model handles (2^40 tokens per micro-batch, 2^30 "
+                           "micro-batches)"));
+  }
   s->micro_batch = batch->micro;
   s->grad_accum = batch->accum;
 
@@ -328,6 +339,20 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   }
   *exit_code = kExitOk;
   return s;
+}
+
+Status EstimatesAreFinite(const sim::MemoryReport& memory, const sim::TimeReport& time) {
+  const std::pair<const char*, double> figures[] = {
+      {"peak memory", memory.peak_bytes},       {"host memory", memory.cpu_bytes},
+      {"step time", time.step_seconds},         {"tokens per second", time.tokens_per_second},
+      {"MFU", time.mfu},                        {"compute time", time.compute_seconds}};
+  for (const auto& [name, value] : figures) {
+    if (!std::isfinite(value)) {
+      return Error{std::string("the estimated ") + name + " is not a finite number: the inputs (sequence "
+                   "length, batch, model or cluster figures) are outside what the cost model handles"};
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace dsp::app

@@ -16,6 +16,8 @@
 #include "core/plan/plan.h"
 #include "core/validate/validator.h"
 #include "sim/cluster.h"
+#include "sim/memory_model.h"
+#include "sim/step_time.h"
 #include "sim/sim_input.h"
 
 namespace dsp::app {
@@ -69,5 +71,9 @@ struct SimSetup {
 // Loads, validates and plans. On failure prints the errors (validate's rendering for config
 // errors) and returns nullptr with `exit_code` set: 1 for config errors, 2 for usage and IO.
 std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code);
+
+// A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
+// batch) must never reach a report or a renderer: the error names it.
+Status EstimatesAreFinite(const sim::MemoryReport& memory, const sim::TimeReport& time);
 
 }  // namespace dsp::app

@@ -74,6 +74,7 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
   const schedule::Schedule* base = baseline.schedule;
   double span = schedule.step_seconds > 0 ? schedule.step_seconds : 1.0;
   if (base != nullptr) span = std::max(span, base->step_seconds);
+  if (!std::isfinite(span) || span <= 0) span = 1.0;  // callers refuse non-finite steps; never loop on one
   const double ms = span * 1e3;
   auto x = [&](double seconds) { return kLeft + kWidth * seconds / span; };
   // The memory curves share one scale from the lowest to the highest value of the shown ranks:
@@ -165,7 +166,7 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
   out += "<line x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(kLeft + kWidth) + "\" y2=\"" +
          Fmt(axis_y) + "\" stroke=\"black\"/>\n";
   const double step = TickStep(ms, 10);
-  for (double t = 0; t <= ms + 1e-9; t += step) {
+  for (double t = 0; t <= ms + 1e-9 && t / step < 100; t += step) {
     const double px = kLeft + kWidth * t / ms;
     out += "<line x1=\"" + Fmt(px) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(px) + "\" y2=\"" + Fmt(axis_y + 4) +
            "\" stroke=\"black\"/>\n";

@@ -249,5 +249,31 @@ TEST(CalibrateCliTest, BadInputIsAUsageError) {
   std::filesystem::remove_all(dir);
 }
 
+// Inputs at the edge of double's or int64's range are refused with the figure named, so no
+// report ever carries inf or null (issue 16: a tiny peak FLOP/s made the step time infinite and
+// the schedule's SVG loop on its axis ticks).
+TEST(SimulateCliTest, FiguresOutsideWhatAMachineHasAreRefused) {
+  Json cluster = Json::parse(ReadFile(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-sxm.json").value(),
+                             nullptr, true, true);
+  cluster["gpu"]["peak_bf16_flops_per_second"] = 1e-300;
+  const auto path = std::filesystem::temp_directory_path() / "ds-plan-tiny-flops.json";
+  ASSERT_TRUE(WriteFileAtomic(path.string(), cluster.dump()).ok());
+  const std::string llama = " --model samples/models/llama-3-8b.json --world-size 8";
+  auto r = RunCli("simulate samples/configs/autosp-sp4.json" + llama + " --cluster " + path.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/gpu/peak_bf16_flops_per_second: 1e-300 is outside"), std::string::npos) << r.output;
+  auto s = RunCli("visualize schedule samples/configs/autosp-sp4.json" + llama + kH100 +
+                  " --slow-rank 3:1e308 -o /tmp/ds-plan-never.svg --force");
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.output.find("0 < FACTOR <= 1000"), std::string::npos) << s.output;
+  EXPECT_EQ(RunCli("simulate samples/configs/autosp-sp4.json" + llama + kH100 + " --seq-len 9000000000000000000").exit_code, 2);
+  auto huge = RunCli("simulate samples/configs/autosp-sp4.json" + llama + kH100 +
+                     " --set train_micro_batch_size_per_gpu=4000000000000000000"
+                     " --set train_batch_size=8000000000000000000 --set gradient_accumulation_steps=1");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.output.find("beyond what the cost model handles"), std::string::npos) << huge.output;
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace dsp

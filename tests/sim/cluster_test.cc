@@ -130,6 +130,20 @@ TEST(ClusterTest, HostMemoryAndPageableCopyRate) {
   EXPECT_EQ(ErrorOf(doc), "/host_memory_bytes: must be greater than 0, got -1");
 }
 
+// A figure no machine has (a unit mistake, a typo) is refused with its pointer and the range.
+TEST(ClusterTest, FiguresOutsideAMachinesRangeAreErrors) {
+  for (auto [pointer, value] : {std::pair{"/gpu/peak_bf16_flops_per_second", 1e-300},
+                                {"/gpu/hbm_bytes", 80.0},  // GB instead of bytes
+                                {"/intra_node/busbw_bytes_per_second", 1e300},
+                                {"/efficiency/matmul", 1e-9}}) {
+    Json doc = LoadPreset("h100-sxm.json");
+    doc[Json::json_pointer(pointer)] = value;
+    const std::string error = ErrorOf(doc);
+    EXPECT_EQ(error.rfind(std::string(pointer) + ": ", 0), 0u) << error;
+    EXPECT_NE(error.find("outside what a machine has"), std::string::npos) << error;
+  }
+}
+
 TEST(ClusterTest, MissingKeyNamesThePointer) {
   Json doc = LoadPreset("h100-sxm.json");
   doc["gpu"].erase("hbm_bytes");

@@ -196,11 +196,12 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
     return nullptr;
   };
   auto s = std::make_unique<SimSetup>();
-  auto early_text = ReadFile(given_args.config);
-  if (!early_text.ok()) return fail(UsageError(early_text.error().message));
+  // Read once: the config may be a pipe (/dev/stdin).
+  auto text = ReadFile(given_args.config);
+  if (!text.ok()) return fail(UsageError(text.error().message));
   s->effective = given_args;
   {
-    const Json note = ParseJsonLenient(given_args.config, std::move(early_text).value()).doc.root;
+    const Json note = ParseJsonLenient(given_args.config, text.value()).doc.root;
     Status merged = ApplyPlanNote(note, &s->effective, &s->notes);
     if (!merged.ok()) return fail(UsageError(given_args.config + ": " + merged.error().message));
   }
@@ -245,8 +246,6 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
     if (!o.ok()) return fail(UsageError(o.error().message));
     overrides.push_back(std::move(o).value());
   }
-  auto text = ReadFile(args.config);
-  if (!text.ok()) return fail(UsageError(text.error().message));
 
   ValidateOptions options;
   options.world_size = s->world_size;

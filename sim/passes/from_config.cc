@@ -131,9 +131,10 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
     if (pc.autoep_enabled) wanted.push_back("autoep");
     if (pc.tp > 1 || Lists(pc.compile_passes, "autotp")) wanted.push_back("autotp");
     if (pc.sp > 1 || Lists(pc.compile_passes, "autosp")) wanted.push_back("autosp");
-    if (zero.stage >= 1 || Lists(pc.compile_passes, "z1") || Lists(pc.compile_passes, "z3")) {
-      wanted.push_back("zero");
-    }
+    // Every stage reduces gradients: ZeRO-0's engine all-reduces them after backward
+    // (engine.py allreduce_gradients), which the zero pass draws as it does for stages 1-3.
+    (void)zero;
+    wanted.push_back("zero");
   }
   Pipeline pipeline;
   for (const PassInfo& info : RegisteredPasses()) {

@@ -275,5 +275,13 @@ TEST(SimulateCliTest, FiguresOutsideWhatAMachineHasAreRefused) {
   std::filesystem::remove(path);
 }
 
+// The config is read once, so a pipe works (a second read of /dev/stdin would see nothing).
+TEST(SimulateCliTest, AConfigOnStandardInputIsReadOnce) {
+  auto r = RunCli("simulate /dev/stdin --model samples/models/llama-3-8b.json" + std::string(kH100) +
+                  " --world-size 8 < samples/configs/autosp-sp4.json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verdict: FITS"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace dsp

@@ -35,25 +35,27 @@ std::vector<std::string> Chosen(const std::string& config_text,
 
 using V = std::vector<std::string>;
 
+// The zero pass runs at every stage: ZeRO-0's engine all-reduces gradients too (engine.py
+// allreduce_gradients), and a data-parallel plan without that all-reduce is a wrong answer.
 TEST(PipelineForConfigTest, ParallelSectionsPickThePasses) {
-  EXPECT_EQ(Chosen(R"({})"), V{});
-  EXPECT_EQ(Chosen(R"({"zero_optimization": {"stage": 0}})"), V{});
+  EXPECT_EQ(Chosen(R"({})"), V{"zero"});
+  EXPECT_EQ(Chosen(R"({"zero_optimization": {"stage": 0}})"), V{"zero"});
   EXPECT_EQ(Chosen(R"({"zero_optimization": {"stage": 2}})"), V{"zero"});
-  EXPECT_EQ(Chosen(R"({"tensor_parallel": {"autotp_size": 2}})"), V{"autotp"});
-  EXPECT_EQ(Chosen(R"({"tensor_parallel": {"autotp_size": 1}})"), V{});
+  EXPECT_EQ(Chosen(R"({"tensor_parallel": {"autotp_size": 2}})"), (V{"autotp", "zero"}));
+  EXPECT_EQ(Chosen(R"({"tensor_parallel": {"autotp_size": 1}})"), V{"zero"});
   EXPECT_EQ(Chosen(R"({"sequence_parallel_size": 2, "zero_optimization": {"stage": 1}})"),
             (V{"autosp", "zero"}));
   EXPECT_EQ(Chosen(R"({"expert_parallel": {"enabled": true, "autoep_size": 2},
                        "tensor_parallel": {"autotp_size": 2}, "zero_optimization": {"stage": 1}})"),
             (V{"autoep", "autotp", "zero"}));
-  EXPECT_EQ(Chosen(R"({"expert_parallel": {"enabled": false, "autoep_size": 2}})"), V{});
+  EXPECT_EQ(Chosen(R"({"expert_parallel": {"enabled": false, "autoep_size": 2}})"), V{"zero"});
 }
 
 TEST(PipelineForConfigTest, CompilePassesAddTheirPasses) {
   EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["z3"]}})"), V{"zero"});
   EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["z1"]}})"), V{"zero"});
-  EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}})"), V{"autosp"});
-  EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["autotp"]}})"), V{"autotp"});
+  EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}})"), (V{"autosp", "zero"}));
+  EXPECT_EQ(Chosen(R"({"compile": {"deepcompile": true, "passes": ["autotp"]}})"), (V{"autotp", "zero"}));
 }
 
 TEST(PipelineForConfigTest, ForcedPassesRunInRegistryOrder) {

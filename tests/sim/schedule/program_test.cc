@@ -110,6 +110,25 @@ TEST(ProgramTest, FullRecomputeRerunsEachLayerBeforeItsBackward) {
   EXPECT_EQ(Count(*p, [](const Task& t) { return t.name.starts_with("recompute layer "); }), 32);
 }
 
+// ZeRO-0: the engine all-reduces every gradient after the backward (engine.py
+// allreduce_gradients), in reduce_bucket_size pieces: 2 bytes x every parameter (issue 16: the
+// schedule used to print "communication none" for plain data parallelism).
+TEST(ProgramTest, ZeroZeroAllReducesEveryGradient) {
+  ScheduleCase c(ScheduleCase::InlineConfig{dsp::testing::ParseJsonOrDie(
+                     R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}})")},
+                 8, 8, "llama-3-8b.json", 1, 4096, 1);
+  double bytes = 0;
+  int calls = 0;
+  for (const Task& t : c.program.tasks) {
+    if (t.collective && t.kind == CollectiveKind::kAllReduce && t.group == GroupKind::kDp) {
+      bytes += t.bytes;
+      ++calls;
+    }
+  }
+  EXPECT_EQ(calls, 17);  // ceil(8.03e9 / 5e8) buckets
+  EXPECT_NEAR(bytes, 2 * 8'030'261'248.0, 1);
+}
+
 TEST(ProgramTest, RefusesPipelineParallelism) {
   dsp::testing::SimCase pp(Json::parse(R"({"train_batch_size": 8})"), 8, 8, "tiny-llama.json", 2);
   auto g = graph::BuildModelGraph(pp.model);

@@ -1,6 +1,7 @@
 #include "core/util/file_io.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -9,33 +10,52 @@
 #include <iterator>
 #include <sstream>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace dsp {
 
+// Reads in chunks and stops at the cap, so a device or a pipe that never ends (/dev/zero, an
+// endless stdin) is refused instead of read until memory runs out.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
+  const bool stdin_path = path == "-";
+  int fd = stdin_path ? STDIN_FILENO : open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Error{"cannot read " + path + ": no such file"};
+    return Error{"cannot read " + path + ": " + std::strerror(errno)};
   }
-  std::error_code ec;
-  auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) return Error{"cannot read " + path + ": no such file"};
-  if (std::filesystem::is_directory(status)) return Error{"cannot read " + path + ": is a directory"};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read " + path + ": " + std::strerror(errno)};
-  in.seekg(0, std::ios::end);
-  auto size = in.tellg();
-  if (size > 0 && static_cast<size_t>(size) > max_bytes) {
-    return Error{"cannot read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB"};
+  struct FdCloser {
+    int fd;
+    bool owned;
+    ~FdCloser() {
+      if (owned) close(fd);
+    }
+  } closer{fd, !stdin_path};
+  struct stat st {};
+  if (fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Error{"cannot read " + path + ": is a directory"};
+    if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
+      return Error{"cannot read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB"};
+    }
   }
-  in.seekg(0, std::ios::beg);
   std::string text;
-  if (size > 0) text.reserve(static_cast<size_t>(size));
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return Error{"cannot read " + path + ": read error"};
+  if (S_ISREG(st.st_mode) && st.st_size > 0) text.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EISDIR) return Error{"cannot read " + path + ": is a directory"};
+      return Error{"cannot read " + path + ": " + std::strerror(errno)};
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > max_bytes) {
+      return Error{"cannot read " + path + ": more than " + std::to_string(max_bytes >> 20) +
+                   " MiB (stopped reading)"};
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
   return text;
 }
 

@@ -8,8 +8,8 @@
 
 namespace dsp {
 
-// Reads a regular file (or "-" for standard input) whole. Refuses directories and files larger
-// than `max_bytes`.
+// Reads a file, device or pipe (or "-" for standard input) whole. Refuses directories and
+// anything longer than `max_bytes`, stopping the read there.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = size_t{256} << 20);
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents);

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +46,33 @@ TEST_F(FileIoTest, ErrorsAreValues) {
   auto d = ReadFile(dir_.string());
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("is a directory"), std::string::npos);
+}
+
+// Devices and pipes that never end are cut at the cap instead of read until memory runs out.
+TEST_F(FileIoTest, EndlessInputsStopAtTheCap) {
+  auto zero = ReadFile("/dev/zero", size_t{1} << 20);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("more than 1 MiB (stopped reading)"), std::string::npos) << zero.error().message;
+  const std::string path = (dir_ / "big.json").string();
+  ASSERT_TRUE(WriteFileAtomic(path, std::string((size_t{1} << 20) + 1, ' ')).ok());
+  auto big = ReadFile(path, size_t{1} << 20);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("larger than 1 MiB"), std::string::npos);
+  EXPECT_TRUE(ReadFile(path, size_t{2} << 20).ok());
+  // A pipe is read whole when it ends.
+  const std::string fifo = (dir_ / "pipe").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    FILE* f = std::fopen(fifo.c_str(), "w");
+    if (f != nullptr) {
+      std::fputs("{\"a\": 1}", f);
+      std::fclose(f);
+    }
+  });
+  auto piped = ReadFile(fifo);
+  writer.join();
+  ASSERT_TRUE(piped.ok()) << piped.error().message;
+  EXPECT_EQ(piped.value(), "{\"a\": 1}");
 }
 
 }  // namespace

@@ -100,11 +100,18 @@ Status ReadString(const Json& obj, const char* key, const std::string& where, st
   return {};
 }
 
-Status ReadOptionalInt(const Json& obj, const char* key, std::optional<int64_t>* out) {
+// The recorded flags get the command line's ranges: a snapshot is an input like any other, and
+// a world of 2^31 ranks would exhaust memory building its group tables.
+Status ReadOptionalInt(const Json& obj, const char* key, std::optional<int64_t>* out, int64_t max) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return {};
   if (!it->is_number_integer()) return Error{std::string("/inputs/") + key + " must be an integer or null"};
-  *out = it->get<int64_t>();
+  const int64_t v = it->get<int64_t>();
+  if (v < 1 || v > max) {
+    return Error{std::string("/inputs/") + key + " must be between 1 and " + std::to_string(max) + ", got " +
+                 it->dump()};
+  }
+  *out = v;
   return {};
 }
 
@@ -189,12 +196,19 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
     if (Status s = ReadFileEntry(in, key, file); !s.ok()) return s.error();
   }
   if (auto c = in["config"].find("content"); c != in["config"].end()) out.config_content = *c;
-  for (auto [key, field] : {std::pair{"world_size", &out.world_size}, {"nodes", &out.nodes},
-                            {"gpus_per_node", &out.gpus_per_node}, {"seq_len", &out.seq_len}}) {
-    if (Status s = ReadOptionalInt(in, key, field); !s.ok()) return s.error();
+  struct IntField {
+    const char* key;
+    std::optional<int64_t>* field;
+    int64_t max;  // as the CLI's --world-size, --nodes, --gpus-per-node, --seq-len
+  };
+  for (const IntField& f : {IntField{"world_size", &out.world_size, int64_t{1} << 20},
+                            IntField{"nodes", &out.nodes, int64_t{1} << 16},
+                            IntField{"gpus_per_node", &out.gpus_per_node, int64_t{1} << 10},
+                            IntField{"seq_len", &out.seq_len, int64_t{1} << 26}}) {
+    if (Status s = ReadOptionalInt(in, f.key, f.field, f.max); !s.ok()) return s.error();
   }
   std::optional<int64_t> pp;
-  if (Status s = ReadOptionalInt(in, "pp", &pp); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "pp", &pp, int64_t{1} << 16); !s.ok()) return s.error();
   out.pp = pp.value_or(1);
   if (Status s = ReadString(in, "recompute", "/inputs", &out.recompute); !s.ok()) return s.error();
   if (Status s = ReadString(in, "convention", "/inputs", &out.convention); !s.ok()) return s.error();

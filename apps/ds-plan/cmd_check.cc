@@ -3,7 +3,9 @@
 // root, where plan was run) and exits 1 with a diff when the group tables or any number moved
 // beyond the tolerance. Changed input files are notes, not failures: editing a comment in the
 // config must not break CI, and a changed config that moves the plan fails through the plan itself.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -40,6 +42,28 @@ Result<Json> ReadSnapshot(const std::string& path) {
   return doc;
 }
 
+// A snapshot names the files it was computed from; check runs on pull requests (docs/ci.md), so a
+// recorded path may only lead to a file inside the directory check runs in: no absolute path, no
+// "..", no symlink out of it. Anything else could make check read and print any file the runner
+// can read.
+Status RecordedPathInside(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (path.empty() || p.is_absolute()) return Error{"\"" + path.substr(0, 200) + "\" is not a relative path"};
+  for (const auto& part : p) {
+    if (part == "..") return Error{"\"" + path.substr(0, 200) + "\" leaves the working directory (\"..\")"};
+  }
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::canonical(std::filesystem::current_path(ec), ec);
+  if (ec) return Error{"cannot resolve the working directory"};
+  const std::filesystem::path real = std::filesystem::weakly_canonical(root / p, ec);
+  if (ec) return Error{"cannot resolve \"" + path.substr(0, 200) + "\""};
+  auto [r, q] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  if (r != root.end()) {
+    return Error{"\"" + path.substr(0, 200) + "\" resolves outside the working directory (a symlink?)"};
+  }
+  return Status::Ok();
+}
+
 int RunCheck(const CheckArgs& args) {
   if (!std::isfinite(args.tolerance) || args.tolerance < 0) return UsageError("--tolerance must be a percentage >= 0");
   auto recorded = ReadSnapshot(args.plan);
@@ -60,6 +84,10 @@ int RunCheck(const CheckArgs& args) {
   // Missing inputs are IO errors (exit 2): the check could not run, which is not a finding.
   for (auto [name, file] : {std::pair{"config", &inputs->config}, {"model", &inputs->model},
                             {"cluster", &inputs->cluster}}) {
+    if (Status inside = RecordedPathInside(file->path); !inside.ok()) {
+      return UsageError(args.plan + ": recorded " + name + " path " + inside.error().message +
+                        ": check reads only files inside the directory it runs in");
+    }
     auto bytes = ReadFile(file->path);
     if (!bytes.ok()) return UsageError(args.plan + ": recorded " + name + ": " + bytes.error().message);
     std::string now = Sha256Hex(bytes.value());
@@ -67,7 +95,8 @@ int RunCheck(const CheckArgs& args) {
     result.changed_inputs.push_back({name, file->path, file->sha256, now});
     if (file == &inputs->config) {
       Json current = ParseJsonLenient(file->path, std::move(bytes).value()).doc.root;
-      result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
+      // Only a config's keys are shown: never echo a file that is not a JSON object.
+      if (current.is_object()) result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
     }
   }
 

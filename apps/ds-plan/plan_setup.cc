@@ -1,5 +1,7 @@
 #include "apps/ds-plan/plan_setup.h"
 
+#include <filesystem>
+#include <iostream>
 #include <memory>
 
 #include "apps/ds-plan/command.h"
@@ -12,6 +14,21 @@ namespace dsp::app {
 namespace {
 
 std::optional<int64_t> GivenOrAbsent(int64_t v) { return v > 0 ? std::optional<int64_t>(v) : std::nullopt; }
+
+// check reads only files inside the directory it runs in (cmd_check.cc RecordedPathInside): record
+// an input inside the working directory relative to it, and say so when one is not.
+std::string RecordablePath(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) return path;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec).lexically_normal();
+  if (ec) return path;
+  const std::filesystem::path rel = abs.lexically_relative(cwd.lexically_normal());
+  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  std::cerr << "ds-plan: note: " << path << " is outside the working directory: `ds-plan check` run here "
+            << "will refuse this snapshot (it reads only files inside the directory it runs in)\n";
+  return path;
+}
 
 }  // namespace
 
@@ -35,7 +52,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
       *exit_code = UsageError(bytes.error().message);
       return std::nullopt;
     }
-    *file = {*path, Sha256Hex(bytes.value())};
+    *file = {RecordablePath(*path), Sha256Hex(bytes.value())};
     if (file == &in.config) in.config_content = ParseJsonLenient(*path, std::move(bytes).value()).doc.root;
   }
   in.world_size = GivenOrAbsent(args.world.world_size);

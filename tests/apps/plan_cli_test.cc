@@ -30,6 +30,9 @@ std::string Slurp(const fs::path& p) {
 
 void Spit(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
+// A path as plan records it: relative to the directory the CLI runs in (the source directory).
+std::string Relative(const fs::path& p) { return p.lexically_relative(fs::path(DSP_SOURCE_DIR)).generic_string(); }
+
 // Replaces the one occurrence of `from`; fails the test when it is not there exactly once.
 void Edit(const fs::path& p, const std::string& from, const std::string& to) {
   std::string text = Slurp(p);
@@ -43,7 +46,9 @@ class PlanCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("ds-plan-plan-" + std::to_string(getpid()) + "-" + info->name());
+    // Inside the working tree: check reads only files inside the directory it runs in (the
+    // source directory here), and build/ is ignored by git.
+    dir_ = fs::path(DSP_SOURCE_DIR) / "build" / "test-tmp" / ("plan-" + std::to_string(getpid()) + "-" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     config_ = dir_ / "ds_config.json";
@@ -72,7 +77,8 @@ TEST_F(PlanCheckTest, SnapshotMatchesItsSchemaAndRecordsItsInputs) {
   WritePlan();
   Json doc = Json::parse(Slurp(plan_));
   EXPECT_EQ(SchemaErrors(schemas::k_plan_schema_json, doc), "") << doc.dump(2);
-  EXPECT_EQ(doc["inputs"]["config"]["path"], config_.string());
+  // Recorded relative to the directory plan ran in, the one check will run in.
+  EXPECT_EQ(doc["inputs"]["config"]["path"], Relative(config_));
   EXPECT_EQ(doc["inputs"]["config"]["content"]["tensor_parallel"]["autotp_size"], 2);
   EXPECT_EQ(doc["inputs"]["nodes"], 2);
   EXPECT_TRUE(doc["inputs"]["world_size"].is_null());
@@ -179,7 +185,7 @@ TEST_F(PlanCheckTest, ChangedClusterFileAndVersionAreNotes) {
   Spit(plan_, doc.dump(2));
   auto c = Check();
   EXPECT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_NE(c.output.find("  cluster " + cluster.string() + ": sha256 "), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("  cluster " + Relative(cluster) + ": sha256 "), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("ds-plan 0.0.1 wrote the snapshot, this is "), std::string::npos) << c.output;
 }
 
@@ -257,6 +263,42 @@ TEST_F(PlanCheckTest, PlanUsageErrors) {
                 .exit_code,
             1);
   EXPECT_FALSE(fs::exists(dir_ / "x.json"));
+}
+
+// check reads only files inside the directory it runs in: a snapshot that records an absolute
+// path, a ".." or a symlink out of it is refused before anything is read or printed (issue 16:
+// a pull request could make CI print any file the runner can read).
+TEST_F(PlanCheckTest, RecordedPathsMustStayInsideTheWorkingDirectory) {
+  WritePlan();
+  const Json good = Json::parse(Slurp(plan_));
+  fs::create_symlink("/etc", dir_ / "outside");
+  for (const std::string& path : {std::string("/etc/passwd"), std::string("../../etc/passwd"),
+                                  Relative(dir_ / "outside" / "passwd")}) {
+    Json doc = good;
+    doc["inputs"]["config"]["path"] = path;
+    Spit(plan_, doc.dump(2));
+    auto c = Check();
+    EXPECT_EQ(c.exit_code, 2) << path << "\n" << c.output;
+    EXPECT_NE(c.output.find("check reads only files inside the directory it runs in"), std::string::npos)
+        << c.output;
+    EXPECT_EQ(c.output.find("root:"), std::string::npos) << c.output;  // nothing of the file is shown
+  }
+  // Recorded flags get the command line's ranges.
+  Json doc = good;
+  doc["inputs"]["world_size"] = int64_t{1} << 31;
+  Spit(plan_, doc.dump(2));
+  auto huge = Check();
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.output.find("/inputs/world_size must be between 1 and 1048576"), std::string::npos) << huge.output;
+  // plan says when it records a path check would refuse.
+  const fs::path elsewhere = fs::temp_directory_path() / ("ds-plan-outside-" + std::to_string(getpid()) + ".json");
+  fs::copy_file(config_, elsewhere, fs::copy_options::overwrite_existing);
+  auto outside = RunCli("plan " + ShellQuote(elsewhere.string()) +
+                        " --model samples/models/mixtral-8x7b.json --cluster samples/clusters/h100-sxm.json"
+                        " --nodes 2 --gpus-per-node 4 -o " + ShellQuote((dir_ / "outside.plan.json").string()));
+  EXPECT_EQ(outside.exit_code, 0) << outside.output;
+  EXPECT_NE(outside.output.find("is outside the working directory"), std::string::npos) << outside.output;
+  fs::remove(elsewhere);
 }
 
 TEST_F(PlanCheckTest, CheckUsageErrors) {

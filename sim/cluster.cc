@@ -158,6 +158,13 @@ std::string Show(double v) {
 }
 
 Status CheckRanges(const Json& json, const Cluster& c) {
+  // Names are shown in every report: keep them readable.
+  for (auto [pointer, name] : {std::pair{"/name", &c.name}, {"/gpu/name", &c.gpu.name}}) {
+    if (name->empty() || name->size() > 200) {
+      return Error{std::string(pointer) + ": a name of 1 to 200 characters, got " +
+                   std::to_string(name->size())};
+    }
+  }
   auto given = [&](const char* pointer) { return json.contains(Json::json_pointer(pointer)); };
   const Range ranges[] = {
       {"/gpu/peak_bf16_flops_per_second", c.gpu.peak_bf16_flops_per_second, 1e9, 1e17, true},

@@ -1,6 +1,7 @@
 #include "core/model/model_spec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <initializer_list>
@@ -314,6 +315,16 @@ Result<ModelSpec> Parse(const Json& config) {
   }
   ModelSpec s;
   s.model_type = type_it->get<std::string>();
+  // Hugging Face model types are short identifiers; a long or odd one is not a config.json and
+  // would otherwise be echoed into every message and report.
+  const bool identifier = !s.model_type.empty() && s.model_type.size() <= 64 &&
+                          std::all_of(s.model_type.begin(), s.model_type.end(), [](unsigned char c) {
+                            return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                          });
+  if (!identifier) {
+    return Error{"model config: 'model_type' must be a short identifier like \"llama\" (letters, digits, _ - .; "
+                 "at most 64), got " + Shown(*type_it)};
+  }
   Reader r(config, "model config (" + s.model_type + ")");
 
   std::optional<Arch> arch = KnownArch(s.model_type);

@@ -144,6 +144,12 @@ TEST(ClusterTest, FiguresOutsideAMachinesRangeAreErrors) {
   }
 }
 
+TEST(ClusterTest, NamesAreShortEnoughToShow) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc["gpu"]["name"] = std::string(100000, 'g');
+  EXPECT_EQ(ErrorOf(doc), "/gpu/name: a name of 1 to 200 characters, got 100000");
+}
+
 TEST(ClusterTest, MissingKeyNamesThePointer) {
   Json doc = LoadPreset("h100-sxm.json");
   doc["gpu"].erase("hbm_bytes");

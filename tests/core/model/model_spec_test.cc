@@ -106,6 +106,20 @@ TEST(ModelSpecTest, UnknownTypeAssumedLlamaLike) {
   EXPECT_NE(ErrorOf(config).find("'n_routed_experts'"), std::string::npos) << ErrorOf(config);
 }
 
+// A model_type is a short identifier; anything else is refused before it reaches a message or a
+// report (issue 16: a 1,000,000-character model_type gave a 2 MB report).
+TEST(ModelSpecTest, ModelTypeMustBeAShortIdentifier) {
+  Json config = LoadModelPreset("tiny-llama.json");
+  for (const std::string& bad : {std::string(1000000, 'x'), std::string(""), std::string("llama\nsecond line")}) {
+    config["model_type"] = bad;
+    const std::string error = ErrorOf(config);
+    EXPECT_NE(error.find("'model_type' must be a short identifier"), std::string::npos) << error.substr(0, 200);
+    EXPECT_LT(error.size(), 300u);
+  }
+  config["model_type"] = "qwen3_5-moe.v2";
+  EXPECT_TRUE(ParseHfConfig(config).ok());
+}
+
 TEST(ModelSpecTest, ErrorsNameTheKey) {
   Json base = LoadModelPreset("tiny-llama.json");
   struct Case {

@@ -79,7 +79,11 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     return UsageError("--dump-after " + args.dump_after + ": no such pass (see `ds-plan passes`; or 'all')");
   }
   sim::render::RenderOptions render;
-  if (!args.layers.empty()) {
+  // Graphviz lays a whole model out superlinearly (the Mixtral sample took over a minute at 12
+  // layers): by default layer 0 is drawn in full and the rest collapse; `--layers all` asks for
+  // every layer.
+  const bool every_layer = args.layers == "all";
+  if (!args.layers.empty() && !every_layer) {
     auto range = sim::render::ParseLayerRange(args.layers);
     if (!range.ok()) return UsageError("--layers: " + range.error().message);
     render.layers = *range;
@@ -93,6 +97,18 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   if (!world.ok()) return UsageError(world.error().message);
   auto model = LoadModel(args.model_path);
   if (!model.ok()) return UsageError("--model: " + model.error().message);
+  if (render.layers && render.layers->last >= model->num_hidden_layers) {
+    return UsageError("--layers " + args.layers + ": the model has layers 0-" +
+                      std::to_string(model->num_hidden_layers - 1));
+  }
+  const bool picture = !args.output.empty() && (kind == OutputKind::kSvg || kind == OutputKind::kDot);
+  if (args.layers.empty() && picture && model->num_hidden_layers > 1) {
+    render.layers = sim::render::LayerRange{0, 0};
+    const int last = model->num_hidden_layers - 1;
+    std::cerr << "ds-plan: note: layer 0 drawn in full, "
+              << (last == 1 ? std::string("layer 1") : "layers 1-" + std::to_string(last))
+              << " collapsed (--layers A-B draws a range, --layers all every layer: slow for large models)\n";
+  }
   auto text = ReadFile(args.config);
   if (!text.ok()) return UsageError(text.error().message);
 
@@ -177,7 +193,8 @@ Command AddVisualizeCommand(CLI::App& root) {
   graph->add_option("config", args->config, "DeepSpeed config file")->required();
   graph->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
   args->world.AddTo(graph);
-  graph->add_option("--layers", args->layers, "decoder layers drawn in full, e.g. 0-1; the rest collapse to one node");
+  graph->add_option("--layers", args->layers,
+                    "decoder layers drawn in full, e.g. 0-1, or all; the rest collapse to one node (default: 0)");
   graph->add_flag("--before", args->before, "the graph before the parallelism passes");
   graph->add_option("--passes", args->passes,
                     "run exactly these passes (comma-separated; see `ds-plan passes`) instead of "

@@ -53,6 +53,22 @@ TEST_F(VisualizeCliTest, WritesSvgWithCollapsedLayers) {
   EXPECT_NE(svg.find("cluster_legend"), std::string::npos);
 }
 
+// A picture draws layer 0 and collapses the rest unless asked (Graphviz took minutes on a whole
+// Mixtral); `--layers all` draws every layer; a range beyond the model is a usage error.
+TEST_F(VisualizeCliTest, DefaultPictureDrawsOneLayer) {
+  auto r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " -o " + Out("d.dot"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: layer 0 drawn in full, layers 1-31 collapsed"), std::string::npos) << r.output;
+  EXPECT_NE(Read(Out("d.dot")).find("layers 1-31 (31 x)"), std::string::npos);
+  r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --layers all -o " + Out("all.dot"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("collapsed"), std::string::npos) << r.output;
+  EXPECT_EQ(Read(Out("all.dot")).find("(31 x)"), std::string::npos);
+  r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --layers 30-40 -o " + Out("x.svg"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("the model has layers 0-31"), std::string::npos) << r.output;
+}
+
 TEST_F(VisualizeCliTest, WritesDotAndJson) {
   auto r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --before --layers 0 -o " + Out("g.dot"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -32,6 +32,42 @@ int main(int argc, char** argv) {
                         " (run ds-plan --help for the list)");
     }
   }
+  // A misspelt flag gets a suggestion from the options of the command it was given to, and the
+  // same "ds-plan: error:" prefix as every other usage error.
+  {
+    CLI::App* current = &app;
+    std::string path;  // "visualize schedule"
+    for (int i = 1; i < argc; ++i) {
+      std::string word = argv[i];
+      if (word == "--") break;
+      if (!word.starts_with("-")) {
+        for (CLI::App* sub : current->get_subcommands([](CLI::App*) { return true; })) {
+          if (sub->get_name() == word) {
+            current = sub;
+            path += (path.empty() ? "" : " ") + word;
+            break;
+          }
+        }
+        continue;
+      }
+      if (!word.starts_with("--") || word == "--help" || word == "--version") continue;
+      const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+      std::vector<std::string> known;
+      bool found = false;
+      for (const CLI::Option* opt : current->get_options()) {
+        for (const std::string& l : opt->get_lnames()) {
+          known.push_back("--" + l);
+          found = found || l == name;
+        }
+      }
+      if (!found && current != &app) {
+        const std::string guess = dsp::ClosestMatch("--" + name, known);
+        return UsageError("unknown option '--" + name + "' for " + path +
+                          (guess.empty() ? "" : ", did you mean '" + guess + "'?") + " (run ds-plan " + path +
+                          " --help)");
+      }
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -41,8 +77,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
+    return UsageError(std::string(e.what()) + " (run with --help for more information)");
   }
   for (const auto& c : commands) {
     if (c.app->parsed()) {

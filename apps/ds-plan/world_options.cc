@@ -23,6 +23,10 @@ Result<WorldOptions::Resolved> WorldOptions::Resolve() const {
                    std::to_string(nodes) + " x --gpus-per-node " + std::to_string(gpus_per_node) +
                    " = " + std::to_string(from_nodes)};
     }
+    if (from_nodes > (int64_t{1} << 20)) {
+      return Error{"--nodes " + std::to_string(nodes) + " x --gpus-per-node " + std::to_string(gpus_per_node) +
+                   " = " + std::to_string(from_nodes) + " ranks: at most 1048576 are supported"};
+    }
     r.world_size = from_nodes;
   } else if (world_size > 0) {
     r.world_size = world_size;

@@ -19,6 +19,24 @@ using testing::SchemaErrors;
 constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
 
 
+// Option-parser errors carry the same "ds-plan: error:" prefix as every usage error, exit 2, and a
+// misspelt flag gets the closest option of the command it was given to.
+TEST(CliTest, MisspeltFlagsGetASuggestion) {
+  auto r = testing::RunCli("simulate --world-sise 8 samples/configs/autosp-sp4.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("ds-plan: error: unknown option '--world-sise' for simulate, did you mean "
+                          "'--world-size'?"), std::string::npos) << r.output;
+  r = testing::RunCli("visualize schedule --rank 0 x");
+  EXPECT_NE(r.output.find("for visualize schedule, did you mean '--ranks'?"), std::string::npos) << r.output;
+  r = testing::RunCli("simulate x --model y");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output.rfind("ds-plan: error: ", 0), 0u) << r.output;
+  // A world too large for the layout code is a usage error (2), not a config error (1).
+  r = testing::RunCli("groups samples/configs/autosp-sp4.json --nodes 65536 --gpus-per-node 1024");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("at most 1048576"), std::string::npos) << r.output;
+}
+
 TEST(CliTest, ValidConfigExitsZero) {
   auto r = RunCli(std::string("validate ") + kFolding + " --world-size 8");
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -22,6 +22,12 @@ bool PerMicroStep(CommSchedule s) {
          s == CommSchedule::kBackwardOverlap;
 }
 
+// Calls that send `elements` in buckets of `bucket_elements` (DeepSpeed's reduce/allgather bucket
+// sizes; 0 = one call).
+double BucketCalls(double elements, double bucket_elements) {
+  return bucket_elements > 0 ? std::ceil(elements / bucket_elements) : 1.0;
+}
+
 class Planner {
  public:
   explicit Planner(const SimInput& in) : in_(in) {}
@@ -80,7 +86,7 @@ class Planner {
                    double bytes_per_element, double bucket_elements, CommSchedule schedule,
                    StageScope scope = StageScope::kAll) {
     if (elements <= 0) return;
-    const double calls = bucket_elements > 0 ? std::ceil(elements / bucket_elements) : 1.0;
+    const double calls = BucketCalls(elements, bucket_elements);
     Add(purpose, kind, group, elements * bytes_per_element / calls, calls, schedule,
         scope);
   }
@@ -415,7 +421,7 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     // int4 (numel / 2 bytes), exchanged inside the node, reduced and requantized to numel / L
     // values, exchanged across nodes with the ranks of the same local index, dequantized and
     // summed. Kernels: ~3 bytes of HBM traffic per gradient.
-    const double calls = zero.reduce_bucket_size > 0 ? std::ceil(params.dense / zero.reduce_bucket_size) : 1.0;
+    const double calls = BucketCalls(params.dense, zero.reduce_bucket_size);
     const double elements = params.dense / calls;
     const double local = static_cast<double>(std::min<int64_t>(gpn, sizes.world));
     plan.AddOnBlocks("qgz_intra_node_all_to_all", CollectiveKind::kAllToAll, dense_group, gpn, false,
@@ -426,7 +432,7 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     // MiCS: reduce-scatter inside the shard group every micro-step, then the shard's gradients
     // all-reduced across the replica groups at the accumulation boundary (mics.py
     // allreduce_mics_shard_grads).
-    const double calls = zero.reduce_bucket_size > 0 ? std::ceil(params.dense / zero.reduce_bucket_size) : 1.0;
+    const double calls = BucketCalls(params.dense, zero.reduce_bucket_size);
     plan.AddOnBlocks("mics_grad_reduce_scatter", grad_kind, dense_group, zero.mics_shard_size, false,
                      params.dense * grad_bytes / calls, calls, grad_schedule);
     plan.AddOnBlocks("mics_grad_replica_all_reduce", CollectiveKind::kAllReduce, dense_group,

@@ -218,6 +218,11 @@ double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backwa
   return TimeOf(op, RatesOf(cluster), backward).seconds;
 }
 
+double CheckpointCopyBytesPerSecond(const SimInput& input) {
+  return input.checkpointing.async_copy ? input.cluster->host_to_device_bytes_per_second
+                                        : input.cluster->PageableCopyBytesPerSecond();
+}
+
 double GpuOptimizerStepSeconds(const SimInput& input) {
   // kOptimizerBytesPerParam for Adam's K = 12; in general the K bytes of master weights and
   // states read and written, plus 8 (gradient, 16-bit weight, norm and overflow checks).
@@ -314,10 +319,7 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     // PR #8282's engine keeps the stage's last layer input on the GPU; older paths move all.
     const double layers = std::ceil(static_cast<double>(input.model->num_hidden_layers) / pp) -
                           (input.checkpointing.keep_last_on_device() ? 1.0 : 0.0);
-    // PR #8282's engine copies to pinned buffers; the blocking paths (copy_to_device's
-    // `.to('cpu')`, the partition path's unpinned buffers) to pageable memory.
-    const double rate = input.checkpointing.async_copy ? input.cluster->host_to_device_bytes_per_second
-                                                       : input.cluster->PageableCopyBytesPerSecond();
+    const double rate = CheckpointCopyBytesPerSecond(input);
     const double one_way = std::max(layers, 0.0) * per_layer / rate;
     report.checkpoint_copy_bytes = 2.0 * std::max(layers, 0.0) * per_layer * grad_accum;
     report.checkpoint_copy_seconds = 2.0 * one_way * grad_accum;

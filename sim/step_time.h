@@ -79,6 +79,12 @@ double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backwa
 /// schedule both charge when the optimizer is not offloaded.
 double GpuOptimizerStepSeconds(const SimInput& input);
 
+/// Bytes per second of cpu_checkpointing's layer-input copies: PR #8282's engine copies to pinned
+/// buffers (the cluster's PCIe rate); the blocking paths (copy_to_device's `.to('cpu')`, the
+/// partition path's unpinned buffers) go through pageable memory. The closed form and the
+/// schedule both use it.
+double CheckpointCopyBytesPerSecond(const SimInput& input);
+
 TimeReport EstimateStepTime(const SimInput& input);
 TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& options);
 

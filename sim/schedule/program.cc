@@ -77,9 +77,7 @@ class Builder {
     memory_ = EstimateMemory(in_);
     // cpu_checkpointing with full recompute: layer inputs copied to the host in forward and back
     // before their recomputation (sim/memory_model.cc has the same keep-last rule).
-    // PR #8282's engine copies to pinned buffers, the blocking paths to pageable memory.
-    pcie_ = in_.checkpointing.async_copy ? in_.cluster->host_to_device_bytes_per_second
-                                         : in_.cluster->PageableCopyBytesPerSecond();
+    pcie_ = CheckpointCopyBytesPerSecond(in_);
     offload_checkpoints_ = in_.workload.recompute == Recompute::kFull &&
                            in_.checkpointing.cpu_checkpointing && pcie_ > 0;
     if (Status s = BindValues(); !s.ok()) return s.error();

@@ -20,6 +20,13 @@ Cluster H100() {
   return ParseCluster(Json::parse(text.value(), nullptr, true, true)).value();
 }
 
+TuneOptions OnWorld(int64_t world, int top) {
+  TuneOptions o;
+  o.world_size = world;
+  o.top = top;
+  return o;
+}
+
 TEST(TuneTest, BestPlansFitAreSortedAndPassValidate) {
   ModelSpec model = Model("samples/models/llama-3-8b.json");
   TuneOptions o;
@@ -186,9 +193,7 @@ TEST(TuneTest, AnMfuAbovePublishedRunsGetsANote) {
 // micro-batches, and the emitted config says so and passes validate.
 TEST(TuneTest, SearchesCpuCheckpointingWithFullRecompute) {
   ModelSpec model = Model("samples/models/llama-3-70b.json");
-  TuneOptions o;
-  o.world_size = 64;
-  o.top = 10;
+  TuneOptions o = OnWorld(64, 10);
   o.search_pipeline = false;
   auto r = Tune(model, H100(), o);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -219,9 +224,7 @@ TEST(TuneTest, SearchesCpuCheckpointingWithFullRecompute) {
 // higher in bf16 it is left out with a note.
 TEST(TuneTest, AutocastTwinsOfBetterBf16PlansAreLeftOutWithANote) {
   ModelSpec model = Model("samples/models/llama-3-8b.json");
-  TuneOptions o;
-  o.world_size = 16;
-  o.top = 10;
+  TuneOptions o = OnWorld(16, 10);
   auto r = Tune(model, H100(), o);
   ASSERT_TRUE(r.ok());
   const bool noted = std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
@@ -252,9 +255,7 @@ TEST(TuneTest, HostMemoryBoundsOffloadAndHostCheckpoints) {
   ModelSpec model = Model("samples/models/llama-3-70b.json");
   Cluster small = H100();
   small.host_memory_bytes = 1e9;  // 1 GB per node: nothing of note fits on the host
-  TuneOptions o;
-  o.world_size = 64;
-  o.top = 20;
+  TuneOptions o = OnWorld(64, 20);
   o.search_pipeline = false;
   auto r = Tune(model, small, o);
   ASSERT_TRUE(r.ok());
@@ -269,10 +270,8 @@ TEST(TuneTest, HostMemoryBoundsOffloadAndHostCheckpoints) {
 // skipping the others must not change the answer.
 TEST(TuneTest, ValidatingOnlyWhatCouldRankKeepsTheSameBestPlans) {
   ModelSpec model = Model("samples/models/llama-3-70b.json");
-  TuneOptions o;
-  o.world_size = 64;
+  TuneOptions o = OnWorld(64, 5);
   o.rerank = 0;
-  o.top = 5;
   auto few = Tune(model, H100(), o);
   o.top = 100000;  // every plan is kept, so every fitting config is validated
   auto all = Tune(model, H100(), o);

@@ -81,16 +81,14 @@ int RunCalibrate(const CalibrateArgs& args) {
   if (!runs.ok()) return UsageError(args.runs + ": " + runs.error().message);
   auto cluster = LoadCluster(args.cluster);
   if (!cluster.ok()) return UsageError("--cluster: " + cluster.error().message);
-  if (!args.output.empty() && !args.force) {
-    std::error_code ec;
-    if (std::filesystem::exists(args.output, ec)) {
-      return UsageError("-o " + args.output + " exists: pass --force to replace it");
-    }
+  if (!args.output.empty()) {
+    if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
   }
   if (args.no_fit && !args.output.empty()) return UsageError("--no-fit writes no cluster file: drop -o");
   auto result = sim::Calibrate(*runs, *cluster, args.no_fit ? std::vector<std::string>{} : args.fit);
   if (!result.ok()) return UsageError(result.error().message);
-  std::cout << (args.format == "markdown" ? Markdown(*result) : Render(*result));
+  // With -o - the fitted cluster has standard output to itself; the report moves to stderr.
+  (args.output == "-" ? std::cerr : std::cout) << (args.format == "markdown" ? Markdown(*result) : Render(*result));
   if (args.output.empty()) return kExitOk;
 
   auto text = ReadFile(args.cluster);
@@ -107,9 +105,9 @@ int RunCalibrate(const CalibrateArgs& args) {
                         " runs of " + args.runs + ": mean |error| " +
                         Fixed(100 * result->mean_abs_error_before, "%.1f") + "% -> " +
                         Fixed(100 * result->mean_abs_error_after, "%.1f") + "%";
-  Status written = WriteFileAtomic(args.output, out.dump(2) + "\n");
+  Status written = WriteOutput("-o", args.output, out.dump(2) + "\n");
   if (!written.ok()) return UsageError(written.error().message);
-  std::cerr << "wrote " << args.output << "\n";
+  if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
   return kExitOk;
 }
 
@@ -121,7 +119,7 @@ Command AddCalibrateCommand(CLI::App& root) {
       "calibrate", "fit a cluster file's efficiency and latency figures to measured step times");
   app->add_option("runs", args->runs, "TSV of measured runs (samples/runs/published-runs.tsv)")->required();
   app->add_option("--cluster", args->cluster, "cluster description to start from")->required();
-  app->add_option("-o,--output", args->output, "write the fitted cluster file here");
+  app->add_option("-o,--output", args->output, "write the fitted cluster file here (- for standard output)");
   app->add_option("--fit", args->fit,
                   "figures to fit, in this order (default: efficiency.matmul efficiency.memory "
                   "inter_node.max_rails inter_node.hop_latency_seconds gpu.kernel_overhead_seconds)");

@@ -20,22 +20,15 @@ struct PlanArgs {
 };
 
 int RunPlan(const PlanArgs& args) {
-  // Checked before any work, like tune --emit-config and visualize graph.
-  std::error_code ec;
-  if (args.output != "-" && !args.force && std::filesystem::exists(args.output, ec)) {
-    return UsageError(args.output + " exists (pass --force to overwrite it)");
-  }
+  // Checked before any work, like every other output (core/util/file_io.h).
+  if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
   int code = kExitOk;
   std::optional<Json> snapshot = ComputeSnapshot(args.sim, &code);
   if (!snapshot) return code;
   const std::string text = sim::RenderPlanSnapshot(*snapshot);
-  if (args.output == "-") {
-    std::cout << text;
-    return kExitOk;
-  }
-  Status written = WriteFileAtomic(args.output, text);
+  Status written = WriteOutput("-o", args.output, text);
   if (!written.ok()) return UsageError(written.error().message);
-  std::cerr << "wrote " << args.output << "\n";
+  if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
   return kExitOk;
 }
 
@@ -47,7 +40,7 @@ Command AddPlanCommand(CLI::App& root) {
       "plan", "write a plan snapshot (layout, groups, memory, step time, collectives) for ds-plan check");
   args->sim.AddTo(app);
   app->add_option("-o,--output", args->output, "snapshot file to write (- for standard output)")->required();
-  app->add_flag("--force", args->force, "overwrite the output file if it exists");
+  app->add_flag("--force", args->force, "replace the output file if it exists");
   return Command{app, [args] { return RunPlan(*args); }};
 }
 

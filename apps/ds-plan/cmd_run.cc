@@ -45,7 +45,7 @@ struct RunArgs {
   std::string inject = "none";
   std::string dtype = "fp32";
   std::string report_path;
-  bool tiny = true;
+  bool force = false;
   bool bench = false;
   std::string cluster_base;  // --cluster: the figures --cluster-out keeps
   std::string cluster_out;
@@ -180,6 +180,18 @@ int RunInProcess(const RunArgs& args) {
   auto tiny = exec::MakeTinyConfig(model, plan->sizes, micro.present() ? micro.value : 1);
   if (!tiny.ok()) return UsageError("run: " + tiny.error().message);
 
+  // Every rank checks the outputs before any work (only rank 0 writes them), so a refusal ends
+  // the whole job at once instead of leaving the other ranks waiting for rank 0.
+  if (!args.report_path.empty() && args.report_path == args.cluster_out) {
+    return UsageError("--report and --cluster-out name the same file (" + args.report_path + ")");
+  }
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--report", args.report_path},
+                                   {"--cluster-out", args.cluster_out}}) {
+    if (path.empty()) continue;
+    if (Status out = CheckOutputPath(flag, path, args.force); !out.ok()) return UsageError(out.error().message);
+  }
+  const bool report_to_stdout = args.report_path == "-" || args.cluster_out == "-";
+
   exec::RunOptions o;
   o.plan = std::move(plan).value();
   o.tiny = *tiny;
@@ -211,24 +223,26 @@ int RunInProcess(const RunArgs& args) {
   // Rank 0 prints from inside RunPlan, before any rank may exit (see RunOptions::report_sink).
   int output_status = kExitOk;
   o.report_sink = [&](const exec::RunReport& r) {
-    auto write = [&](const std::string& path, const std::string& text) {
+    auto write = [&](const std::string& flag, const std::string& path, const std::string& text) {
       if (path.empty() || output_status != kExitOk) return;
-      if (auto s = WriteFileAtomic(path, text); !s.ok()) output_status = UsageError(s.error().message);
+      if (auto s = WriteOutput(flag, path, text); !s.ok()) output_status = UsageError(s.error().message);
     };
+    // A file written to standard output has it to itself; the report then goes to stderr.
+    std::ostream& shown = report_to_stdout ? std::cerr : std::cout;
     if (args.bench) {
-      write(args.report_path, exec::RenderBenchJson(r));
+      write("--report", args.report_path, exec::RenderBenchJson(r));
       if (!args.cluster_out.empty()) {
         auto cluster = MeasuredCluster(base_cluster, r);
         if (!cluster.ok()) {
           output_status = UsageError("--cluster-out: " + cluster.error().message);
         } else {
-          write(args.cluster_out, cluster->dump(2) + "\n");
+          write("--cluster-out", args.cluster_out, cluster->dump(2) + "\n");
         }
       }
-      std::cout << (args.format == "json" ? exec::RenderBenchJson(r) : exec::RenderBenchText(r));
+      shown << (args.format == "json" ? exec::RenderBenchJson(r) : exec::RenderBenchText(r));
     } else {
-      write(args.report_path, exec::RenderRunJson(r));
-      std::cout << (args.format == "json" ? exec::RenderRunJson(r) : exec::RenderRunText(r));
+      write("--report", args.report_path, exec::RenderRunJson(r));
+      shown << (args.format == "json" ? exec::RenderRunJson(r) : exec::RenderRunText(r));
       if (args.format == "text") {
         std::fprintf(stderr, "ds-plan run: %.2f s on rank 0 (setup %.2f s, %d steps %.2f s)\n", r.seconds_total,
                      r.seconds_setup, args.steps, r.seconds_steps);
@@ -275,15 +289,17 @@ Command AddRunCommand(CLI::App& root) {
                   "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.125, "
                   "atol 1e-3; gloo only; docs/exec.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  app->add_option("--report", args->report_path, "also write the JSON report to this file (rank 0)");
+  app->add_option("--report", args->report_path,
+                  "also write the JSON report to this file (rank 0; - for standard output, the text report then "
+                  "goes to stderr)");
+  app->add_flag("--force", args->force, "let --report and --cluster-out replace existing files");
   app->add_flag("--bench", args->bench,
                 "measure every collective kind on every group kind instead of checking parity (nccl-tests "
                 "bus bandwidth)");
   app->add_option("--cluster", args->cluster_base, "with --cluster-out: the cluster file whose other figures are kept");
   app->add_option("--cluster-out", args->cluster_out,
-                  "with --bench: write a cluster file for simulate with the measured intra-node link");
-  // --tiny is the only model scale today; accepted so command lines can say so explicitly.
-  app->add_flag("--tiny", args->tiny, "run the tiny scaled-down model (the default and only scale)");
+                  "with --bench: write a cluster file for simulate with the measured intra-node link (- for "
+                  "standard output)");
   return Command{app, [args] { return RunRun(*args); }};
 }
 

@@ -110,8 +110,9 @@ int RunTune(const TuneArgs& args) {
   auto world = args.world.Resolve();
   if (!world.ok()) return UsageError(world.error().message);
   if (!world->world_size) return UsageError("tune needs --world-size N, or --nodes N --gpus-per-node G");
-  if (!args.emit_config.empty() && !args.force && std::filesystem::exists(args.emit_config)) {
-    return UsageError(args.emit_config + " exists; pass --force to replace it");
+  if (!args.emit_config.empty()) {
+    Status out = CheckOutputPath("--emit-config", args.emit_config, args.force);
+    if (!out.ok()) return UsageError(out.error().message);
   }
   auto model = LoadModel(args.model_path);
   if (!model.ok()) return UsageError("--model: " + model.error().message);
@@ -148,16 +149,19 @@ int RunTune(const TuneArgs& args) {
     std::cerr << "searched " << result->evaluated << " plans in " << Fixed(result->seconds, 3) << " s ("
               << Fixed(result->evaluated / std::max(result->seconds, 1e-9), 0) << " plans/s)\n";
   }
+  // With --emit-config - the config has standard output to itself; the ranking moves to stderr.
+  const bool config_to_stdout = args.emit_config == "-";
+  std::ostream& report = config_to_stdout ? std::cerr : std::cout;
   if (args.format == "json") {
-    std::cout << ToJson(*result).dump(2) << "\n";
+    report << ToJson(*result).dump(2) << "\n";
   } else {
-    std::cout << Text(*result);
+    report << Text(*result);
   }
   if (!args.emit_config.empty()) {
     if (result->plans.empty()) return UsageError("no plan fits, so there is no config to emit");
-    Status s = WriteFileAtomic(args.emit_config, result->plans.front().config.dump(2) + "\n");
+    Status s = WriteOutput("--emit-config", args.emit_config, result->plans.front().config.dump(2) + "\n");
     if (!s.ok()) return UsageError(s.error().message);
-    if (args.format != "json") std::cout << "wrote the best plan to " << args.emit_config << "\n";
+    if (args.format != "json" && !config_to_stdout) std::cout << "wrote the best plan to " << args.emit_config << "\n";
   }
   return kExitOk;
 }
@@ -174,7 +178,7 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_option("--global-batch", args->global_batch, "sequences per optimizer step (default: 4M tokens)")
       ->check(CLI::PositiveNumber);
   app->add_option("--top", args->top, "how many plans to print")->check(CLI::Range(1, 1000));
-  app->add_option("--emit-config", args->emit_config, "write the best plan as a DeepSpeed config");
+  app->add_option("--emit-config", args->emit_config, "write the best plan as a DeepSpeed config (- for standard output)");
   app->add_flag("--force", args->force, "let --emit-config replace an existing file");
   app->add_option("--convention", args->convention, "memory accounting")->check(CLI::IsMember({"zero-paper", "deepspeed"}));
   app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));

@@ -34,6 +34,7 @@ struct VisualizeGraphArgs {
   std::string dump_after;  // --dump-after PASS|all
   bool force = false;
   std::string output;
+  std::string format;  // --format svg|dot|json: overrides the extension; needed for -o -
 };
 
 enum class OutputKind { kSvg, kDot, kJson };
@@ -57,8 +58,12 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     return UsageError("--before draws the graph without passes; it cannot be combined with --passes or --dump-after");
   }
   OutputKind kind = OutputKind::kSvg;
-  if (args.output.empty()) {
+  if (!args.format.empty()) {
+    kind = args.format == "json" ? OutputKind::kJson : args.format == "dot" ? OutputKind::kDot : OutputKind::kSvg;
+  } else if (args.output.empty()) {
     // --dump-after only: nothing written.
+  } else if (args.output == "-") {
+    return UsageError("-o -: pass --format svg|dot|json (there is no extension to pick it from)");
   } else if (EndsWith(args.output, ".svg")) {
     kind = OutputKind::kSvg;
   } else if (EndsWith(args.output, ".dot") || EndsWith(args.output, ".gv")) {
@@ -66,7 +71,15 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   } else if (EndsWith(args.output, ".json")) {
     kind = OutputKind::kJson;
   } else {
-    return UsageError("-o " + args.output + ": the extension picks the format: .svg, .dot (or .gv) or .json");
+    return UsageError("-o " + args.output + ": the extension picks the format: .svg, .dot (or .gv) or .json "
+                      "(or pass --format)");
+  }
+  if (args.output == "-" && !args.dump_after.empty()) {
+    return UsageError("-o - and --dump-after both write to standard output: write the picture to a file");
+  }
+  // Checked before any work so a long render never ends in a refusal.
+  if (Status out = CheckOutputPath("-o", args.output, args.force); !args.output.empty() && !out.ok()) {
+    return UsageError(out.error().message);
   }
   std::optional<std::vector<std::string>> forced;
   if (!args.passes.empty()) {
@@ -87,11 +100,6 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     auto range = sim::render::ParseLayerRange(args.layers);
     if (!range.ok()) return UsageError("--layers: " + range.error().message);
     render.layers = *range;
-  }
-  // Checked before any work so a long render never ends in a refusal.
-  std::error_code ec;
-  if (!args.output.empty() && !args.force && std::filesystem::exists(args.output, ec)) {
-    return UsageError(args.output + " exists (pass --force to overwrite it)");
   }
   auto world = args.world.Resolve();
   if (!world.ok()) return UsageError(world.error().message);
@@ -176,9 +184,9 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     if (!out.ok()) return UsageError(out.error().message);
     contents = std::move(out).value();
   }
-  Status written = WriteFileAtomic(args.output, contents);
+  Status written = WriteOutput("-o", args.output, contents);
   if (!written.ok()) return UsageError(written.error().message);
-  std::cerr << "wrote " << args.output << " (" << graph->size() << " nodes)\n";
+  if (args.output != "-") std::cerr << "wrote " << args.output << " (" << graph->size() << " nodes)\n";
   return kExitOk;
 }
 
@@ -201,8 +209,10 @@ Command AddVisualizeCommand(CLI::App& root) {
                     "the ones the config implies");
   graph->add_option("--dump-after", args->dump_after,
                     "print the graph's text form to stdout after this pass (or 'all')");
-  graph->add_flag("--force", args->force, "overwrite OUT if it exists");
-  graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json");
+  graph->add_flag("--force", args->force, "replace OUT if it exists");
+  graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json (- for standard output, with --format)");
+  graph->add_option("--format", args->format, "output format, instead of the extension's")
+      ->check(CLI::IsMember({"svg", "dot", "json"}));
   return Command{app, [args, schedule] { return schedule.app->parsed() ? schedule.run() : RunVisualizeGraph(*args); }};
 }
 

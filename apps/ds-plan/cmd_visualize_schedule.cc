@@ -38,6 +38,7 @@ struct ScheduleArgs {
   bool full = false;
   std::vector<std::string> slow;  // "RANK:FACTOR"
   std::string output;
+  std::string format;  // --format svg|json: overrides the extension; needed for -o -
   bool force = false;
 };
 
@@ -93,14 +94,17 @@ Result<std::map<int, double>> ParseSlow(const std::vector<std::string>& items) {
 }
 
 int RunVisualizeSchedule(const ScheduleArgs& args) {
-  const bool svg = args.output.ends_with(".svg");
-  if (!svg && !args.output.ends_with(".json")) {
-    return UsageError("-o " + args.output + ": the extension picks the format: .svg (timeline) or .json (Perfetto trace)");
+  const bool to_stdout = args.output == "-";
+  if (to_stdout && args.format.empty()) {
+    return UsageError("-o -: pass --format svg|json (there is no extension to pick it from)");
   }
-  std::error_code ec;
-  if (!args.force && std::filesystem::exists(args.output, ec)) {
-    return UsageError(args.output + " exists (pass --force to overwrite it)");
+  const bool svg = args.format.empty() ? args.output.ends_with(".svg") : args.format == "svg";
+  if (args.format.empty() && !svg && !args.output.ends_with(".json")) {
+    return UsageError("-o " + args.output + ": the extension picks the format: .svg (timeline) or .json (Perfetto "
+                      "trace), or pass --format");
   }
+  // Checked before any work so a long simulation never ends in a refusal.
+  if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
   if (args.micro_steps < 0) return UsageError("--micro-steps must be >= 1");
   auto slow = ParseSlow(args.slow);
   if (!slow.ok()) return UsageError(slow.error().message);
@@ -155,7 +159,7 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
                             (program->micro_steps == 1 ? "" : "s");
   const std::string contents = svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline)
                                    : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
-  if (Status w = WriteFileAtomic(args.output, contents); !w.ok()) return UsageError(w.error().message);
+  if (Status w = WriteOutput("-o", args.output, contents); !w.ok()) return UsageError(w.error().message);
 
   // The summary, next to the cost model's closed-form figures for the same inputs.
   const sim::schedule::ScheduleSummary sum = sim::schedule::Summarize(*program, *schedule, ranks->front());
@@ -192,8 +196,9 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
         << " at " << Ms(sum.step_seconds - b.step_seconds) << " of step time\n";
   }
   out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";
-  std::cout << out.str();
-  std::cerr << "wrote " << args.output << "\n";
+  // With -o - the picture or trace has standard output to itself; the summary moves to stderr.
+  (to_stdout ? std::cerr : std::cout) << out.str();
+  if (!to_stdout) std::cerr << "wrote " << args.output << "\n";
   return kExitOk;
 }
 
@@ -209,8 +214,12 @@ Command AddVisualizeScheduleCommand(CLI::App& visualize) {
       ->check(CLI::PositiveNumber);
   app->add_flag("--full", args->full, "simulate every rank instead of one per symmetry class (small worlds)");
   app->add_option("--slow-rank", args->slow, "RANK:FACTOR, a rank whose compute is FACTOR times slower; repeatable");
-  app->add_flag("--force", args->force, "overwrite OUT if it exists");
-  app->add_option("-o,--output", args->output, "output file: .svg (timeline) or .json (Perfetto/Chrome trace)")->required();
+  app->add_flag("--force", args->force, "replace OUT if it exists");
+  app->add_option("-o,--output", args->output,
+                  "output file: .svg (timeline) or .json (Perfetto/Chrome trace); - for standard output, with --format")
+      ->required();
+  app->add_option("--format", args->format, "output format, instead of the extension's")
+      ->check(CLI::IsMember({"svg", "json"}));
   return Command{app, [args] { return RunVisualizeSchedule(*args); }};
 }
 

@@ -59,12 +59,42 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   return text;
 }
 
+namespace {
+
+// Follows a chain of symbolic links to the file it ends in (which may not exist yet), as open()
+// would; a loop or a chain longer than the kernel's limit is an error.
+Result<std::filesystem::path> FollowLinks(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec && ec.value() != ENOENT && ec.value() != ENOTDIR) return Error{"cannot write " + path.string() + ": " + ec.message()};
+    if (!fs::is_symlink(st)) return p;
+    fs::path next = fs::read_symlink(p, ec);
+    if (ec) return Error{"cannot write " + path.string() + ": " + ec.message()};
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  return Error{"cannot write " + path.string() + ": too many levels of symbolic links"};
+}
+
+std::string DirectoryOf(const std::filesystem::path& p) {
+  return p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+}
+
+}  // namespace
+
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
-  std::filesystem::path target(path);
-  std::filesystem::path dir = target.parent_path().empty() ? "." : target.parent_path();
-  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  auto resolved = FollowLinks(path);
+  if (!resolved.ok()) return resolved.error();
+  const std::filesystem::path target = *resolved;
+  const std::string dir = DirectoryOf(target);
+  std::string tmpl = (std::filesystem::path(dir) / ("." + target.filename().string() + ".XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
-  if (fd < 0) return Error{"cannot write " + path + ": " + std::strerror(errno)};
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Error{"cannot write " + path + ": directory " + dir + " does not exist"};
+    return Error{"cannot write " + path + ": " + std::strerror(errno)};
+  }
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = write(fd, contents.data() + done, contents.size() - done);
@@ -77,21 +107,68 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     }
     done += static_cast<size_t>(n);
   }
-  // mkstemp creates the file 0600; give the output the permissions a plain open() would (0666
-  // less the umask), so replacing a file does not make it private.
-  mode_t mask = umask(0);
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0 || close(fd) != 0) {
+  // mkstemp creates the file 0600. Replacing a file keeps its mode (an executable script stays
+  // executable, a private file stays private); a new one gets what a plain open() would give.
+  mode_t mode = 0;
+  struct stat old {};
+  if (stat(target.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    mode = old.st_mode & 07777;
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  if (fchmod(fd, mode) != 0 || fsync(fd) != 0 || close(fd) != 0) {
     std::string err = std::strerror(errno);
     std::remove(tmpl.c_str());
     return Error{"cannot write " + path + ": " + err};
   }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmpl.c_str(), target.c_str()) != 0) {
     std::string err = std::strerror(errno);
     std::remove(tmpl.c_str());
     return Error{"cannot write " + path + ": " + err};
   }
   return Status::Ok();
+}
+
+Status CheckOutputPath(const std::string& flag, const std::string& path, bool force) {
+  namespace fs = std::filesystem;
+  if (path == "-") return Status::Ok();
+  auto fail = [&](const std::string& why) { return Status(Error{flag + " " + path + ": " + why}); };
+  if (path.empty()) return fail("no file name");
+  std::error_code ec;
+  const fs::file_status own = fs::symlink_status(path, ec);
+  if (ec && ec.value() != ENOENT && ec.value() != ENOTDIR) return fail(ec.message());
+  auto resolved = FollowLinks(path);
+  if (!resolved.ok()) return fail("too many levels of symbolic links (a loop?)");
+  const fs::file_status st = fs::status(*resolved, ec);
+  if (fs::is_directory(st)) return fail("is a directory; name a file inside it");
+  if (fs::exists(own) && !force) {
+    if (fs::is_symlink(own) && !fs::exists(st)) {
+      return fail("exists (a symbolic link to " + resolved->string() + ", which does not exist): pass --force to write through it");
+    }
+    return fail("exists: pass --force to replace it");
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) return fail("exists and is not a regular file");
+  const std::string dir = DirectoryOf(*resolved);
+  const fs::file_status dst = fs::status(dir, ec);
+  if (!fs::exists(dst)) return fail("directory " + dir + " does not exist");
+  if (!fs::is_directory(dst)) return fail(dir + " is not a directory");
+  if (access(dir.c_str(), W_OK) != 0) return fail("directory " + dir + " is not writable");
+  if (resolved->filename().string().size() + 8 > 255) return fail("file name too long");
+  return Status::Ok();
+}
+
+Status WriteOutput(const std::string& flag, const std::string& path, const std::string& contents) {
+  if (path == "-") {
+    std::cout << contents;
+    std::cout.flush();
+    if (!std::cout) return Error{flag + " -: cannot write to standard output"};
+    return Status::Ok();
+  }
+  Status s = WriteFileAtomic(path, contents);
+  if (!s.ok()) return Error{flag + ": " + s.error().message};
+  return s;
 }
 
 }  // namespace dsp

@@ -12,6 +12,23 @@ namespace dsp {
 // anything longer than `max_bytes`, stopping the read there.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = size_t{256} << 20);
 
+// Writes `contents` to a temporary file next to the final one and renames it over, so an
+// interrupted run never leaves a half-written file. A symbolic link is written through (the link
+// stays, the file it names is replaced); replacing a file keeps its permission bits, a new file
+// gets 0666 less the umask, as open() would.
 Status WriteFileAtomic(const std::string& path, const std::string& contents);
+
+// The one policy for every file ds-plan writes (plan -o, tune --emit-config, visualize -o, run
+// --report and --cluster-out, calibrate -o), checked before any work is done so a long run never
+// ends in a refusal:
+//   - "-" is standard output;
+//   - the directory must exist and be a writable directory (named in the message if not);
+//   - an existing path (a file, or a symbolic link even when it dangles) is replaced only with
+//     --force; a directory or a symbolic-link loop is never replaced.
+// `flag` names the option in the message ("-o", "--emit-config").
+Status CheckOutputPath(const std::string& flag, const std::string& path, bool force);
+
+// WriteFileAtomic, or standard output for "-"; errors name `flag` like CheckOutputPath's.
+Status WriteOutput(const std::string& flag, const std::string& path, const std::string& contents);
 
 }  // namespace dsp

@@ -237,7 +237,7 @@ TEST_F(PlanCheckTest, PlanRefusesToOverwriteWithoutForce) {
   Spit(plan_, "mine\n");
   auto r = RunCli(PlanArgs(plan_));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("exists (pass --force to overwrite it)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exists: pass --force to replace it"), std::string::npos) << r.output;
   EXPECT_EQ(Slurp(plan_), "mine\n");
   auto forced = RunCli(PlanArgs(plan_) + " --force");
   EXPECT_EQ(forced.exit_code, 0) << forced.output;

@@ -431,5 +431,34 @@ TEST(RunCliTest, AConfigDeepSpeedWouldRejectIsNotRun) {
   EXPECT_FALSE(Has(out[1].output, "train_batch_size")) << out[1].output;
 }
 
+// run follows the one output policy (issue 16): --report never replaces a file without --force,
+// and every rank refuses before any work, so no rank is left waiting for rank 0.
+TEST(RunCliTest, ReportIsNotReplacedWithoutForce) {
+  SKIP_WITHOUT_TORCH();
+  char tmpl[] = "/tmp/dsp-run-report-XXXXXX";
+  const fs::path dir = mkdtemp(tmpl);
+  const std::string report = (dir / "report.json").string();
+  { std::ofstream(report) << "mine\n"; }
+  auto out = ManualLaunch(2, "samples/configs/run/dp2-zero2.json --steps 1 --timeout 5 --report " + testing::ShellQuote(report));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(out[r].exit_code, 2) << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "--report " + report + ": exists: pass --force to replace it")) << out[r].output;
+  }
+  std::ifstream in(report);
+  std::stringstream kept;
+  kept << in.rdbuf();
+  EXPECT_EQ(kept.str(), "mine\n");
+  fs::remove_all(dir);
+}
+
+// --report - gives standard output to the JSON report; the text report moves to stderr.
+TEST(RunCliTest, ReportToStandardOutputIsTheJsonAlone) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(2, "samples/configs/run/dp2-zero2.json --steps 1 --report -", false);
+  ASSERT_EQ(t.r.exit_code, 0) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  EXPECT_TRUE(doc.contains("ok")) << t.r.output;
+}
+
 }  // namespace
 }  // namespace dsp

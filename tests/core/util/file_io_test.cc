@@ -75,5 +75,61 @@ TEST_F(FileIoTest, EndlessInputsStopAtTheCap) {
   EXPECT_EQ(piped.value(), "{\"a\": 1}");
 }
 
+// One output policy for every writer (issue 16): checked before any work, --force to replace,
+// symbolic links written through, the old mode kept, the directory named when it is missing.
+TEST_F(FileIoTest, OutputPolicyRefusesWhatItWouldReplaceWithoutForce) {
+  const std::string file = (dir_ / "plan.json").string();
+  EXPECT_TRUE(CheckOutputPath("-o", file, false).ok());  // new file
+  EXPECT_TRUE(CheckOutputPath("-o", "-", false).ok());   // standard output
+  ASSERT_TRUE(WriteFileAtomic(file, "mine\n").ok());
+  Status exists = CheckOutputPath("-o", file, false);
+  ASSERT_FALSE(exists.ok());
+  EXPECT_EQ(exists.error().message, "-o " + file + ": exists: pass --force to replace it");
+  EXPECT_TRUE(CheckOutputPath("-o", file, true).ok());
+
+  // A dangling symlink is something the user made: refused without --force, written through with it.
+  const fs::path link = dir_ / "link.json";
+  fs::create_symlink("target.json", link);
+  Status dangling = CheckOutputPath("--emit-config", link.string(), false);
+  ASSERT_FALSE(dangling.ok());
+  EXPECT_NE(dangling.error().message.find("a symbolic link to " + (dir_ / "target.json").string() + ", which does not exist"),
+            std::string::npos)
+      << dangling.error().message;
+  ASSERT_TRUE(CheckOutputPath("--emit-config", link.string(), true).ok());
+  ASSERT_TRUE(WriteFileAtomic(link.string(), "through\n").ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadFile((dir_ / "target.json").string()).value(), "through\n");
+
+  // Never replaced, --force or not: a directory, a symlink loop.
+  EXPECT_NE(CheckOutputPath("-o", dir_.string(), true).error().message.find("is a directory"), std::string::npos);
+  fs::create_symlink("loop-b", dir_ / "loop-a");
+  fs::create_symlink("loop-a", dir_ / "loop-b");
+  Status loop = CheckOutputPath("-o", (dir_ / "loop-a").string(), true);
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.error().message.find("too many levels of symbolic links"), std::string::npos);
+  EXPECT_FALSE(WriteFileAtomic((dir_ / "loop-a").string(), "x").ok());
+
+  // A missing directory is named, before any work.
+  const std::string nested = (dir_ / "no" / "such" / "out.svg").string();
+  Status missing = CheckOutputPath("-o", nested, false);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "-o " + nested + ": directory " + (dir_ / "no" / "such").string() + " does not exist");
+  EXPECT_NE(CheckOutputPath("-o", (dir_ / "plan.json" / "x").string(), false).error().message.find("is not a directory"),
+            std::string::npos);
+  EXPECT_NE(CheckOutputPath("-o", std::string(300, 'a') + ".json", false).error().message.find("too long"),
+            std::string::npos);
+}
+
+TEST_F(FileIoTest, ReplacingAFileKeepsItsMode) {
+  const std::string file = (dir_ / "run.sh").string();
+  ASSERT_TRUE(WriteFileAtomic(file, "old\n").ok());
+  ASSERT_EQ(chmod(file.c_str(), 0750), 0);
+  ASSERT_TRUE(WriteFileAtomic(file, "new\n").ok());
+  struct stat st {};
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750);
+  EXPECT_EQ(ReadFile(file).value(), "new\n");
+}
+
 }  // namespace
 }  // namespace dsp

@@ -54,19 +54,31 @@ int RunValidate(const ValidateArgs& args) {
                         : args.format == "github" ? ReportFormat::kGithub
                                                   : ReportFormat::kText;
 
-  // Read everything first: an unreadable file is a usage problem, not a finding.
+  // Read everything first: an unreadable file is a usage problem (exit 2), not a finding.
   std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<UnreadInput> unread;
   for (const auto& path : args.files) {
     auto text = ReadFile(path);
-    if (!text.ok()) return UsageError(text.error().message);
+    if (!text.ok()) {
+      unread.push_back({path, text.error().message});
+      continue;
+    }
     inputs.emplace_back(path, std::move(text).value());
   }
+  // SARIF is usually uploaded by the next CI step whatever the exit code, so it is written even
+  // then: the readable files' results and the unread ones as tool execution notifications.
+  if (!unread.empty() && format != ReportFormat::kSarif) return UsageError(unread.front().message);
   std::vector<FileReport> reports;
   for (auto& [path, text] : inputs) {
     reports.push_back(ValidateText(path, std::move(text), options, overrides));
   }
-  std::cout << RenderValidateReport(reports, format, kVersion);
+  std::cout << (format == ReportFormat::kSarif ? RenderSarif(reports, kVersion, unread)
+                                               : RenderValidateReport(reports, format, kVersion));
   std::cout.flush();
+  if (!unread.empty()) {
+    for (const UnreadInput& u : unread) UsageError(u.message);
+    return kExitUsage;
+  }
 
   bool failed = false;
   for (const auto& r : reports) {

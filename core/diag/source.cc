@@ -31,4 +31,16 @@ std::string_view SourceText::Line(int line) const {
   return view;
 }
 
+int SourceText::CodePointColumn(SourceLoc loc) const {
+  if (!loc.known() || loc.column < 1) return loc.column;
+  const std::string_view line = Line(loc.line);
+  const size_t bytes = std::min(line.size(), static_cast<size_t>(loc.column - 1));
+  int column = 1;
+  for (size_t i = 0; i < bytes; ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++column;
+  }
+  // A column past the end of the line (an error at end of input) keeps its distance.
+  return column + static_cast<int>(static_cast<size_t>(loc.column - 1) - bytes);
+}
+
 }  // namespace dsp

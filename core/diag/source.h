@@ -11,7 +11,7 @@ namespace dsp {
 
 struct SourceLoc {
   int line = 0;    // 1-based; 0 = unknown
-  int column = 0;  // 1-based byte column; 0 = unknown
+  int column = 0;  // 1-based byte column; 0 = unknown (SARIF and GitHub output convert to code points)
   bool known() const { return line > 0; }
 };
 
@@ -25,6 +25,9 @@ class SourceText {
   SourceLoc LocAt(size_t offset) const;
   // The text of a 1-based line without its newline ("" when out of range).
   std::string_view Line(int line) const;
+  // The 1-based column of `loc` counted in Unicode code points instead of bytes (SARIF's
+  // "unicodeCodePoints" column kind): UTF-8 continuation bytes before it do not count.
+  int CodePointColumn(SourceLoc loc) const;
 
  private:
   std::string path_;

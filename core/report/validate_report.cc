@@ -1,5 +1,7 @@
 #include "core/report/validate_report.h"
 
+#include <cctype>
+
 #include <map>
 
 #include "core/rules/rule.h"
@@ -38,8 +40,12 @@ std::string SourceExcerpt(const SourceText& source, SourceLoc loc) {
   std::string shown = prefix + std::string(line) + suffix;
   std::string out = " " + number + " | " + shown + "\n";
   out += " " + std::string(number.size(), ' ') + " | ";
-  // Keep tabs so the caret lines up under the same column in a terminal.
-  for (size_t i = 0; i < caret && i < shown.size(); ++i) out += shown[i] == '\t' ? '\t' : ' ';
+  // Keep tabs so the caret lines up under the same column in a terminal, and one space per code
+  // point (UTF-8 continuation bytes take no room on screen).
+  for (size_t i = 0; i < caret && i < shown.size(); ++i) {
+    if ((static_cast<unsigned char>(shown[i]) & 0xC0) == 0x80) continue;
+    out += shown[i] == '\t' ? '\t' : ' ';
+  }
   out += "^\n";
   return out;
 }
@@ -139,7 +145,25 @@ std::string RenderJson(const std::vector<FileReport>& files) {
   return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string RenderSarif(const std::vector<FileReport>& files, std::string_view tool_version) {
+std::string SarifUri(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = !path.empty() && path.front() == '/' ? "file://" : "";
+  for (char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
+    if (unreserved && c < 0x80) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string RenderSarif(const std::vector<FileReport>& files, std::string_view tool_version,
+                        const std::vector<UnreadInput>& unread) {
   // Every registered rule is listed so ruleIndex is stable across runs.
   auto rules = AllRules();
   std::map<std::string_view, size_t> index;
@@ -166,9 +190,9 @@ std::string RenderSarif(const std::vector<FileReport>& files, std::string_view t
       if (!d.hint.empty()) text += " (" + d.hint + ")";
       r["message"] = {{"text", text}};
       Json physical = Json::object();
-      physical["artifactLocation"] = {{"uri", f.path}};
+      physical["artifactLocation"] = {{"uri", SarifUri(f.path)}};
       if (d.loc.known()) {
-        physical["region"] = {{"startLine", d.loc.line}, {"startColumn", d.loc.column}};
+        physical["region"] = {{"startLine", d.loc.line}, {"startColumn", f.source.CodePointColumn(d.loc)}};
       }
       r["locations"] = Json::array({Json{{"physicalLocation", physical}}});
       r["properties"] = {{"jsonPointer", d.pointer}};
@@ -183,6 +207,22 @@ std::string RenderSarif(const std::vector<FileReport>& files, std::string_view t
   Json run = Json::object();
   run["tool"] = {{"driver", std::move(driver)}};
   run["results"] = std::move(results);
+  // Columns count code points (SourceText::CodePointColumn); SARIF's default is UTF-16 units.
+  run["columnKind"] = "unicodeCodePoints";
+  Json invocation = Json::object();
+  invocation["executionSuccessful"] = unread.empty();
+  if (!unread.empty()) {
+    Json notes = Json::array();
+    for (const UnreadInput& u : unread) {
+      Json n = Json::object();
+      n["level"] = "error";
+      n["message"] = {{"text", u.message}};
+      n["locations"] = Json::array({Json{{"physicalLocation", {{"artifactLocation", {{"uri", SarifUri(u.path)}}}}}}});
+      notes.push_back(std::move(n));
+    }
+    invocation["toolExecutionNotifications"] = std::move(notes);
+  }
+  run["invocations"] = Json::array({std::move(invocation)});
   Json root = Json::object();
   root["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
   root["version"] = "2.1.0";
@@ -199,7 +239,7 @@ std::string RenderGithub(const std::vector<FileReport>& files) {
                                                                     : "notice";
       out += "::" + std::string(command) + " file=" + GithubEscape(f.path, true);
       if (d.loc.known()) {
-        out += ",line=" + std::to_string(d.loc.line) + ",col=" + std::to_string(d.loc.column);
+        out += ",line=" + std::to_string(d.loc.line) + ",col=" + std::to_string(f.source.CodePointColumn(d.loc));
       }
       out += ",title=" + GithubEscape(d.rule_id, true) + "::";
       std::string text = d.message;

@@ -14,7 +14,18 @@ enum class ReportFormat { kText, kJson, kSarif, kGithub };
 
 std::string RenderText(const std::vector<FileReport>& files);
 std::string RenderJson(const std::vector<FileReport>& files);
-std::string RenderSarif(const std::vector<FileReport>& files, std::string_view tool_version);
+// An input that could not be read (validate still writes SARIF for the rest, so a CI step that
+// uploads the file has one to upload).
+struct UnreadInput {
+  std::string path;
+  std::string message;
+};
+std::string RenderSarif(const std::vector<FileReport>& files, std::string_view tool_version,
+                        const std::vector<UnreadInput>& unread = {});
+// A path as a SARIF artifactLocation.uri (RFC 3986): relative paths stay relative references,
+// absolute ones become file:// URIs; every byte outside the unreserved set and "/" is
+// percent-encoded.
+std::string SarifUri(std::string_view path);
 std::string RenderGithub(const std::vector<FileReport>& files);
 
 std::string RenderValidateReport(const std::vector<FileReport>& files, ReportFormat format,

@@ -1,4 +1,6 @@
 // Exit codes and machine-readable outputs of the ds-plan binary.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -6,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
+#include "core/report/validate_report.h"
 #include "core/schema/embedded.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/report_schema_util.h"
@@ -15,6 +18,7 @@ namespace {
 
 using testing::RunCli;
 using testing::SchemaErrors;
+using testing::ShellQuote;
 
 constexpr const char* kFolding = "samples/configs/folding-tp2-ep4.json";
 
@@ -136,6 +140,54 @@ TEST(CliTest, SarifIsVersion210WithLocations) {
   EXPECT_EQ(region["startLine"], 2);
   size_t index = first["ruleIndex"].get<size_t>();
   EXPECT_EQ(run["tool"]["driver"]["rules"][index]["id"], "batch-mismatch");
+}
+
+// SARIF declares its column unit and counts in it; URIs are percent-encoded; a missing input
+// still gives a SARIF file (issue 16: the docs/ci.md recipe uploads it whatever the exit code).
+TEST(CliTest, SarifColumnsAreCodePointsAndUrisAreEncoded) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ds plan #" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path config = dir / "caf\u00e9.json";
+  // "é" is two bytes and one code point: the typo's key starts at byte 20, code point 19.
+  { std::ofstream(config) << "{\"_note\": \"caf\u00e9\", \"train_batch_sizee\": 8}\n"; }
+  auto r = RunCli("validate " + ShellQuote(config.string()) + " --format sarif", false);
+  Json doc = Json::parse(r.output);
+  const Json& run = doc["runs"][0];
+  EXPECT_EQ(run["columnKind"], "unicodeCodePoints");
+  EXPECT_EQ(run["invocations"][0]["executionSuccessful"], true);
+  const Json* typo = nullptr;
+  for (const auto& result : run["results"]) {
+    if (result["ruleId"] == "unknown-key") typo = &result;
+  }
+  ASSERT_NE(typo, nullptr) << r.output;
+  const Json& where = (*typo)["locations"][0]["physicalLocation"];
+  EXPECT_EQ(where["region"]["startColumn"], 19) << r.output;
+  EXPECT_EQ(where["artifactLocation"]["uri"], "file://" + SarifUri(dir.string()).substr(7) + "/caf%C3%A9.json");
+  EXPECT_NE(where["artifactLocation"]["uri"].get<std::string>().find("ds%20plan%20%23"), std::string::npos);
+  auto github = RunCli("validate " + ShellQuote(config.string()) + " --format github", false);
+  EXPECT_NE(github.output.find(",line=1,col=19,title=unknown-key"), std::string::npos) << github.output;
+  // The text form counts bytes (as nlohmann/json and clang do) and puts the caret under the key.
+  auto text = RunCli("validate " + ShellQuote(config.string()));
+  EXPECT_NE(text.output.find(":1:20: warning: unknown key"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\n   |                   ^\n  at /train_batch_sizee"), std::string::npos) << text.output;
+
+  auto missing = RunCli("validate " + ShellQuote(config.string()) + " does/not/exist.json --format sarif", false);
+  EXPECT_EQ(missing.exit_code, 2);
+  Json partial = Json::parse(missing.output, nullptr, false);
+  ASSERT_FALSE(partial.is_discarded()) << missing.output;
+  const Json& invocation = partial["runs"][0]["invocations"][0];
+  EXPECT_EQ(invocation["executionSuccessful"], false);
+  EXPECT_EQ(invocation["toolExecutionNotifications"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "does/not/exist.json");
+  EXPECT_FALSE(partial["runs"][0]["results"].empty());  // the readable file is still checked
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliTest, SarifUriEncodesWhatAUriCannotHold) {
+  EXPECT_EQ(SarifUri("samples/configs/a.json"), "samples/configs/a.json");
+  EXPECT_EQ(SarifUri("my configs/50%#1.json"), "my%20configs/50%25%231.json");
+  EXPECT_EQ(SarifUri("/abs/x y.json"), "file:///abs/x%20y.json");
+  EXPECT_EQ(SarifUri("\u00e9"), "%C3%A9");
 }
 
 TEST(CliTest, GithubAnnotations) {

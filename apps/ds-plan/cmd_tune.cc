@@ -55,7 +55,7 @@ std::string Text(const sim::TuneResult& r) {
   // ("-" where the schedule does not cover the plan); tokens/s and MFU follow the ranked time.
   // "prec" is bf16 mixed precision or torch_autocast; "full+cpu" is full recompute with the
   // checkpointed layer inputs in host memory (activation_checkpointing.cpu_checkpointing).
-  out += "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas  peak GiB   step s  sched s   tokens/s    MFU\n";
+  out += "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas   peak GB   step s  sched s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
@@ -71,7 +71,7 @@ std::string Text(const sim::TuneResult& r) {
            "  " + offload + std::string(18 - offload.size(), ' ') + precision +
            std::string(10 - precision.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
-           Pad(std::to_string(p.grad_accum), 6) + Pad(Fixed(p.peak_bytes / (1024.0 * 1024 * 1024), 1), 10) +
+           Pad(std::to_string(p.grad_accum), 6) + Pad(Fixed(p.peak_bytes / 1e9, 1), 10) +
            Pad(Fixed(p.step_seconds, 3), 9) +
            Pad(p.schedule_seconds > 0 ? Fixed(p.schedule_seconds, 3) : std::string("-"), 9) +
            Pad(Fixed(p.tokens_per_second, 0), 11) +

@@ -40,7 +40,12 @@ struct ScheduleArgs {
   std::string output;
   std::string format;  // --format svg|json: overrides the extension; needed for -o -
   bool force = false;
+  bool ranks_given = false;  // set after parsing from the --ranks option
 };
+
+// Above this a timeline or trace gets a warning: Perfetto's UI and browsers slow down (a Perfetto
+// trace of this size takes tens of seconds to load).
+constexpr size_t kLargeOutputBytes = size_t{100} * 1000 * 1000;
 
 std::string Ms(double seconds) {
   char buf[32];
@@ -48,9 +53,10 @@ std::string Ms(double seconds) {
   return buf;
 }
 
-std::string GiB(double bytes) {
+// Memory in GB = 1e9 bytes, as simulate and tune print it (HBM sizes are sold in these units).
+std::string Gb(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1u << 30));
+  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
   return buf;
 }
 
@@ -112,7 +118,13 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   int code = kExitOk;
   std::unique_ptr<SimSetup> s = PrepareSimulation(args.sim, &code);
   if (!s) return code;
-  auto ranks = ParseRanks(args.ranks, static_cast<int>(s->world_size));
+  // --full simulates every rank, so without --ranks it draws every rank too.
+  std::string shown = args.ranks;
+  if (args.full && !args.ranks_given) {
+    shown.clear();
+    for (int64_t r = 0; r < s->world_size; ++r) shown += (r ? "," : "") + std::to_string(r);
+  }
+  auto ranks = ParseRanks(shown, static_cast<int>(s->world_size));
   if (!ranks.ok()) return UsageError(ranks.error().message);
 
   auto graph = sim::graph::BuildModelGraph(s->model);
@@ -157,8 +169,15 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   const std::string title = args.sim.config + " - " + s->model.model_type + " on " + std::to_string(s->world_size) +
                             " GPUs (" + s->cluster.name + "), " + std::to_string(program->micro_steps) + " micro-step" +
                             (program->micro_steps == 1 ? "" : "s");
-  const std::string contents = svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline)
-                                   : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
+  const std::string contents =
+      svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline, s->cluster.gpu.hbm_bytes)
+          : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
+  if (contents.size() > kLargeOutputBytes) {
+    std::cerr << "ds-plan: warning: the " << (svg ? "timeline" : "trace") << " is " << contents.size() / 1000000
+              << " MB (" << ranks->size() << " rank" << (ranks->size() == 1 ? "" : "s") << " x " << program->tasks.size()
+              << " tasks); Perfetto and browsers get slow on files this large: fewer --ranks or --micro-steps 1 "
+                 "make it smaller\n";
+  }
   if (Status w = WriteOutput("-o", args.output, contents); !w.ok()) return UsageError(w.error().message);
 
   // The summary, next to the cost model's closed-form figures for the same inputs.
@@ -186,13 +205,13 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   };
   out << "exposed by kind    " << ranked(sum.exposed_by_kind) << "\n";
   out << "communication      " << ranked(sum.communication_by_kind) << "\n";
-  out << "memory peak        " << GiB(sum.peak_bytes) << " at " << Ms(sum.peak_at)
-      << "   (cost model: " << GiB(model_memory.peak_bytes) << "; HBM " << GiB(s->cluster.gpu.hbm_bytes)
+  out << "memory peak        " << Gb(sum.peak_bytes) << " at " << Ms(sum.peak_at)
+      << "   (cost model: " << Gb(model_memory.peak_bytes) << "; HBM " << Gb(s->cluster.gpu.hbm_bytes)
       << (sum.peak_bytes <= s->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
   if (base_schedule) {
     const sim::schedule::ScheduleSummary b = sim::schedule::Summarize(*base_program, *base_schedule, ranks->front());
-    out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << GiB(b.peak_bytes) << ": copies "
-        << (sum.peak_bytes < b.peak_bytes ? "save " + GiB(b.peak_bytes - sum.peak_bytes) : std::string("save nothing"))
+    out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << Gb(b.peak_bytes) << ": copies "
+        << (sum.peak_bytes < b.peak_bytes ? "save " + Gb(b.peak_bytes - sum.peak_bytes) : std::string("save nothing"))
         << " at " << Ms(sum.step_seconds - b.step_seconds) << " of step time\n";
   }
   out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";
@@ -209,10 +228,13 @@ Command AddVisualizeScheduleCommand(CLI::App& visualize) {
   CLI::App* app = visualize.add_subcommand(
       "schedule", "one training step simulated rank by rank: SVG timeline or Perfetto trace, with a summary");
   args->sim.AddTo(app);
-  app->add_option("--ranks", args->ranks, "ranks drawn (comma-separated; default 0); the summary is the first one's");
+  CLI::Option* ranks = app->add_option("--ranks", args->ranks,
+                                       "ranks drawn (comma-separated; default 0, every rank with --full); the summary "
+                                       "is the first one's");
   app->add_option("--micro-steps", args->micro_steps, "micro-steps simulated (default: gradient_accumulation_steps)")
       ->check(CLI::PositiveNumber);
-  app->add_flag("--full", args->full, "simulate every rank instead of one per symmetry class (small worlds)");
+  app->add_flag("--full", args->full,
+                "simulate and draw every rank instead of one per symmetry class (small worlds)");
   app->add_option("--slow-rank", args->slow, "RANK:FACTOR, a rank whose compute is FACTOR times slower; repeatable");
   app->add_flag("--force", args->force, "replace OUT if it exists");
   app->add_option("-o,--output", args->output,
@@ -220,7 +242,10 @@ Command AddVisualizeScheduleCommand(CLI::App& visualize) {
       ->required();
   app->add_option("--format", args->format, "output format, instead of the extension's")
       ->check(CLI::IsMember({"svg", "json"}));
-  return Command{app, [args] { return RunVisualizeSchedule(*args); }};
+  return Command{app, [args, ranks] {
+    args->ranks_given = ranks->count() > 0;
+    return RunVisualizeSchedule(*args);
+  }};
 }
 
 }  // namespace dsp::app

@@ -67,7 +67,7 @@ std::string CategoryColor(const std::string& category) {
 
 std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
                           const std::vector<int>& ranks, const std::string& title,
-                          const MemoryBaseline& baseline) {
+                          const MemoryBaseline& baseline, double hbm_bytes) {
   std::set<int> stream_set;
   for (const schedule::Task& t : program.tasks) stream_set.insert(t.stream);
   const std::vector<int> streams(stream_set.begin(), stream_set.end());
@@ -88,6 +88,16 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
     }
   }
   if (low < 0 || low >= peak) low = 0;
+  // The axis reaches up to HBM when HBM is within half the curve's range above its peak (or below
+  // it: the plan does not fit); far above, the curve keeps its own scale and the headroom is
+  // written out instead, so a small curve is not flattened against a distant line.
+  const bool hbm_known = hbm_bytes > 0 && std::isfinite(hbm_bytes);
+  bool hbm_on_axis = hbm_known && hbm_bytes > low && hbm_bytes <= peak + 0.5 * (peak - low);
+  if (hbm_known && hbm_bytes <= low) {
+    low = 0;  // everything is above HBM: show the whole range from zero
+    hbm_on_axis = true;
+  }
+  if (hbm_on_axis) peak = std::max(peak, hbm_bytes);
   const double rank_height = kLane * static_cast<double>(streams.size()) + kMemoryHeight + 30;
   const double top = 40;
   const double legend_y = top + rank_height * static_cast<double>(ranks.size()) + 30;
@@ -131,8 +141,8 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
       return my + kMemoryHeight - (peak > low ? kMemoryHeight * (bytes - low) / (peak - low) : 0);
     };
     out += "<text x=\"20\" y=\"" + Fmt(my + 12) + "\">memory</text>\n";
-    out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / (1u << 30)) + " GiB</text>\n";
-    out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(low / (1u << 30)) + " GiB</text>\n";
+    out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / 1e9) + " GB</text>\n";
+    out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(low / 1e9) + " GB</text>\n";
     std::string points = Fmt(x(0)) + "," + Fmt(yb(low));
     double prev = tl.memory.empty() ? 0 : tl.memory.front().second;
     for (const auto& [t, bytes] : tl.memory) {
@@ -143,6 +153,20 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
     out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
     out += "<line x1=\"" + Fmt(x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(x(tl.peak_at)) + "\" y2=\"" +
            Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";
+    if (hbm_known) {
+      const bool over = tl.peak_bytes > hbm_bytes;
+      const std::string verdict = "HBM " + Fmt(hbm_bytes / 1e9) + " GB" +
+                                  (over ? ": does not fit, peak " + Fmt((tl.peak_bytes - hbm_bytes) / 1e9) + " GB over"
+                                        : ": " + Fmt((hbm_bytes - tl.peak_bytes) / 1e9) + " GB free at the peak");
+      if (hbm_on_axis) {
+        out += "<line class=\"hbm\" x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(yb(hbm_bytes)) + "\" x2=\"" +
+               Fmt(kLeft + kWidth) + "\" y2=\"" + Fmt(yb(hbm_bytes)) +
+               "\" stroke=\"#cb181d\" stroke-width=\"1.2\"><title>" + Escape(verdict) + "</title></line>\n";
+      }
+      out += "<text class=\"hbm-label\" x=\"" + Fmt(kLeft + kWidth - 4) + "\" y=\"" +
+             Fmt(hbm_on_axis ? yb(hbm_bytes) - 3 : my + 10) + "\" text-anchor=\"end\" fill=\"" +
+             (over ? "#cb181d" : "#525252") + "\">" + Escape(verdict) + "</text>\n";
+    }
     if (base != nullptr) {
       const schedule::RankTimeline& bt = base->Of(rank);
       std::string line;
@@ -154,9 +178,9 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
       line += " " + Fmt(x(span)) + "," + Fmt(yb(before));
       out += "<polyline class=\"memory-baseline\" points=\"" + line +
              "\" fill=\"none\" stroke=\"#525252\" stroke-width=\"0.8\" stroke-dasharray=\"4,2\"><title>" +
-             Escape(baseline.label) + ": peak " + Fmt(bt.peak_bytes / (1u << 30)) + " GiB</title></polyline>\n";
+             Escape(baseline.label) + ": peak " + Fmt(bt.peak_bytes / 1e9) + " GB</title></polyline>\n";
       out += "<text x=\"20\" y=\"" + Fmt(my + 40) + "\" fill=\"#525252\">- - " + Escape(baseline.label) + " " +
-             Fmt(bt.peak_bytes / (1u << 30)) + " GiB</text>\n";
+             Fmt(bt.peak_bytes / 1e9) + " GB</text>\n";
     }
     out += "</g>\n";
   }

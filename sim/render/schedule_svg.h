@@ -20,9 +20,11 @@ struct MemoryBaseline {
   std::string label;  // "without cpu_checkpointing"
 };
 
+// `hbm_bytes` (0: not drawn) is the GPU's memory: a red line on each memory curve, inside the
+// axis whenever it is near the curve, so a plan that does not fit shows its curve crossing it.
 std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
                           const std::vector<int>& ranks, const std::string& title,
-                          const MemoryBaseline& baseline = {});
+                          const MemoryBaseline& baseline = {}, double hbm_bytes = 0);
 
 // The colour of a task category (schedule::TaskCategory), shared by the SVG and its legend.
 std::string CategoryColor(const std::string& category);

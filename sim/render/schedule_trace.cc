@@ -1,6 +1,7 @@
 #include "sim/render/schedule_trace.h"
 
 #include <cmath>
+#include <cstdint>
 #include <set>
 
 #include "sim/schedule/summary.h"
@@ -8,8 +9,12 @@
 namespace dsp::sim::render {
 namespace {
 
-// Microseconds rounded to the nanosecond: stable text, no float noise in diffs.
-double Us(double seconds) { return std::round(seconds * 1e9) / 1e3; }
+// Whole nanoseconds: stable text, no float noise in diffs. A slice's start and end are rounded
+// first and its duration is their difference, so a slice that ends where the next one starts
+// never overlaps it by a rounding nanosecond (rounding start and duration separately did).
+int64_t Ns(double seconds) { return std::llround(seconds * 1e9); }
+double Us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+double Us(double seconds) { return Us(Ns(seconds)); }
 
 }  // namespace
 
@@ -39,12 +44,12 @@ Json ScheduleToTrace(const schedule::Program& program, const schedule::Schedule&
         args["bytes"] = task.bytes;
       }
       events.push_back({{"ph", "X"}, {"name", task.name}, {"cat", schedule::TaskCategory(task)}, {"pid", rank},
-                        {"tid", task.stream}, {"ts", Us(time.start)}, {"dur", Us(time.end - time.start)},
+                        {"tid", task.stream}, {"ts", Us(Ns(time.start))}, {"dur", Us(Ns(time.end) - Ns(time.start))},
                         {"args", std::move(args)}});
     }
     for (const auto& [t, bytes] : tl.memory) {
-      events.push_back({{"ph", "C"}, {"name", "memory (GiB)"}, {"pid", rank}, {"ts", Us(t)},
-                        {"args", {{"in use", std::round(bytes / (1u << 30) * 1e4) / 1e4}}}});
+      events.push_back({{"ph", "C"}, {"name", "memory (GB)"}, {"pid", rank}, {"ts", Us(t)},
+                        {"args", {{"in use", std::round(bytes / 1e9 * 1e4) / 1e4}}}});
     }
   }
   Json out = Json::object();

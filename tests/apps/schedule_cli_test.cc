@@ -101,5 +101,36 @@ TEST_F(ScheduleCliTest, ExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(Out("x.svg")));
 }
 
+// --full draws every rank unless --ranks picks some; the SVG's memory curves carry the HBM line,
+// and the summary speaks GB (1e9 bytes) like simulate and tune.
+TEST_F(ScheduleCliTest, FullDrawsEveryRankAndTheHbmLine) {
+  auto r = RunCli(kSp + " --full -o " + Out("all.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string svg = Read(Out("all.svg"));
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_NE(svg.find("<g id=\"rank_" + std::to_string(rank) + "\">"), std::string::npos) << rank;
+  }
+  EXPECT_NE(svg.find("HBM 80 GB"), std::string::npos);
+  EXPECT_NE(r.output.find("HBM 80.00 GB: fits"), std::string::npos) << r.output;
+  auto some = RunCli(kSp + " --full --ranks 2 -o " + Out("two.svg"));
+  ASSERT_EQ(some.exit_code, 0) << some.output;
+  EXPECT_EQ(Read(Out("two.svg")).find("<g id=\"rank_0\">"), std::string::npos);
+}
+
+// A trace past 100 MB is written with a warning that says how to make it smaller.
+TEST_F(ScheduleCliTest, ALargeTraceIsWrittenWithAWarning) {
+  std::string ranks;
+  for (int rank = 0; rank < 64; ++rank) ranks += (rank ? "," : "") + std::to_string(rank);
+  auto r = RunCli("visualize schedule samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+                  "--cluster samples/clusters/h100-sxm.json --world-size 64 --set train_batch_size=32 "
+                  "--micro-steps 6 --ranks " + ranks + " -o " + Out("big.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(std::filesystem::file_size(Out("big.json")), 100'000'000u);
+  EXPECT_NE(r.output.find("ds-plan: warning: the trace is "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fewer --ranks or --micro-steps 1"), std::string::npos) << r.output;
+  auto small = RunCli(kSp + " -o " + Out("small.json"));
+  EXPECT_EQ(small.output.find("warning: the trace"), std::string::npos) << small.output;
+}
+
 }  // namespace
 }  // namespace dsp

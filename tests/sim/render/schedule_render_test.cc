@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "sim/schedule/simulator.h"
@@ -69,6 +72,54 @@ TEST(ScheduleRenderTest, SvgIsWellFormedAndDeterministic) {
     EXPECT_NE(svg.find(lane), std::string::npos) << lane;
   }
   EXPECT_EQ(svg, ScheduleToSvg(c.program, *s, {0, 1}, "t & <title>"));
+}
+
+// Adjacent slices on one track never overlap, not even by the rounding nanosecond: start and end
+// are rounded to whole nanoseconds first and the duration is their difference (issue 16).
+TEST(ScheduleRenderTest, TraceSlicesOnOneTrackNeverOverlap) {
+  ScheduleCase c("autosp-sp4.json", 8, 8, "llama-3-8b.json", 1, 256, 2);
+  auto s = schedule::Simulate(c.program, c.input());
+  ASSERT_TRUE(s.ok());
+  const Json doc = Json::parse(ScheduleToTrace(c.program, *s, {0}).dump());
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> by_track;  // tid -> [start, end) in ns
+  for (const Json& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const int64_t start = std::llround(e["ts"].get<double>() * 1e3);
+    const int64_t end = start + std::llround(e["dur"].get<double>() * 1e3);
+    by_track[e["tid"].get<int>()].push_back({start, end});
+  }
+  size_t touching = 0;
+  for (auto& [tid, slices] : by_track) {
+    std::sort(slices.begin(), slices.end());
+    for (size_t i = 1; i < slices.size(); ++i) {
+      EXPECT_LE(slices[i - 1].second, slices[i].first) << "track " << tid << " slice " << i;
+      touching += slices[i - 1].second == slices[i].first ? 1 : 0;
+    }
+  }
+  EXPECT_GT(touching, 10u);  // back-to-back slices exist, so the check above is exercised
+}
+
+// The memory curve carries the GPU's HBM as a line: inside the axis when it is near the curve,
+// crossed by the curve when the plan does not fit; far above, the headroom is written out.
+TEST(ScheduleRenderTest, SvgDrawsTheHbmLineAndSaysWhetherItFits) {
+  ScheduleCase c("folding-tp2-ep4.json", 8, 8, "tiny-moe.json", 1, 256, 1);
+  auto s = schedule::Simulate(c.program, c.input());
+  ASSERT_TRUE(s.ok());
+  const double peak = s->Of(0).peak_bytes;
+  const std::string tight = ScheduleToSvg(c.program, *s, {0}, "t", {}, peak * 0.9);
+  EXPECT_EQ(testing::XmlWellFormedError(tight), "");
+  EXPECT_EQ(Count(tight, "<line class=\"hbm\""), 1u);
+  EXPECT_NE(tight.find("does not fit, peak"), std::string::npos);
+  double low = peak;
+  for (const auto& [t, bytes] : s->Of(0).memory) low = std::min(low, bytes);
+  ASSERT_LT(low, peak);
+  const std::string roomy = ScheduleToSvg(c.program, *s, {0}, "t", {}, peak + 0.25 * (peak - low));
+  EXPECT_EQ(Count(roomy, "<line class=\"hbm\""), 1u);
+  EXPECT_NE(roomy.find("GB free at the peak"), std::string::npos);
+  const std::string far = ScheduleToSvg(c.program, *s, {0}, "t", {}, peak * 1000);
+  EXPECT_EQ(Count(far, "<line class=\"hbm\""), 0u);
+  EXPECT_NE(far.find("GB free at the peak"), std::string::npos);
+  EXPECT_EQ(Count(ScheduleToSvg(c.program, *s, {0}, "t"), "HBM"), 0u);
 }
 
 }  // namespace

@@ -129,8 +129,8 @@ int RunTune(const TuneArgs& args) {
   options.flash_attention = args.attention != "materialized";
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
-    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
-    if (!v) return UsageError("--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\"");
+    auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
+    if (!v.ok()) return UsageError(v.error().message);
     options.deepspeed_version = *v;
   }
   options.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator

@@ -32,8 +32,8 @@ int RunValidate(const ValidateArgs& args) {
   options.pp = world->pp;
   if (args.seq_len > 0) options.seq_len = args.seq_len;
   if (!args.deepspeed_version.empty()) {
-    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
-    if (!v) return UsageError("--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\"");
+    auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
+    if (!v.ok()) return UsageError(v.error().message);
     options.version = *v;
   }
   std::unique_ptr<ModelSpec> model;

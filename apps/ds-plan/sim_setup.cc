@@ -111,8 +111,8 @@ Result<sim::EngineSettings> ReadEngine(const SimArgs& args) {
   e.virtual_stages = args.virtual_stages;
   e.flash_attention = args.attention != "materialized";
   if (!args.deepspeed_version.empty()) {
-    auto v = DeepSpeedVersion::Parse(args.deepspeed_version);
-    if (!v) return Error{"--deepspeed-version expects X.Y or X.Y.Z, got \"" + args.deepspeed_version + "\""};
+    auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
+    if (!v.ok()) return v.error();
     e.deepspeed_version = *v;
   }
   return e;

@@ -1,5 +1,6 @@
 #include "core/config/deepspeed_version.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -26,6 +27,38 @@ std::optional<DeepSpeedVersion> DeepSpeedVersion::Parse(std::string_view text) {
   if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
   DeepSpeedVersion v{parts[0], parts[1], parts.size() == 3 ? parts[2] : 0};
   return v;
+}
+
+std::vector<DeepSpeedVersion> BehaviourChanges() {
+  using namespace ds_release;
+  std::vector<DeepSpeedVersion> v = {
+      kAutocastWithZero,      kAutocastLowPrecision,   kAutoEp,          kGradientClippingDefault,
+      kAutoEpFolding,         kAutoEpZero3,            kAutocastRelaxed, kLowPrecisionMaster,
+      kAutoTpPartitionConfig, kCompilePasses,          kAutoTpGatherOutput, kZero3ReduceScatterDefaultOff,
+      kZero3ReduceScatterDefaultFixed, kZero3ContiguousGradientsDefault, kZero3AllGatherBase, kZero3Coalesced,
+      kCompileAutoTp,         kAutoTpGradAllreduce,    kGradientAllreduceOp, kAsyncCpuCheckpointing,
+      kOffloadPinMemoryDefault};
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+Result<DeepSpeedVersion> ParseKnownDeepSpeedVersion(std::string_view text) {
+  std::string changes;
+  for (const DeepSpeedVersion& v : BehaviourChanges()) changes += (changes.empty() ? "" : ", ") + v.ToString();
+  const std::string known = "ds-plan knows DeepSpeed 0.1.0 to " + DeepSpeedVersion::Newest().ToString() +
+                            " (behaviour it checks changes at " + changes + ")";
+  const std::string shown = text.size() > 40 ? std::string(text.substr(0, 40)) + "..." : std::string(text);
+  auto v = DeepSpeedVersion::Parse(text);
+  if (!v) return Error{"--deepspeed-version \"" + shown + "\" is not a version (X.Y or X.Y.Z): " + known};
+  if (*v > DeepSpeedVersion::Newest()) {
+    return Error{"--deepspeed-version " + v->ToString() + " is newer than any release the rules know: " + known +
+                 "; leave the flag out to check against " + DeepSpeedVersion::Newest().ToString()};
+  }
+  if (*v < DeepSpeedVersion{0, 1, 0}) {
+    return Error{"--deepspeed-version " + v->ToString() + " is older than DeepSpeed's first release: " + known};
+  }
+  return *v;
 }
 
 }  // namespace dsp

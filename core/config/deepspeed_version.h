@@ -2,6 +2,10 @@
 // the first release with the new behaviour (from version.txt history of deepspeedai/DeepSpeed).
 #pragma once
 
+#include <vector>
+
+#include "core/util/result.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,5 +51,14 @@ inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};     // PR #823
 inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};   // PR #8282: async cpu_checkpointing
 inline constexpr DeepSpeedVersion kOffloadPinMemoryDefault{0, 19, 5}; // PR #8207: offload pin_memory defaults to true
 }  // namespace ds_release
+
+// The releases at which a behaviour ds-plan models changes (the ds_release constants), oldest
+// first, without repeats.
+std::vector<DeepSpeedVersion> BehaviourChanges();
+
+// --deepspeed-version as the commands take it: X.Y or X.Y.Z between 0.1.0 (DeepSpeed's first
+// release) and the newest ds-plan knows. Anything else is an error that says which versions the
+// rules know and where their behaviour changes.
+Result<DeepSpeedVersion> ParseKnownDeepSpeedVersion(std::string_view text);
 
 }  // namespace dsp

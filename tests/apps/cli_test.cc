@@ -122,6 +122,30 @@ TEST(CliTest, GroupsJsonMatchesItsSchema) {
   EXPECT_EQ(rd["groups"]["edp"], Json::parse("[[1,5]]"));
 }
 
+// An unknown --deepspeed-version says which versions the rules know (issue 16), the same words
+// from validate, simulate and tune (core/config/deepspeed_version.h: ParseKnownDeepSpeedVersion).
+TEST(CliTest, AnUnknownDeepSpeedVersionSaysWhichVersionsAreKnown) {
+  for (const std::string command : {std::string("validate ") + kFolding,
+                                    std::string("simulate ") + kFolding + " --model samples/models/mixtral-8x7b.json "
+                                        "--cluster samples/clusters/h100-sxm.json --world-size 8",
+                                    std::string("tune --model samples/models/llama-3-8b.json "
+                                                "--cluster samples/clusters/h100-sxm.json --world-size 8")}) {
+    auto newer = RunCli(command + " --deepspeed-version 0.25");
+    EXPECT_EQ(newer.exit_code, 2) << command;
+    EXPECT_NE(newer.output.find("0.25.0 is newer than any release the rules know: ds-plan knows DeepSpeed 0.1.0 to "
+                                "0.19.6 (behaviour it checks changes at 0.3.16, "),
+              std::string::npos)
+        << newer.output;
+    auto malformed = RunCli(command + " --deepspeed-version 0.x");
+    EXPECT_EQ(malformed.exit_code, 2) << command;
+    EXPECT_NE(malformed.output.find("\"0.x\" is not a version (X.Y or X.Y.Z): ds-plan knows DeepSpeed"),
+              std::string::npos)
+        << malformed.output;
+  }
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version 0.0.9").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version v0.19.3").exit_code, 0);
+}
+
 TEST(CliTest, SarifIsVersion210WithLocations) {
   auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format sarif", false);
   Json doc = Json::parse(r.output);

@@ -4,11 +4,15 @@
 #include <iostream>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 
 int main(int argc, char** argv) {
   using namespace dsp::app;
   CLI::App app{"ds-plan-exec: the LibTorch executor behind `ds-plan run`", "ds-plan"};
   app.require_subcommand(1);
+  std::string color = "auto";
+  app.add_option("--color", color)->check(CLI::IsMember({"auto", "always", "never"}));
+  app.fallthrough();
   Command run = AddRunCommand(app);
   try {
     app.parse(argc, argv);
@@ -16,6 +20,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
   }
+  SetColorMode(color);
   try {
     return run.run();
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/report/groups_report.h"
 #include "core/report/validate_report.h"
@@ -37,7 +38,7 @@ int RunGroups(const GroupsArgs& args) {
   if (!parsed.ok || !parsed.doc.root.is_object()) {
     // Show the parse problem the way validate would.
     FileReport report = ValidateText(args.config, parsed.doc.source.text(), ValidateOptions{});
-    std::cerr << RenderText({report});
+    std::cerr << RenderText({report}, StyleFor(stderr));
     return kExitFindings;
   }
   std::vector<Override> overrides;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "core/config/config_view.h"
 #include "core/report/validate_report.h"
@@ -159,7 +160,7 @@ int RunInProcess(const RunArgs& args) {
   if (!validated.valid()) {
     // Every rank says why it stops: torchrun ends the other workers as soon as one exits non-zero,
     // which could otherwise swallow the reporter's message. The reporter adds the diagnostics.
-    if (reporter) std::cerr << RenderText({validated});
+    if (reporter) std::cerr << RenderText({validated}, StyleFor(stderr));
     std::cerr << args.config << ": error: DeepSpeed would reject this config for WORLD_SIZE="
               << env->world_size << ", so there is nothing to run\n";
     return kExitFindings;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/report/validate_report.h"
@@ -73,7 +74,7 @@ int RunValidate(const ValidateArgs& args) {
     reports.push_back(ValidateText(path, std::move(text), options, overrides));
   }
   std::cout << (format == ReportFormat::kSarif ? RenderSarif(reports, kVersion, unread)
-                                               : RenderValidateReport(reports, format, kVersion));
+                                               : RenderValidateReport(reports, format, kVersion, StyleFor(stdout)));
   std::cout.flush();
   if (!unread.empty()) {
     for (const UnreadInput& u : unread) UsageError(u.message);

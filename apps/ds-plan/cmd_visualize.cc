@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/plan/plan.h"
@@ -127,7 +128,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   options.model = &*model;
   FileReport report = ValidateText(args.config, text.value(), options);
   if (!report.valid()) {
-    std::cerr << RenderText({report});
+    std::cerr << RenderText({report}, StyleFor(stderr));
     return kExitFindings;
   }
   // Validation passed, so the text parses; the passes read the same config.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "core/util/text.h"
 
 int main(int argc, char** argv) {
@@ -10,6 +11,17 @@ int main(int argc, char** argv) {
   CLI::App app{"ds-plan: check, lay out and simulate DeepSpeed parallel training before launch", "ds-plan"};
   app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
   app.require_subcommand(1);
+  // Global: accepted before or after the command name (fallthrough hands it to the root).
+  std::string color = "auto";
+  app.add_option("--color", color, "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.fallthrough();
+  // Set before parsing too, so the errors of the checks below are coloured as asked.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("--color=")) SetColorMode(word.substr(8));
+    if (word == "--color" && i + 1 < argc) SetColorMode(argv[i + 1]);
+  }
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
                                    AddPlanCommand(app), AddCheckCommand(app),
                                    AddTuneCommand(app), AddCalibrateCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
@@ -54,7 +66,10 @@ int main(int argc, char** argv) {
       const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
       std::vector<std::string> known;
       bool found = false;
-      for (const CLI::Option* opt : current->get_options()) {
+      std::vector<const CLI::Option*> options;
+      for (const CLI::Option* opt : current->get_options()) options.push_back(opt);
+      for (const CLI::Option* opt : app.get_options()) options.push_back(opt);  // --color
+      for (const CLI::Option* opt : options) {
         for (const std::string& l : opt->get_lnames()) {
           known.push_back("--" + l);
           found = found || l == name;
@@ -79,6 +94,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return UsageError(std::string(e.what()) + " (run with --help for more information)");
   }
+  SetColorMode(color);
   for (const auto& c : commands) {
     if (c.app->parsed()) {
       try {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "core/config/batch_triple.h"
 #include "core/config/config_view.h"
@@ -259,7 +260,7 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   DiagnosticCounts counts = Count(s->report.diagnostics);
   if (counts.errors > 0) {
     // Same rendering as validate; stderr, so stdout only ever carries the command's report.
-    std::cerr << RenderText({s->report});
+    std::cerr << RenderText({s->report}, StyleFor(stderr));
     return fail(kExitFindings);
   }
   if (counts.warnings > 0) {

@@ -24,7 +24,7 @@ std::string LayoutLine(const LayoutSummary& l) {
 
 // The offending line with a caret under the column; long (minified) lines are cut to a window
 // around the column so one diagnostic never prints megabytes.
-std::string SourceExcerpt(const SourceText& source, SourceLoc loc) {
+std::string SourceExcerpt(const SourceText& source, SourceLoc loc, bool color) {
   constexpr size_t kWindow = 100;
   std::string_view line = source.Line(loc.line);
   size_t caret = static_cast<size_t>(loc.column - 1);
@@ -46,8 +46,17 @@ std::string SourceExcerpt(const SourceText& source, SourceLoc loc) {
     if ((static_cast<unsigned char>(shown[i]) & 0xC0) == 0x80) continue;
     out += shown[i] == '\t' ? '\t' : ' ';
   }
-  out += "^\n";
+  out += color ? "\033[1;32m^\033[0m\n" : "^\n";
   return out;
+}
+
+std::string_view SeverityColor(Severity s) {
+  switch (s) {
+    case Severity::kError: return "\033[1;31m";
+    case Severity::kWarning: return "\033[1;35m";
+    case Severity::kNote: return "\033[1;36m";
+  }
+  return "";
 }
 
 std::string Plural(int n, const char* word) {
@@ -95,15 +104,18 @@ Json LayoutToJson(const LayoutSummary& l) {
   return j;
 }
 
-std::string RenderText(const std::vector<FileReport>& files) {
+std::string RenderText(const std::vector<FileReport>& files, TextStyle style) {
+  const bool color = style == TextStyle::kColor;
+  const std::string bold = color ? "\033[1m" : "", reset = color ? "\033[0m" : "";
   std::string out;
   for (const auto& f : files) {
     for (const auto& d : f.diagnostics) {
-      out += f.path;
+      out += bold + f.path;
       if (d.loc.known()) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column);
-      out += ": " + std::string(SeverityName(d.severity)) + ": " + d.message + " [" + d.rule_id + "]\n";
+      out += ":" + reset + " " + (color ? std::string(SeverityColor(d.severity)) : "") +
+             std::string(SeverityName(d.severity)) + ":" + reset + " " + d.message + " [" + d.rule_id + "]\n";
       if (d.loc.known()) {
-        out += SourceExcerpt(f.source, d.loc);
+        out += SourceExcerpt(f.source, d.loc, color);
       }
       if (!d.pointer.empty()) out += "  at " + d.pointer + "\n";
       if (!d.hint.empty()) out += "  hint: " + d.hint + "\n";
@@ -251,14 +263,14 @@ std::string RenderGithub(const std::vector<FileReport>& files) {
 }
 
 std::string RenderValidateReport(const std::vector<FileReport>& files, ReportFormat format,
-                                 std::string_view tool_version) {
+                                 std::string_view tool_version, TextStyle style) {
   switch (format) {
-    case ReportFormat::kText: return RenderText(files);
+    case ReportFormat::kText: return RenderText(files, style);
     case ReportFormat::kJson: return RenderJson(files);
     case ReportFormat::kSarif: return RenderSarif(files, tool_version);
     case ReportFormat::kGithub: return RenderGithub(files);
   }
-  return RenderText(files);
+  return RenderText(files, style);
 }
 
 }  // namespace dsp

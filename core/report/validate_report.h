@@ -12,7 +12,11 @@ namespace dsp {
 
 enum class ReportFormat { kText, kJson, kSarif, kGithub };
 
-std::string RenderText(const std::vector<FileReport>& files);
+// kColor adds ANSI colours as compilers do: the location bold, "error:" red, "warning:" magenta,
+// "note:" cyan, the caret green. The caller decides (apps/ds-plan/terminal_color.h).
+enum class TextStyle { kPlain, kColor };
+
+std::string RenderText(const std::vector<FileReport>& files, TextStyle style = TextStyle::kPlain);
 std::string RenderJson(const std::vector<FileReport>& files);
 // An input that could not be read (validate still writes SARIF for the rest, so a CI step that
 // uploads the file has one to upload).
@@ -29,7 +33,7 @@ std::string SarifUri(std::string_view path);
 std::string RenderGithub(const std::vector<FileReport>& files);
 
 std::string RenderValidateReport(const std::vector<FileReport>& files, ReportFormat format,
-                                 std::string_view tool_version);
+                                 std::string_view tool_version, TextStyle style = TextStyle::kPlain);
 
 // The layout as JSON with nulls for what cannot be derived (shared with the groups report).
 Json LayoutToJson(const LayoutSummary& layout);

@@ -146,6 +146,29 @@ TEST(CliTest, AnUnknownDeepSpeedVersionSaysWhichVersionsAreKnown) {
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version v0.19.3").exit_code, 0);
 }
 
+// Colour on a terminal only (issue 16): `script` (util-linux, Debian's essential bsdutils) gives
+// the command a pseudo-terminal, so auto mode is tested where it applies.
+TEST(CliTest, DiagnosticsAreColouredOnATerminalOnly) {
+  const std::string bad = "validate samples/configs/invalid/batch-mismatch.json --world-size 8";
+  const std::string red = "\033[1;31merror:\033[0m";
+  auto on_tty = [&](const std::string& env, const std::string& flags) {
+    const std::string inner = env + " " + ShellQuote(DSP_BINARY) + " " + bad + flags;
+    return testing::RunShell("TERM=xterm script -qec " + ShellQuote(inner) + " /dev/null");
+  };
+  EXPECT_NE(on_tty("", "").find(red), std::string::npos);
+  EXPECT_EQ(on_tty("NO_COLOR=1", "").find("\033["), std::string::npos);
+  EXPECT_NE(on_tty("NO_COLOR=1", " --color always").find(red), std::string::npos);
+  EXPECT_EQ(on_tty("TERM=dumb", "").find("\033["), std::string::npos);
+  EXPECT_EQ(on_tty("", " --color never").find("\033["), std::string::npos);
+  // A pipe gets plain text unless asked; --color goes before or after the command.
+  EXPECT_EQ(RunCli(bad).output.find("\033["), std::string::npos);
+  EXPECT_NE(RunCli(bad + " --color always").output.find(red), std::string::npos);
+  EXPECT_NE(RunCli("--color=always " + bad).output.find("\033[1;32m^\033[0m"), std::string::npos);
+  EXPECT_NE(RunCli("validate nope.json --color always").output.find("\033[1;31merror:\033[0m cannot read"),
+            std::string::npos);
+  EXPECT_EQ(RunCli(bad + " --color sometimes").exit_code, 2);
+}
+
 TEST(CliTest, SarifIsVersion210WithLocations) {
   auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format sarif", false);
   Json doc = Json::parse(r.output);

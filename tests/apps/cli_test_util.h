@@ -40,4 +40,17 @@ inline CliResult RunCli(const std::string& args, bool merge_stderr = true) {
   return r;
 }
 
+// Runs a shell command line in the source directory; returns stdout and stderr together.
+inline std::string RunShell(const std::string& command) {
+  std::string cmd = "cd " + ShellQuote(DSP_SOURCE_DIR) + " && " + command + " 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  pclose(pipe);
+  return out;
+}
+
 }  // namespace dsp::testing

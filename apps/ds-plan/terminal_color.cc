@@ -1,0 +1,30 @@
+#include "apps/ds-plan/terminal_color.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace dsp::app {
+namespace {
+
+ColorMode g_mode = ColorMode::kAuto;
+
+}  // namespace
+
+void SetColorMode(const std::string& mode) {
+  g_mode = mode == "always" ? ColorMode::kAlways : mode == "never" ? ColorMode::kNever : ColorMode::kAuto;
+}
+
+bool ColorFor(FILE* stream) {
+  if (g_mode != ColorMode::kAuto) return g_mode == ColorMode::kAlways;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term == nullptr || std::string_view(term) == "dumb") return false;
+  return isatty(fileno(stream)) != 0;
+}
+
+TextStyle StyleFor(FILE* stream) { return ColorFor(stream) ? TextStyle::kColor : TextStyle::kPlain; }
+
+}  // namespace dsp::app

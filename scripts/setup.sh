@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev
+packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev help2man zsh
           libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
+# help2man generates the man page from --help; zsh checks the generated zsh completion in the tests.
 # `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
 # headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.
 packages+=(libtorch-dev libgloo-dev python3-torch)

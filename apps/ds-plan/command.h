@@ -35,6 +35,8 @@ Command AddCheckCommand(CLI::App& root);
 // `visualize schedule`, registered under the visualize command.
 Command AddVisualizeScheduleCommand(CLI::App& visualize);
 Command AddRunCommand(CLI::App& root);
+// `completion bash|zsh`: walks the whole tree at run time, so it is registered last.
+Command AddCompletionCommand(CLI::App& root);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

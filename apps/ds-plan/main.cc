@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
                                    AddPlanCommand(app), AddCheckCommand(app),
                                    AddTuneCommand(app), AddCalibrateCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
                                    AddRunCommand(app),
-                                   AddRulesCommand(app), AddExplainCommand(app)};
+                                   AddRulesCommand(app), AddExplainCommand(app), AddCompletionCommand(app)};
 
   // An unknown subcommand gets an edit-distance suggestion before CLI11's generic message.
   if (argc > 1 && argv[1][0] != '-') {

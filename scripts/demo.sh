@@ -6,7 +6,8 @@
 # snapshot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh >/dev/null
+# Only what the demo runs: ds-plan (and ds-plan-exec for `run`), not the tests and benchmarks.
+scripts/setup.sh --target ds-plan >/dev/null
 bin=build/release/ds-plan
 echo "\$ ds-plan validate samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4 --model samples/models/mixtral-8x7b.json"
 "$bin" validate samples/configs/folding-tp2-ep4.json --nodes 2 --gpus-per-node 4 --model samples/models/mixtral-8x7b.json

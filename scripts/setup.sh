@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ds-plan needs on Debian 12 (as root), then configures and builds it.
 # Idempotent: packages already present are not touched, and an unchanged tree rebuilds in seconds.
+# Arguments go to `cmake --build`: scripts/setup.sh --target ds-plan builds only the tool (and
+# ds-plan-exec, which it runs), not the test suite and benchmarks; with none, everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +38,4 @@ fi
 if [ ! -f build/release/build.ninja ]; then
   cmake --preset release >/dev/null
 fi
-cmake --build --preset release
+cmake --build --preset release "$@"

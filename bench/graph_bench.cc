@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed target for the graph IR (run: build/release/bench/dsp_bench --benchmark_filter=Graph):
 //   building the 80-layer Llama-3-70B graph well under 100 ms (it is the first step of every
 //   simulated plan once the passes exist), plus printing it and parsing it back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed target for the passes (run: build/release/bench/dsp_bench --benchmark_filter=Passes):
 // building and rewriting an 80-layer model under 100 ms. Each iteration builds the graph and runs
 // the whole pipeline a config implies, verifier after every pass included.

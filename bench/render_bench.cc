@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed target for `ds-plan visualize graph` (run: build/release/bench/dsp_bench
 // --benchmark_filter=Render): Llama-3-70B with two layers drawn (the other 78 collapsed) laid out
 // and rendered to SVG well under 1 s, since the dot layout is the slow part of the command.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed targets for the schedule simulation (run: build/release/bench/dsp_bench
 // --benchmark_filter=Schedule): a 16,384-rank plan simulates in under 2 s by symmetry. Each
 // iteration derives the rank classes, builds the program from the rewritten graph and simulates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed targets for tune (run: build/release/bench/dsp_bench --benchmark_filter=Tune):
 //   at least 100,000 plans per second on one core with pipeline stages in the space (counter
 //   "plans_per_second", the search alone: BM_TuneLlama70bOn4096, BM_TuneMixtralOn64);

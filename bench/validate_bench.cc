@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // Speed targets for validate (run: build/release/bench/dsp_bench):
 //   one typical config in-process: well under 1 ms;
-//   the whole ../shared/corpus (148 configs): see docs/validate.md for the one-process timing.
+//   a corpus folder of real configs (148 in development): see docs/validate.md for the one-process timing.
 #include <algorithm>
 #include <filesystem>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --bench: every collective kind on every group kind of the plan (see BenchResult in exec/run.h).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ds-plan run`: the executor's public face. Nothing here includes LibTorch, so apps/ can call it
 // (and print its reports) without paying for torch headers; RunPlan itself exists only when the
 // build found LibTorch (DSP_HAVE_TORCH).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunPlan: join the run, check every rank holds the same plan, build every process group of the
 // plan's tables, then train the tiny model sharded and unsharded side by side and compare.
 #include <chrono>
@@ -71,7 +72,7 @@ int PositionOf(const std::vector<int>& group, int rank) {
 }
 
 // The EP group DeepSpeed's non-folded tp-mode path (B) gives `rank`, in creation order: chunks of
-// the TP-lane-major order [lane 0 of every TP group, lane 1, ...] (parallel-groups.md §2.2).
+// the TP-lane-major order [lane 0 of every TP group, lane 1, ...] (deepspeed/utils/groups.py _create_expert_data_and_model_parallel).
 std::vector<int> LaneMajorEpGroup(const Plan& plan, int rank) {
   const int tp = plan.sizes.tp, ep = plan.sizes.ep, stage = plan.derived.stage, start = rank / stage * stage;
   std::vector<int> order;

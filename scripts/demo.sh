@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Quick start, command 1: install, build, then run ds-plan on the bundled samples: validate and
 # groups on the folding sample (AutoTP 2 x AutoEP 4 on 8 ranks, 2 nodes of 4 GPUs), a rejected
 # config, simulate on the AutoSP sample, tune for Llama-3-70B on 64 GPUs, and the folding sample's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cost-model calibration for one GPU (run on a GPU machine with PyTorch: python3 scripts/gpu-calibrate.py
 # with OUT set to an output folder): bf16 GEMM and attention throughput and HBM bandwidth, written
 # to $OUT/calibration.json; docs/cost-model.md "Calibration" summarises a run on an H200.

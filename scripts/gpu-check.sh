@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One short check for a GPU machine (1 GPU, CUDA + NCCL under /usr/local/cuda, no network), run from
 # the repository root: build with NCCL, run the NCCL unit test and the NCCL parity runs, and write
 # everything under $OUT (default ./gpu-check-out). Every step is time-limited and logged; a failed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Generates the ds-plan(1) man page from the binary's own --help with Debian's help2man: the
 # root help as the synopsis and options, then every command's --help under COMMANDS (read from
 # the "Subcommands:" lists, so a new command appears without editing this script).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what ds-plan needs on Debian 12 (as root), then configures and builds it.
 # Idempotent: packages already present are not touched, and an unchanged tree rebuilds in seconds.
 # Arguments go to `cmake --build`: scripts/setup.sh --target ds-plan builds only the tool (and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Rewrites the fenced examples of README.md and docs/plan.md with what ds-plan prints today.
 
 A block whose first line is "$ ds-plan ARGS" gets the command's stdout (stderr dropped), exactly

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the SVG pictures of docs/passes.md from docs/images/cases.txt with the built
 # ds-plan; tests/apps/doc_images_test.cc fails when a picture is out of date.
 set -euo pipefail

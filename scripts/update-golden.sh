@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/golden/*.out from tests/golden/cases.txt with the built ds-plan.
 # Review `git diff tests/golden` before committing: a changed golden file is a changed behaviour.
 set -euo pipefail

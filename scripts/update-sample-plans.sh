@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the plan snapshots under samples/plans/ with the built ds-plan (after an intended
 # change of the cost model or the group tables; review `git diff samples/plans` before committing).
 #   folding-tp2-ep4.plan.json      the folding sample as it is: `ds-plan check` passes on it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Korthikanti et al. 2022 §4.1 count, term by term (T = tokens on this rank, S = full sequence,
 // t = TP size; "replicated" tensors are divided by t only with Megatron SP):
 //   attention: norm output feeding q/k/v 2Th (replicated); Q 2T·a·d/t; K 2T·kv·d/t; softmax output

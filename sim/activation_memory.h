@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation memory of one transformer layer and of the output layer: what forward saves for
 // backward, per rank, in bytes.
 //
 // Source: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
-// (arXiv 2205.05198), §4 and Table 2 (performance-model.md §2.2): 16-bit activations, 1-byte
+// (arXiv 2205.05198), §4 and Table 2: 16-bit activations, 1-byte
 // dropout masks; per layer sbh(34 + 5as/h) without parallelism, sbh(10 + 24/t + 5as/(ht)) with
 // tensor parallelism, sbh/t (34 + 5as/h) with TP + sequence parallelism, the 5as/h term dropped by
 // selective recompute, 2sbh per layer with full recompute. Generalised term by term (see
@@ -70,7 +71,7 @@ double ExpertAssignmentsPerRank(const LayerShape& shape);
 LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompute);
 
 // Final norm, lm_head input and logits for the loss. Megatron's theoretical_memory_usage.py
-// counts 4·s·b·h·(1 + V/h) for "output layer and CE" (performance-model.md §1.9): the hidden part
+// counts 4·s·b·h·(1 + V/h) for "output layer and CE" (Megatron-LM megatron/training/theoretical_memory_usage.py): the hidden part
 // is split by t only with Megatron SP, the vocab part by t always (vocab-parallel lm_head).
 double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size);
 

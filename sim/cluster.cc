@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParseCluster: reads a cluster description (schemas/cluster.schema.json) by hand rather than
 // through valijson, so that every error names the exact JSON pointer and the value that would work,
 // and so sim/ does not depend on the schema library. Keys starting with "_" are notes (sources,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A cluster description: what one GPU can do and how fast its links are. Read from cluster.json
 // (schemas/cluster.schema.json); presets under samples/clusters/. Units are in the names.
 #pragma once
@@ -31,7 +32,7 @@ struct LinkSpec {
   double max_rails = 0;
 };
 
-// Measured efficiency factors (1.0 = datasheet peak); defaults come from performance-model.md.
+// Measured efficiency factors (1.0 = datasheet peak); defaults and their measurements are in docs/cost-model.md.
 struct Efficiency {
   double matmul = 0.0;     // achieved / peak for large GEMMs
   double memory = 0.0;     // achieved / peak HBM bandwidth for memory-bound operators

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nccl-tests factors and the latency + bandwidth time model (see collectives.h).
 #include "sim/collectives.h"
 

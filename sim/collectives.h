@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // One source of truth per collective: nccl-tests' bus-bandwidth factors and the time model built on
-// them (performance-model.md §2.4, nccl-tests doc/PERFORMANCE.md). The simulator predicts with
+// them (nccl-tests doc/PERFORMANCE.md). The simulator predicts with
 // these functions and a measurement harness reports busbw with the same ones, so predicted and
 // measured numbers compare directly.
 //
@@ -45,7 +46,7 @@ double CallLatencySeconds(CollectiveKind kind, int ranks, int nodes, int ranks_p
 
 /// The link a collective over `group` runs on, with `latency_seconds` the whole fixed cost of
 /// one call (CallLatencySeconds) and `hop_latency_seconds` folded into it (0). A group inside one node uses the intra-node link.
-/// A group that spans nodes uses the network, rail-aware (performance-model.md §2.5): each GPU
+/// A group that spans nodes uses the network, rail-aware: each GPU
 /// owns one rail of inter_node.busbw, and NCCL runs one ring channel per rail, so ring-based kinds
 /// reach k x rail busbw when every node holds k ranks of the group (k = the fewest on any node);
 /// an all-to-all sends the (n-k)/n of its buffer that leaves the node through the rank's own rail,

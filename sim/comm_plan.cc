@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which collectives a plan issues per step, how big they are, on which group, and when.
-// Volumes: performance-model.md §2.4; insertion points and reduction groups: deepspeed-config.md
-// §3 (AutoTP pass, AutoSP all-to-alls) and §4 (folding and ordinary gradient reduction); Megatron's
+// Volumes: Megatron, Ulysses and ZeRO papers (sim/comm_plan.h); insertion points and reduction
+// groups: DeepSpeed 0.19.6 compile/passes (AutoTP pass, AutoSP all-to-alls), auto_ep_folding.py and
+// engine.py (folding and ordinary gradient reduction); Megatron's
 // tensor/pipeline parallel collectives from Narayanan et al. 2021 and Korthikanti et al. 2022;
 // ZeRO-3's per-release behaviour from DeepSpeed's stage3.py / partition_parameters.py.
 #include "sim/comm_plan.h"
@@ -358,7 +360,7 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
 
   const RankParams params = CountRankParams(in);
   const ZeroSettings& zero = in.zero;
-  // Folding: TP-replicated gradients are AVERAGEd over TP in an fp32 copy at the boundary (§4.1).
+  // Folding: TP-replicated gradients are AVERAGEd over TP in an fp32 copy at the boundary (auto_ep_folding.py).
   if (folding) {
     plan.AddBucketed("fold_tp_grad_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
                      params.tp_replicated, 4.0, zero.reduce_bucket_size,

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives a plan implies for one training step, with their message sizes (nccl-tests S),
 // groups (from the real rank tables) and how DeepSpeed schedules them relative to compute. Sources:
-// performance-model.md §2.4 (Megatron TP, Ulysses, EP, DP/ZeRO volumes), deepspeed-config.md §3-§4
-// (what AutoTP/AutoSP/AutoEP insert and which group reduces which gradients), parallel-groups.md
-// §2.
+// Megatron (Narayanan et al. 2021 §3), Ulysses (arXiv 2309.14509 §3) and ZeRO (Rajbhandari et al. 2020
+// §7) volumes; DeepSpeed 0.19.6's compile passes (compile/passes/tp_compile.py, sp_compile.py),
+// moe/ and engine.py for what AutoTP/AutoSP/AutoEP insert and which group reduces which gradients;
+// deepspeed/utils/groups.py for the groups.
 #pragma once
 
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-operator FLOPs and HBM bytes (see flops.h for the conventions and sources).
 #include "sim/flops.h"
 
@@ -156,7 +157,7 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   ops.push_back(routed);
 
   if (model.shared_expert_intermediate_size > 0) {
-    // Under folding the shared expert is replicated over TP (gradients AVERAGEd, §4.1).
+    // Under folding the shared expert is replicated over TP (gradients AVERAGEd, auto_ep_folding.py).
     const double split = shard.expert_parallel ? 1.0 : tp;
     OperatorCost shared =
         GatedMlp("shared_expert", tokens, h,

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // FLOPs and HBM bytes of every operator one rank runs for one micro-batch (forward), so the step
-// model can apply a roofline per operator. Sources: performance-model.md §2.3 (Megatron
+// model can apply a roofline per operator. Sources: Megatron-LM's (
 // num_floating_point_operations, PaLM's 6N + 12Lsh per token), Korthikanti et al. for the sharding.
 //
 // Counting conventions:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How fast a collective runs on the groups of one kind: the slowest group sets the pace, since
 // every group of the kind runs the collective at the same time. Scanning the groups is O(world),
 // so the answers are cached per (kind, collective); tune shares one cache across every

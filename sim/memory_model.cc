@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-rank memory: model states per parameter family (sim/model_states.h), activations per layer
 // (sim/activation_memory.h), communication buffers, and the peak of the most loaded pipeline
 // stage. docs/cost-model.md ("Memory") states every formula with its source.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory per rank: model states by parameter family under ZeRO 0-3 and offload, activations per
 // layer (Korthikanti et al. with TP, sequence parallelism, selective/full recompute; Ulysses
 // dividing the sequence; MoE routing with top-k), communication buffers, and the peak.

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model-state memory (parameters, gradients, optimizer states) of a number of parameters under a
 // ZeRO stage, CPU offload and an accounting convention. Works on a bare parameter count so the
 // ZeRO paper's figures can be checked directly; EstimateMemory applies it per parameter family with
 // each family's TP/EP share and ZeRO partition group.
 //
-// Sources: performance-model.md §2.1 (ZeRO paper, Rajbhandari et al. 2020, §3 and Fig. 1: 2 + 2 + K
-// bytes per parameter, K = 12) and §1.11 (DeepSpeed's estimate_zero2_model_states_mem_needs and
+// Sources: the ZeRO paper ( Rajbhandari et al. 2020, §3 and Fig. 1: 2 + 2 + K
+// bytes per parameter, K = 12) and DeepSpeed's ( estimate_zero2_model_states_mem_needs and
 // estimate_zero3_model_states_mem_needs, deepspeed/runtime/zero/stage_1_and_2.py and stage3.py at
 // edaa722); offload placement follows ZeRO-Offload (Ren et al. 2021) as DeepSpeed implements it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Time that CPU offload adds to a step (ZeRO-Offload / ZeRO-Infinity): PCIe copies of gradients and
 // parameters and the CPU optimizer step. None of it is a collective, but all of it sits on the
 // step's path unless it hides behind GPU compute.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/param_sharding.h"
 
 #include "core/plan/plan.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a parameter family is split across ranks before ZeRO, and the parameters one rank owns in
 // its ZeRO partition. Shared by the memory model and the offload-time estimate.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders the result of `ds-plan check`: which inputs changed since the snapshot (hash and config
 // keys), then every difference of the recomputed plan, failures first, as readable text or JSON
 // (schemas/plan-check-report.schema.json). Lives in sim/ next to the snapshot it describes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/plan_diff.h"
 
 #include "core/report/groups_report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compares two plan snapshots (sim/plan_snapshot.h): the one a user committed and the one the same
 // inputs give today. Pure JSON arithmetic, so it can be unit-tested on hand-written snapshots.
 //

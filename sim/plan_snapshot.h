@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan snapshot `ds-plan plan` writes and `ds-plan check` compares
 // (schemas/plan.schema.json): the inputs it was computed from, so it can be recomputed, and what
 // the plan implies (layout, group tables, memory, step time, collective volumes). The bytes depend

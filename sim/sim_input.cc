@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // zero_optimization as DeepSpeedZeroConfig reads it (deepspeed/runtime/zero/config.py and
-// offload_config.py at edaa722; deepspeed-config.md §1.2): pydantic drops "auto" before
+// offload_config.py at edaa722, DeepSpeed 0.19.6): pydantic drops "auto" before
 // validation, so "auto" means the default; the legacy boolean form and the deprecated
 // cpu_offload / cpu_offload_param keys are folded in; the resolved values are what the ZeRO
 // optimizers use (offload_param only at stage 3, no offload at stage 0, ratio only at stage 3).

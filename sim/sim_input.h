@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Everything the cost model reads: the plan (layout and exact group tables), the model, the
 // cluster, the workload and the ZeRO settings of the config. Simulation code never reads JSON.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text and JSON renderings of a simulate run. Sizes are decimal (1 GB = 1e9 bytes) because the
 // cluster file and GPU datasheets are; seconds switch to ms / us so small collectives stay legible.
 #include "sim/simulate_report.h"

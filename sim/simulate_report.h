@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders the result of `ds-plan simulate`: a text report for people (memory per rank with a
 // FITS / DOES NOT FIT verdict, step time, breakdown, collectives) and JSON following
 // schemas/simulate-report.schema.json for tools. It lives in sim/ rather than core/report/ because

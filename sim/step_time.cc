@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EstimateStepTime: per-kernel compute (GEMMs with wave quantization, fused or materialized
 // attention, memory-bound kernels at HBM bandwidth, a fixed cost per kernel), the plan's
 // collectives (comm_plan.h) with DeepSpeed's or Megatron's overlap, pipeline stages with their

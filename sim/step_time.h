@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step time: FLOPs per operator, compute time from peak x efficiency with a roofline for
 // memory-bound operators, every collective the plan implies (costed on its real group, intra- or
 // inter-node from the rank lists), and DeepSpeed's overlap of gradient reduction and ZeRO-3
@@ -22,7 +23,7 @@ struct CollectiveCall {
                         // "zero3_all_gather_fwd", "zero3_all_gather_bwd", "zero_param_all_gather";
                         // also "tp_sp_all_gather", "tp_sp_reduce_scatter" (Megatron-style
                         // sequence parallelism), "fold_restore_backward_all_reduce" and
-                        // "fold_tp_grad_all_reduce" (AutoEP folding, deepspeed-config.md §4.1)
+                        // "fold_tp_grad_all_reduce" (AutoEP folding, auto_ep_folding.py)
   CollectiveKind kind = CollectiveKind::kAllReduce;
   GroupKind group = GroupKind::kDp;
   int group_size = 1;
@@ -65,7 +66,7 @@ struct StepTimeOptions {
   // reduce-scatter of the same S. DeepSpeed AutoTP has no such mode; for comparisons.
   bool tp_sequence_parallel = false;
   // Hide TP/Ulysses/EP collectives behind compute (DeepSpeed does not by default:
-  // tensor_parallel.tp_overlap_comm is rejected by the compile pass, §3.1).
+  // tensor_parallel.tp_overlap_comm is rejected by the compile pass, compile/passes/tp_compile.py).
   bool overlap_critical_path_comm = false;
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tune: enumerate every plan for a model on a cluster, drop what does not fit or what DeepSpeed
 // would reject, rank the rest by simulated throughput. Validity is decided by the validate rules
 // themselves: each distinct (layout, ZeRO stage, offload, precision, cpu_checkpointing) config with

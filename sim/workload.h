@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one training step does, beyond the parallel layout: sequence length, batch, recompute,
 // optimizer and memory accounting convention.
 #pragma once

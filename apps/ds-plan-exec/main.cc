@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan-exec: the half of `ds-plan run` that links LibTorch. ds-plan re-executes itself as this
 // binary (same arguments) once `run` is parsed, so only run pays the ~0.45 s of loading libtorch.
 // It accepts exactly `ds-plan run ...`'s command line.

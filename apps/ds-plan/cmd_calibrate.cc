@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan calibrate RUNS.tsv --cluster C -o C2.json: fits the cluster file's global figures to
 // measured step times and prints each run's error before and after. The output is the input
 // cluster file with the fitted figures set and a `_calibration` note; an existing file is not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan check plan.json: recomputes a snapshot written by `ds-plan plan` from the inputs it
 // records (paths as recorded, resolved against the current directory: CI runs from the repository
 // root, where plan was run) and exits 1 with a diff when the group tables or any number moved

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan completion bash|zsh: a shell completion script generated from the command tree itself
 // (every subcommand, option and fixed set of values CLI11 knows), so it can never fall behind the
 // commands. `cmake --install` installs both (apps/CMakeLists.txt); by hand:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan groups CONFIG: the exact rank lists of every process group DeepSpeed builds.
 #include <iostream>
 #include <memory>

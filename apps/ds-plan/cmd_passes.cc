@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan passes: the graph passes, in the order a pipeline runs them, from the one registry.
 #include <algorithm>
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan plan CONFIG --model M --cluster C -o plan.json: a snapshot of what the config implies
 // (layout, group tables, memory, step time, collective volumes) together with the inputs it came
 // from, for `ds-plan check` to recompute in CI. Format: docs/plan.md.

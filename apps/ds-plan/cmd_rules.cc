@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan rules / ds-plan explain RULE_ID: the rule catalogue, from the one registry.
 #include <algorithm>
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan run CONFIG: executes the plan under torchrun with LibTorch (Gloo on CPU, NCCL on GPU) and
 // checks loss, gradient and weight parity against the unsharded model. Each worker process runs
 // this command; rank 0 prints the report. The LibTorch code lives in exec/ (exec/run.h is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan simulate CONFIG --model M --cluster C: memory per rank and step time of one training
 // step, before any GPU is booked. The config is validated first (a config DeepSpeed would reject
 // has no step time), then the plan, workload and ZeRO settings feed sim::EstimateMemory and

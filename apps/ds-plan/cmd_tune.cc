@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan tune: search every valid plan for a model on a cluster and rank the ones that fit.
 #include <unistd.h>
 

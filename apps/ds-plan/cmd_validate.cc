@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan validate FILE...: every config mistake DeepSpeed would raise, and the typos it ignores.
 #include <iostream>
 #include <memory>

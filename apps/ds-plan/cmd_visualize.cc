@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan visualize graph CONFIG --model M -o OUT.svg|OUT.dot|OUT.json: the forward graph of one
 // training step after the parallelism passes the config implies, as a picture (Graphviz, laid out
 // in-process) or as JSON. The config is validated first, like simulate: the passes trust it.

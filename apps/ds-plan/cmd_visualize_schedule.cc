@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan visualize schedule CONFIG --model M --cluster C -o OUT.svg|OUT.json: one training step
 // simulated event by event over the graph the passes rewrote (sim/schedule), drawn as a timeline
 // (SVG) or written as a Perfetto/Chrome trace (JSON), with a text summary on stdout: where the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each subcommand lives in its own file and registers itself with the CLI11 app; main.cc only
 // dispatches and turns the handler's result into the process exit code.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan: plan, check and simulate DeepSpeed parallel training before launching it.
 #include <iostream>
 #include <vector>

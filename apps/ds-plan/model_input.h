@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --model (a Hugging Face config.json) and --cluster (samples/clusters/*.json).
 #pragma once
 

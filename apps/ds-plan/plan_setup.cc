@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "apps/ds-plan/plan_setup.h"
 
 #include <filesystem>

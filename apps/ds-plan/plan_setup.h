@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by `plan` and `check`: the snapshot of a SimArgs run (same PrepareSimulation as
 // simulate, so a snapshot never disagrees with what simulate prints), and the SimArgs a snapshot
 // records, so check recomputes with exactly the flags plan was given.

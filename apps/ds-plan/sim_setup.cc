@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "apps/ds-plan/sim_setup.h"
 
 #include <cmath>
@@ -24,7 +25,7 @@ struct Batch {
   int64_t accum = 0;
 };
 
-// DeepSpeed's batch fill-in (_set_batch_related_parameters, deepspeed-config.md §1.1) with the
+// DeepSpeed's batch fill-in (runtime/config.py _set_batch_related_parameters) with the
 // world size DeepSpeedConfig divides by: the full world with AutoTP, world / sequence_parallel_size
 // when that key is set, the pipeline data-parallel size with pp. Validation already checked the
 // triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inputs simulate, visualize schedule and plan share: the same flags, the same validation
 // (a config DeepSpeed would reject has no step time), the same plan, batch and SimInput, so the
 // three commands can never disagree about what they simulate.

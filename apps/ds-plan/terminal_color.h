@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Colour for diagnostics: --color auto|always|never on every command, and NO_COLOR
 // (https://no-color.org: present and not empty means no colour unless --color always asks).
 // In auto mode a stream gets colour only when it is a terminal and TERM is not "dumb", so pipes,

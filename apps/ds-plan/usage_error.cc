@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UsageError (command.h), shared by ds-plan and ds-plan-exec so both report usage the same way.
 #include <iostream>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "apps/ds-plan/world_options.h"
 
 namespace dsp::app {

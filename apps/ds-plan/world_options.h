@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --world-size / --nodes / --gpus-per-node / --pp, shared by the commands that need a cluster shape.
 #pragma once
 

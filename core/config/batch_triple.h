@@ -1,4 +1,5 @@
-// DeepSpeed's batch arithmetic (deepspeed-config.md §1.1): the "world size" DeepSpeedConfig divides
+// SPDX-License-Identifier: Apache-2.0
+// DeepSpeed's batch arithmetic (deepspeed/runtime/config.py _set_batch_related_parameters, _batch_assertion): the "world size" DeepSpeedConfig divides
 // the batch by, and its fill-in table for the missing keys. Shared by the batch rules and by
 // simulate, so both read a config the way DeepSpeed does.
 #pragma once

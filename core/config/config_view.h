@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed, "auto"-aware reads of a DeepSpeed config by JSON pointer. Rules read values through this
 // so every finding knows which pointer (and therefore which line) it is about.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeepSpeed release a config targets. Some rules changed across releases; each rule's history names
 // the first release with the new behaviour (from version.txt history of deepspeedai/DeepSpeed).
 #pragma once

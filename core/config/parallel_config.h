@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parallelism a DeepSpeed config asks for, read once from its several spellings. Rules check
 // these settings; the layout and group tables are built from them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A diagnostic is one finding about one value of one file: a stable rule id, a severity, what is
 // wrong, how to fix it, and where (JSON pointer plus line:column).
 #pragma once

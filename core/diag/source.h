@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A loaded text file and the mapping from byte offsets to 1-based line:column (columns count bytes,
 // as nlohmann/json and most compilers do).
 #pragma once

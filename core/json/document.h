@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A JSON document that remembers where every key and value came from, so that schema and rule
 // diagnostics can point at file:line:col.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/json/lenient_scan.h"
 
 namespace dsp {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON extensions DeepSpeed's loader accepts and strict loaders reject. The scan blanks them
 // out with spaces (keeping every byte offset and newline), so the strict parser sees plain JSON
 // and all reported positions still match the user's file.

@@ -1,4 +1,5 @@
-// DeepSpeed's layout (parallel-groups.md §2): PP outermost as in ProcessTopology(pipe, data,
+// SPDX-License-Identifier: Apache-2.0
+// DeepSpeed's layout (deepspeed/utils/groups.py, runtime/pipe/topology.py): PP outermost as in ProcessTopology(pipe, data,
 // model); inside a stage the AutoTP (dp, tp) mesh or the Ulysses (dp, sp) mesh, so the model axis
 // (tp or sp) is the fastest digit; EP/EDP from one of the code paths in expert_groups.cc.
 //

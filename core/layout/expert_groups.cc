@@ -1,7 +1,8 @@
-// DeepSpeed's four EP/EDP code paths (parallel-groups.md §2.2), transcribed loop for loop from
+// SPDX-License-Identifier: Apache-2.0
+// DeepSpeed's four EP/EDP code paths , transcribed loop for loop from
 // deepspeed/utils/groups.py and module_inject/auto_ep_folding.py at edaa722. The loops are kept in
 // DeepSpeed's shape rather than collapsed into closed forms so that a reader can hold them next to
-// the Python; the tests check the closed forms of §2.2 against them independently.
+// the Python; the tests check closed forms of the same groups against them independently.
 #include <string>
 
 #include "core/layout/layout_internal.h"
@@ -72,7 +73,7 @@ ExpertGroups ModelParallelExpertGroups(int world, int stage, int mp_size, bool t
 }
 
 ExpertGroups FoldingExpertGroups(int world, int stage, int ep) {
-  // parallel-groups.md §2.4: in the merged folding code EP groups are consecutive slices of each
+  // auto_ep_folding.py (PR #8064): in the merged folding code EP groups are consecutive slices of each
   // stage (not the lane-major order of path B; the folding tests reject that as "stale").
   ExpertGroups out;
   for (int stage_start = 0; stage_start < world; stage_start += stage) {

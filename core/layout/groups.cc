@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BuildGroupTables dispatch plus the small helpers of groups.h. The per-framework arithmetic lives
 // in deepspeed_layout.cc, expert_groups.cc and megatron_layout.cc.
 #include "core/layout/groups.h"

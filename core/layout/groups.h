@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank lists of every process group of a job, derived exactly as DeepSpeed builds them (with
-// Megatron-core's layout for comparison). Reference: parallel-groups.md §2 (DeepSpeed paths A, A',
-// B, B', C, D, SP) and §3 (Megatron RankGenerator).
+// Megatron-core's layout for comparison). References: DeepSpeed 0.19.6 deepspeed/utils/groups.py and
+// module_inject/auto_ep_folding.py (paths A, A', B, B', C, D, SP) and Megatron-core's
+// parallel_state.py (RankGenerator).
 //
 // The tables are pure arithmetic: no process groups are created. Every table is in canonical
 // form (ranks ascending inside a group, groups ordered by their lowest rank), so two layouts can be
@@ -35,7 +37,7 @@ enum class RankLayout {
   kMegatron,   // Megatron-core RankGenerator, order "tp-cp-ep-dp-pp" (MoE parallel folding)
 };
 
-/// DeepSpeed's EP/EDP code paths (parallel-groups.md §2.2).
+/// DeepSpeed's EP/EDP code paths (deepspeed/utils/groups.py).
 ///
 /// kAuto picks what the DeepSpeed engine builds for the sizes and applies the engine's checks
 /// (validate_folding_global rules b, d, f, g; the D+E NotImplementedError): folding (C) when

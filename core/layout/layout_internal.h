@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to core/layout: the per-framework table builders behind BuildGroupTables and the
 // DeepSpeed EP/EDP code paths. Exposed in a header so the tests can pin each path separately.
 #pragma once

@@ -1,4 +1,5 @@
-// Megatron-core's layout (parallel-groups.md §3.3): two RankGenerators over the same ranks with
+// SPDX-License-Identifier: Apache-2.0
+// Megatron-core's layout (megatron/core/parallel_state.py initialize_model_parallel): two RankGenerators over the same ranks with
 // the default order "tp-cp-ep-dp-pp" -- dense (tp, cp = our sp, dp, pp; ep = 1) and expert
 // (tp = etp, ep, dp = edp, pp; cp = 1). This is "MoE parallel folding": inside a pipeline stage
 // the expert factorization is independent of the dense one.
@@ -14,7 +15,7 @@ namespace {
 constexpr std::string_view kOrder = "tp-cp-ep-dp-pp";
 
 // get_ranks(token) of `gen` into tables.groups[kind]. No Canonicalize: the generator emits groups
-// in increasing order of their lowest rank with ascending ranks (parallel-groups.md §3.1), which
+// in increasing order of their lowest rank with ascending ranks (parallel_state.py generate_masked_orthogonal_rank_groups), which
 // the property tests check on every shape up to 64 ranks.
 Status Put(const megatron::RankGenerator& gen, std::string_view token, GroupKind kind,
            GroupTables& tables) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Megatron-core's generate_masked_orthogonal_rank_groups and RankGenerator. The arithmetic is the
 // Python's (prefix products, decompose with its round-trip assertion, the substring test on the
 // order string, list.index for tokens) because the point of this file is to agree with Megatron

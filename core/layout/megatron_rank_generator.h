@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // Megatron-core's rank-group generator (megatron/core/parallel_state.py, core_v0.14.0), reproduced
-// exactly: generate_masked_orthogonal_rank_groups and RankGenerator (parallel-groups.md §3.1-3.2).
+// exactly: generate_masked_orthogonal_rank_groups and RankGenerator (megatron/core/parallel_state.py).
 //
 // Python exceptions become Error values with Megatron's own message text (including the missing
 // space in "haven'tspecified"), so a user comparing with a Megatron log sees the same words.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Derive(): divisibility checks for ParallelSizes. The wording of the pp, tp and expert-width
 // messages is DeepSpeed's build_folding_spec (module_inject/auto_ep_folding.py), so users who
 // have seen DeepSpeed's error recognise it; the sp message follows the same pattern.

@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parallelism sizes of one DeepSpeed job and the sizes derived from them (stage, dp, edp).
 //
 // These are the inputs of the rank-group derivation in core/layout/groups.h. Derive() is the single
 // place where the divisibility rules are checked; its messages use DeepSpeed's config key names
-// and follow DeepSpeed's build_folding_spec wording (deepspeed-config.md §1.9) so a user can map
+// and follow DeepSpeed's build_folding_spec wording (deepspeed/module_inject/auto_ep_folding.py) so a user can map
 // an error straight back to the key to change, and every message lists the values that work.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParameterTensors and CountParameters. Both walk the same module layout as transformers'
 // modeling_<type>.py; the tests hold them to each other for every preset, so a change to one must
 // be mirrored in the other.

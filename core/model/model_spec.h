@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model description ds-plan plans for: architecture numbers read from a Hugging Face
 // config.json, the parameter tensors the matching transformers model would hold (named as in its
 // checkpoints, so DeepSpeed AutoTP `layer_specs` regexes can be tested against them), and exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan every command shares: the config's parallel settings, the sizes they imply for a world
 // size, and the exact group tables. groups, simulate, visualize and run all start here, so they can
 // never disagree about who is in which group.

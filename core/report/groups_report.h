@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders group tables: an aligned table for people, JSON (schemas/groups-report.schema.json) and
 // CSV (one row per rank of each group, for spreadsheets and pandas).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/report/validate_report.h"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders validate results: compiler-style text, JSON (schemas/validate-report.schema.json),
 // SARIF 2.1.0 for code scanning, and GitHub Actions workflow commands.
 #pragma once

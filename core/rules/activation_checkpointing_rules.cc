@@ -1,4 +1,5 @@
-// Activation checkpointing (deepspeed-config.md §1.10): the `activation_checkpointing` section as
+// SPDX-License-Identifier: Apache-2.0
+// Activation checkpointing : the `activation_checkpointing` section as
 // deepspeed.checkpointing reads it (runtime/activation_checkpointing/config.py, checkpointing.py).
 // The section is dict-parsed without validation, and it takes effect only when the training code
 // calls deepspeed.checkpointing.configure(mpu, deepspeed_config=...) (Megatron-DeepSpeed does; the

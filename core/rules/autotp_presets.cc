@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in AutoTP presets (AutoTPPresets in module_inject/autotp_config.py) as data: the layer
 // specs DeepSpeed appends after the custom ones when tensor_parallel.preset_model is set, needed to
 // match a --model the way DeepSpeed will.

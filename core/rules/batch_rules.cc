@@ -1,4 +1,5 @@
-// The batch triple (deepspeed-config.md §1.1): DeepSpeed's fill-in table, its assertions in order,
+// SPDX-License-Identifier: Apache-2.0
+// The batch triple (deepspeed/runtime/config.py _set_batch_related_parameters): DeepSpeed's fill-in table, its assertions in order,
 // and the world size it really divides by.
 #include <cmath>
 #include <string>

@@ -1,4 +1,5 @@
-// The compile section and DeepCompile (deepspeed-config.md §1.6): CompileConfig
+// SPDX-License-Identifier: Apache-2.0
+// The compile section and DeepCompile : CompileConfig
 // (deepspeed/compile/config.py) and what engine.compile() does with it
 // (engine.py get_deepspeed_compile_backend, get_autosp_backend, get_autotp_backend,
 // get_deepcompile_backend; compile/init_z3.py; compile/passes/tp_compile.py). All of it happens

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How DeepSpeed itself reads the values the zero/precision/gradient/compile/sequence-parallel/
 // checkpointing rules look at. DeepSpeed mixes three reading styles, and a rule has to emulate the
 // one that applies, or it reports a different config than the one DeepSpeed runs:

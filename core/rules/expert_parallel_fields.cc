@@ -1,5 +1,5 @@
-// expert_parallel keys validate_autoep_config checks one by one (deepspeed-config.md §1.9 items
-// 5-8): the preset name, the enums, group-limited routing counts, attribute names, field types,
+// SPDX-License-Identifier: Apache-2.0
+// expert_parallel keys validate_autoep_config checks one by one (module_inject/auto_ep_config.py): the preset name, the enums, group-limited routing counts, attribute names, field types,
 // and DeepSpeed's own warnings about the section.
 #include <algorithm>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared between the AutoEP rule files: expert_parallel_rules.cc (the section's own keys, ZeRO-3,
 // versions, --model) and folding_rules.cc (build_folding_spec and validate_folding_global).
 #pragma once

@@ -1,4 +1,5 @@
-// AutoEP (`expert_parallel`, deepspeed-config.md §1.9): parse_autoep_config and
+// SPDX-License-Identifier: Apache-2.0
+// AutoEP (`expert_parallel`): parse_autoep_config and
 // validate_autoep_config in module_inject/auto_ep_config.py, the engine's AutoEP checks
 // (_configure_expert_parallel, _validate_zero3_moe_compatibility, validate_autoep_post_detection),
 // and the release history. The group sizes and validate_folding_global are in folding_rules.cc.

@@ -1,4 +1,5 @@
-// AutoEP process-group sizes (deepspeed-config.md §1.9, parallel-groups.md §2.4):
+// SPDX-License-Identifier: Apache-2.0
+// AutoEP process-group sizes (module_inject/auto_ep_folding.py, PR #8064):
 // build_folding_spec (positive sizes, W % PP, stage % TP, stage % (EP x ETP)) and
 // validate_folding_global rules a-i, in module_inject/auto_ep_folding.py. Rules j and k compare the
 // runtime mpu with the config and cannot be checked from a file (ep-mpu-unchecked).

@@ -1,4 +1,5 @@
-// Gradient reduction and clipping (deepspeed-config.md §1.5): gradient_allreduce_op
+// SPDX-License-Identifier: Apache-2.0
+// Gradient reduction and clipping : gradient_allreduce_op
 // (runtime/config.py get_gradient_allreduce_op and _do_error_check), gradient_clipping and its
 // default, and the optimizer-level max_grad_norm that DeepSpeed refuses (engine.py
 // _configure_basic_optimizer).

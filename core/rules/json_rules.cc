@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Findings of the parser (core/json) and the structure check (core/schema). They are registered
 // here so `ds-plan rules` and `explain` cover them; nothing is checked in this file.
 #include "core/rules/rule_sets.h"

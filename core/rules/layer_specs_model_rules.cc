@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoTP layer specs against a --model: which spec claims each parameter (re.match, first spec
 // wins, model_types filter), what that means for the column/row pairing DeepSpeed's sharded layers
 // rely on, strict_mode, q/k norms, and the build-time shape inference.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The column/row contract of DeepSpeed's sharded layers, checked over the projections a --model
 // has (Megatron's f/g pairing):
 //   column-parallel (LinearLayer): weight split on the output dim; forward is identity on the

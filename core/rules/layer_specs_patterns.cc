@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // layer_specs[i].patterns: a list of Python regular expressions (re.match against parameter
 // names). Each is checked and compiled once here, for the parse-time findings and for the
 // --model matching.

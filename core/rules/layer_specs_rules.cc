@@ -1,4 +1,5 @@
-// tensor_parallel.partition_config.layer_specs as DeepSpeed parses it (deepspeed-config.md §1.7;
+// SPDX-License-Identifier: Apache-2.0
+// tensor_parallel.partition_config.layer_specs as DeepSpeed parses it (
 // AutoTPConfig.from_dict and TPLayerSpec in module_inject/autotp_config.py): partition_type, the
 // parse-time shape rules, gather_output/grad_allreduce, patterns as Python regular expressions.
 #include <algorithm>

@@ -1,4 +1,5 @@
-// Precision (deepspeed-config.md §1.3, §1.4): the fp16/bf16 sections (runtime/precision_config.py),
+// SPDX-License-Identifier: Apache-2.0
+// Precision : the fp16/bf16 sections (runtime/precision_config.py),
 // data_types and the communication dtypes (runtime/config.py, engine.py), Apex AMP next to them,
 // and torch_autocast (runtime/config.py get_torch_autocast_*, runtime/torch_autocast.py), whose
 // rules changed twice across releases.

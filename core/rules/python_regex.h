@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Python `re` patterns evaluated with PCRE2. DeepSpeed matches AutoTP layer_specs patterns and
 // AutoEP's moe_layer_pattern with re.match. PCRE2 already speaks most of Python's dialect
 // ((?P<name>...), (?P=name), lookbehind, inline flags, conditionals); python_regex_dialect.cc

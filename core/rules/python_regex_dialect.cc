@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Python's `re` dialect on top of PCRE2 (see python_regex.h). CPython's sre_parse is the
 // reference for every check and message here; tests/core/rules/python_regex_test.cc pins them
 // against CPython. PCRE2 itself parses the structure (groups, classes, quantifiers, lookarounds)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to python_regex.cc: a Python `re` pattern rewritten into PCRE2 syntax. Only the
 // spellings whose meaning differs are rewritten; everything else is copied for PCRE2 to parse.
 #pragma once

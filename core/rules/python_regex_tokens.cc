@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Escape sequences and inline flags of a Python `re` pattern, in PCRE2 spelling (see
 // python_regex_dialect.h). Escapes follow sre_parse's _escape and _class_escape: where PCRE2
 // reads the same spelling differently (\Z, \v, \x, octal, \1) the rewrite is explicit, and every

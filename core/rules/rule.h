@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule registry: every diagnostic ds-plan can emit has one entry here, so `ds-plan rules`,
 // `ds-plan explain` and docs/rules.md all come from the same table.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/rules/rule_context.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a rule sees: the parsed document, typed reads, the parallel settings, the command-line
 // facts (world size, model, sequence length, DeepSpeed version), and a way to report.
 #pragma once

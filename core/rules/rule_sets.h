@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One function per rules file; registry.cc lists them in the order they run.
 #pragma once
 

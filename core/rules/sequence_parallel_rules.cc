@@ -1,4 +1,6 @@
-// Sequence parallelism (deepspeed-config.md §1.6, §1.8, §6, §7; parallel-groups.md §2.3, §6):
+// SPDX-License-Identifier: Apache-2.0
+// Sequence parallelism (deepspeed/utils/groups.py, sequence/layer.py DistributedAttention,
+// compile/config.py, and the AutoSP design discussion in DeepSpeed issue #7827):
 // the SP size and the data-parallel size derived from it, the Ulysses/AutoSP constraints on the
 // world, the model's attention heads and the sequence length, and where SP groups land.
 //

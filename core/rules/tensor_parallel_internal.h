@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared between the AutoTP rule files: tensor_parallel_rules.cc (sizes, presets, the model's
 // heads), layer_specs_rules.cc (partition_config.layer_specs as DeepSpeed parses it) and
 // layer_specs_model_rules.cc (the specs matched against a --model's parameter names).

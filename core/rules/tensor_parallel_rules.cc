@@ -1,4 +1,5 @@
-// AutoTP (`tensor_parallel`, deepspeed-config.md §1.7): the size against the world and the nodes,
+// SPDX-License-Identifier: Apache-2.0
+// AutoTP (`tensor_parallel`, runtime/tensor_parallel/config.py TPTrainingConfig): the size against the world and the nodes,
 // tp.tp_size, presets, settings that only matter once AutoTP runs, and the --model's heads and
 // vocabulary. The layer specs live in layer_specs_rules.cc (parse time) and
 // layer_specs_model_rules.cc / layer_specs_pairing_rules.cc (against --model).

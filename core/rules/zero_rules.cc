@@ -1,4 +1,5 @@
-// ZeRO (deepspeed-config.md §1.2): the `zero_optimization` section as DeepSpeedZeroConfig validates
+// SPDX-License-Identifier: Apache-2.0
+// ZeRO : the `zero_optimization` section as DeepSpeedZeroConfig validates
 // it (deepspeed/runtime/zero/config.py, offload_config.py), the ZeRO assertions of
 // DeepSpeedConfig._do_error_check (config.py) and the ones the engine makes while it builds the
 // optimizer (engine.py _do_optimizer_sanity_check, _configure_basic_optimizer,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON Schemas under schemas/, compiled into the binary (see schemas/CMakeLists.txt).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structure checks against schemas/ds_config.schema.json: types, enums and ranges through valijson
 // (a maintained JSON Schema validator), then unknown and deprecated keys with "did you mean"
 // suggestions, which JSON Schema cannot grade by severity.

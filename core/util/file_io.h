@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File reading and atomic writing: outputs go to a temporary file in the same directory and are
 // renamed over the target, so an interrupted run never leaves a half-written file.
 #pragma once

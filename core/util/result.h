@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors as values: core/, sim/ and exec/ never throw across their boundaries or exit;
 // apps/ turns an Error into a message and an exit code.
 #pragma once

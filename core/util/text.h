@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small string helpers shared by diagnostics and rules.
 #pragma once
 

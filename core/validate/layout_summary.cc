@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/validate/layout_summary.h"
 
 namespace dsp {

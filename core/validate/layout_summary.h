@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layout line of a validate report: every size that can be derived from the config and the
 // command line, null where it cannot.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate: parse (leniently, with locations) -> apply --set -> schema and keys -> rules.
 #pragma once
 

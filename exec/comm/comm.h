@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // exec::Comm: the one narrow interface every collective of `ds-plan run` goes through, for one
 // process group given as a list of global ranks. Backends: Gloo through LibTorch's c10d (CPU) and
 // NCCL called directly (GPU). Tensors are dense CPU float tensors; rows are dim 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL backend. Debian's LibTorch is CPU-only (no CUDA tensors), so this backend owns the device
 // side itself: each collective copies the CPU tensor into a device buffer, runs the NCCL call on
 // its own stream and copies the result back. The model math stays on the CPU; what this measures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The environment torchrun (or a manual launch) gives each worker process, parsed and checked
 // before any socket is opened, so a bad launch fails with a message instead of a hang.
 #pragma once

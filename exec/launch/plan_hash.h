@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every rank must run the same plan: a rank started with another config, model or flag would build
 // different groups and deadlock (or, worse, silently compute something else). The hash covers
 // everything that shapes the run and is exchanged through the store at start-up.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Joining the run: the c10d store (torchrun's agent store, or our own on rank 0), a heartbeat so a
 // failed collective can name the rank that died, the start-up check that every rank holds the same
 // plan, and the closing handshake that keeps rank 0's store alive until everyone is done.

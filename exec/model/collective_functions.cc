@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "exec/model/collective_functions.h"
 
 #include <torch/csrc/autograd/custom_function.h>

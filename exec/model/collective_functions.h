@@ -1,4 +1,5 @@
-// The collectives a sharded forward inserts, as autograd functions (deepspeed-config.md §3):
+// SPDX-License-Identifier: Apache-2.0
+// The collectives a sharded forward inserts, as autograd functions (DeepSpeed's compile/custom_ops/tp_collectives.py, module_inject/layers.py):
 //   copy_to_tp      forward identity,             backward all-reduce over tp   (Megatron "f")
 //   reduce_from_tp  forward all-reduce over tp,   backward identity             (Megatron "g")
 //   seq_to_heads    Ulysses all-to-all [B, S/P, N, d] -> [B, S, N/P, d]; backward the reverse

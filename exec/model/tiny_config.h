@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tiny decoder `ds-plan run` trains: the model input's architecture (dense or MoE, GQA, top-k,
 // renormalised top-k) at a size a 2-core CPU runs in milliseconds, with every width chosen so that
 // the plan's tp / sp / ep sizes divide what they shard.

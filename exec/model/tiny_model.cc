@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "exec/model/tiny_model.h"
 
 #include <cmath>
@@ -195,7 +196,7 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   // EP dispatch: one row per (token, slot) assignment, sent to the rank holding its expert, in
   // rank order; combine sends the expert outputs back the same way and weights them at home.
   //
-  // Folded TP x EP (parallel-groups.md §2.4): every tp peer routes all of its (identical) tokens
+  // Folded TP x EP (auto_ep_folding.py, PR #8064): every tp peer routes all of its (identical) tokens
   // ("route-full") but dispatches only the assignments whose index is its tp rank modulo tp
   // ("partition-dispatch"), so each (token, expert) pair travels once per tp group; "restore"
   // all-gathers the weighted rows across tp so every peer holds the full output again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tiny decoder, twice in one process: the unsharded reference (every weight, the whole global
 // batch) and this rank's shard of it (TP column/row slices, local experts) running the plan's
 // collectives. Both start from the same full weights, drawn from a seeded generator in a fixed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "exec/optim/data_parallel.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gradient reduction and the SGD step, as DeepSpeed does them for ZeRO stages 0-2
-// (deepspeed-config.md §4.2), plus the comparison of the reduced gradients and updated weights with
+// (DeepSpeed 0.19.6 runtime/engine.py allreduce_gradients), plus the comparison of the reduced gradients and updated weights with
 // the unsharded reference.
 //
 // Parameters are flattened per reduction group (dense: dp, or sp_dp with Ulysses; routed experts:
@@ -7,7 +8,7 @@
 // everything; stage 1 all-reduces, updates only this rank's partition and all-gathers the weights;
 // stage 2 reduce-scatters (each rank only ever holds its partition of the gradient), updates the
 // partition and all-gathers. Every reduction is followed by a division by the dense data-parallel
-// size (DeepSpeed's "mean": for experts too, see §4.2).
+// size (DeepSpeed's "mean": for experts too, engine.py allreduce_gradients).
 #pragma once
 
 #include <map>
@@ -30,7 +31,8 @@ struct FamilyDiff {
 };
 using FamilyDiffs = std::map<ParamFamily, FamilyDiff>;
 
-// AutoEP + AutoTP folding's reduction over tp before the DP reduction (deepspeed-config.md §4.1):
+// AutoEP + AutoTP folding's reduction over tp before the DP reduction (auto_ep_folding.py
+// autoep_folding_gradient_reduction_strategy):
 // routed experts EXPERT_TP_CANCEL (grad /= tp), router AVERAGE (all-reduce over tp, / tp), other
 // replicated parameters AVERAGE, tp-sharded parameters SKIP. The two flags are injected faults.
 struct FoldingReduction {

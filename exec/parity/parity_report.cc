@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendering of the `ds-plan run` parity report (text for people, JSON for CI).
 #include <cstdio>
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ds-plan calibrate`: fits a cluster file's few global figures (GEMM and HBM efficiency, the
 // per-kernel overhead, network hop latency, ...) to measured step times, so the cost model agrees
 // with the user's own machines. No per-run constants: one set of figures for every run.

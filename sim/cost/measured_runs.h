@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured training runs as ds-plan reads them (a TSV with one run a row; the published set ships
 // as samples/runs/published-runs.tsv) and the cost model's prediction for each: the input of
 // `ds-plan calibrate`, docs/validation.md and the validation tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the forward graph of a Hugging Face decoder (llama, mistral, qwen2/3, mixtral,
 // qwen2_moe, qwen3_moe) from its ModelSpec: the graph the parallelism passes start from. Module
 // paths and parameter names are the checkpoint's (ParameterTensors), shapes are symbolic:

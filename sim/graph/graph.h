@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small FX-like graph IR of one training step's forward pass: placeholders, operator calls and
 // one output, in topological order. The compiler passes (tensor/sequence/expert parallelism)
 // rewrite it by inserting collectives, so the API is the handful of mutations they need: insert

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Symbolic tensor dimensions for the graph IR: integers, symbols (B, S, H, P, ...), products and
 // quotients, so shapes print the way the design documents write them ("S/P", "N/P", "2*H") and a
 // pass can divide a dimension by a group size without knowing either number.

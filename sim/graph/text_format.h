@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph's text form: one line per node, in order,
 //   %name = op(%arg1, %arg2) {module="...", param="...", shape=[B, S, H], group=""}
 // (shape is left out only where the node has none: the output). PrintGraph and ParseGraph are

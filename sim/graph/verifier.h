@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structural checks every pass runs before and after rewriting a graph, so that a broken rewrite
 // is reported at the pass that made it rather than as a wrong simulation later.
 #pragma once

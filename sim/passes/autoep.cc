@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/passes/autoep.h"
 
 #include "sim/passes/pipeline.h"
@@ -100,7 +101,7 @@ Result<bool> AutoEpPass::Run(Graph& g) {
     g.ReplaceAllUsesWith(n, combine);
     if (folded) {
       // restore_combined: all-gather the TP peers' rows back to the replicated view (its
-      // backward all-reduce is the tp factor the gradient contract cancels, deepspeed-config §4).
+      // backward all-reduce is the tp factor the gradient contract cancels, auto_ep_folding.py).
       Node* restore = g.InsertAfter(combine, {.name = BlockName(n->name, "restore"),
                                               .op = std::string(graph::ops::kAllGather),
                                               .args = {combine},

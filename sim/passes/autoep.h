@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoEP (deepspeed/module_inject/auto_ep_layer.py, moe/ep_tp_dispatch.py): every MoE block
 // keeps E/EP routed experts per rank and trades tokens for experts with all-to-alls over the ep
 // group. DeepSpeed does this by module injection at engine start rather than as a compile pass;

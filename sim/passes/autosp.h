@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoSP (DeepSpeed-Ulysses as a compiler pass, deepspeed/compile/passes/sp_compile.py): every
 // rank keeps S/P tokens of each sequence and trades sequence for heads around attention with
 // all-to-alls, so attention sees the whole sequence for N/P heads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/passes/autotp.h"
 
 #include "sim/passes/pipeline.h"

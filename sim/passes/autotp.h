@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoTP as a compiler pass (deepspeed/compile/passes/tp_compile.py): column-parallel linears
 // split their output features over the tp group and row-parallel linears their input features,
 // with Megatron's f (`copy_to_tp`: identity forward, all-reduce backward) before each shared

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which passes a DeepSpeed config implies, with their options: the one place that turns the
 // config's parallel sections (expert_parallel, tensor_parallel, sequence_parallel_size,
 // zero_optimization) and compile.passes into a Pipeline. visualize graph uses it; the schedule

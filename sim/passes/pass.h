@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A compiler pass over the graph IR (sim/graph), the way DeepSpeed's compile backend applies
 // AutoTP/AutoSP/AutoEP/ZeRO as FX graph passes. A pass either rewrites the graph completely or
 // returns an error and leaves it untouched: every check runs before the first mutation, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/passes/pipeline.h"
 
 #include "sim/graph/text_format.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs passes in order and verifies the graph after each one, so that a broken rewrite is blamed
 // on the pass that made it ("graph invalid after pass 'autosp': ...") rather than surfacing as a
 // wrong simulation later. Also the registry of known passes for listings.

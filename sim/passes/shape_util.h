@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Symbol substitution on shapes shared by the passes: "S -> S/P" in every dimension that mentions
 // S. SymExpr is a monomial, so substituting a symbol by a quotient is a multiplication.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/passes/zero.h"
 
 #include "sim/passes/pipeline.h"

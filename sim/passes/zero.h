@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ZeRO as a graph pass (deepspeed/compile/passes/zero3_compile.py, zero_1_and_2_compile.py):
 // stage 3 gathers every partitioned parameter before its first reader and releases it after its
 // last; every stage reduces each parameter's gradient over the group ZeRO partitions that
@@ -28,7 +29,7 @@ struct ZeroOptions {
   // Routed experts under AutoEP (experts nodes fed by a dispatch); nullopt = no separate group,
   // experts reduce with the dense family.
   std::optional<ZeroGroup> experts;
-  // AutoEP+AutoTP folding (deepspeed-config §4.1): before the DP reduction, gradients of
+  // AutoEP+AutoTP folding (auto_ep_folding.py autoep_folding_gradient_reduction_strategy): before the DP reduction, gradients of
   // TP-replicated dense parameters (router, norms, embedding, skipped layers) are AVERAGEd over
   // tp: an `all_reduce` in group "tp". TP-sharded parameters (param_shape mentions tp_symbol)
   // and routed experts (a local /tp, no collective) are left alone. 1 = no folding.

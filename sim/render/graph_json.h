@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph IR as JSON for tools outside ds-plan (schemas/graph.schema.json):
 //   {"schema_version": 1, "nodes": [{"name", "op", "module", "param", "shape", "group"}],
 //    "edges": [[from, to], ...]}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graphviz rendering of the graph IR. The Graphviz 2.42 C API on Debian takes `char*` for names
 // and attribute values it never modifies, hence the Mut() helper; GVC_t and Agraph_t live in small
 // RAII owners so every error path frees them (the layout too, which must go before the graph).

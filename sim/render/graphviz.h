@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Draws the graph IR with Graphviz's C libraries (cgraph builds the graph, gvc lays it out with
 // `dot` and renders SVG in memory), so `ds-plan visualize graph` needs no `dot` binary at run time
 // and no temporary files. docs/visualize.md describes what the picture shows.

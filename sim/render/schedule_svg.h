@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulated schedule as an SVG timeline: for each shown rank one lane per stream (compute and
 // one per process-group kind) with a box per task coloured by category, so overlap of
 // communication and compute is visible at a glance; under them the rank's memory in use over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulated schedule in the Chrome/Perfetto trace-event JSON format (ui.perfetto.dev,
 // chrome://tracing): one process per shown rank, one thread per stream, one complete event ("X")
 // per task, and the memory in use as a counter track. Times in microseconds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/schedule/op_cost.h"
 
 #include <string>

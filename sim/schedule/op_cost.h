@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward work of one graph node on one rank, from its symbolic shapes bound to numbers: the
 // FLOPs and HBM bytes a roofline turns into time, or the bytes a collective moves (nccl-tests S).
 // The same conventions as sim/flops.h (2mkn per matmul, FlashAttention-style attention touching

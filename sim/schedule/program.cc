@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/schedule/program.h"
 
 #include <algorithm>
@@ -554,7 +555,7 @@ class Builder {
         }
       }
       if (m == micro_steps_ - 1 && buckets_["tp_average"].elements > 0) {
-        // AutoEP folding: replicated gradients AVERAGEd over tp at the boundary (§4.1).
+        // AutoEP folding: replicated gradients AVERAGEd over tp at the boundary (auto_ep_folding.py).
         Bucket& b = buckets_["tp_average"];
         const double total = b.elements;
         b.elements = 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One training step as the list of tasks every rank issues, in issue order: forward and backward
 // of every graph node for each micro-step, the collectives the passes inserted (both directions),
 // ZeRO-3 gathers with DeepSpeed's prefetch window, gradient reductions in buckets, the optimizer

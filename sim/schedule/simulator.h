@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discrete-event simulation of one training step: every rank runs the program's tasks on its
 // streams (one compute stream, one communication stream per group kind, each FIFO as CUDA streams
 // are); a task starts when its dependencies are done and its stream is free, and a collective only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a performance engineer reads first in a profile, computed from a simulated schedule: where
 // the step's time went on one rank (compute, communication nobody hid, idle), exposed
 // communication per collective kind, and the critical path that set the step time.

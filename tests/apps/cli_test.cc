@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exit codes and machine-readable outputs of the ds-plan binary.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the built ds-plan binary from the repository root and captures its output and exit code.
 #pragma once
 

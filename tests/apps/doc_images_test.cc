@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pictures in docs/passes.md are generated from the samples: each case of
 // docs/images/cases.txt is rendered again and must match the checked-in SVG byte for byte (the
 // renderer is deterministic), parse as XML and name every collective it draws.

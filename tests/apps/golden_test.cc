@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compares every case in tests/golden/cases.txt with its checked-in output, byte for byte.
 #include <fstream>
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cmake --install` (issue 16): the binary, the schemas, the man page generated with help2man from
 // --help, and bash and zsh completions generated from the command tree, in the usual places; the
 // completions complete what the commands accept.

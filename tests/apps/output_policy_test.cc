@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One output policy for every command that writes a file (issue 16): `-` is standard output and
 // has it to itself (the report moves to stderr), an existing file or symlink is replaced only with
 // --force, and a missing directory is named before any work. core/util/file_io_test.cc covers the

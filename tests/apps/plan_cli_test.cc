@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan plan and check from the command line: the snapshot's schema and determinism, check on an
 // unchanged plan, the diffs a changed tp, ZeRO stage or batch size produce, the tolerance, and
 // every usage error. Each test works on copies of a sample in its own temporary directory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/plan.md shows real `ds-plan check` output on the sample snapshots: every fenced block that
 // starts with "$ ds-plan ARGS" must be exactly what that command prints today (like the README).
 #include <fstream>

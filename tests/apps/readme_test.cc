@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // README examples stay true: every fenced block that starts with "$ ds-plan ARGS" must show exactly
 // what that command prints today.
 #include <fstream>

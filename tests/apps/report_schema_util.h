@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks a report ds-plan printed against one of its embedded JSON Schemas (valijson).
 #pragma once
 

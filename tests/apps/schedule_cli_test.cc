@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan visualize schedule: SVG timeline and Perfetto trace by extension, the summary on
 // stdout next to the cost model, --full agreeing with the symmetric simulation, a slow rank
 // lengthening the step, and the exit codes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan simulate: exit codes (0 even when the plan does not fit, 1 for config errors, 2 for
 // usage and unreadable or malformed inputs) and the JSON report against its schema.
 #include <cmath>

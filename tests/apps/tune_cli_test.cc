@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan tune from the command line: report schema, exit codes, --emit-config.
 #include <unistd.h>
 

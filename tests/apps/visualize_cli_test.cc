@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan visualize graph: output formats by extension, exit codes (1 for config errors, 2 for
 // usage), the no-overwrite rule and --force.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ds-plan run` end to end: the real torchrun (scripts/torchrun) starting 4 worker processes on CPU
 // (Gloo), and manual launches for what torchrun would hide (which rank is missing or different).
 #include <arpa/inet.h>
@@ -201,7 +202,7 @@ TEST(RunCliTest, FoldedTp2Ep4MatchesTheUnshardedModel) {
   EXPECT_TRUE(Has(t.r.output, "parity: ok (2 steps")) << t.r.output;
 }
 
-// Each folding fault breaks exactly one reduction rule (deepspeed-config.md §4.1), by a factor of
+// Each folding fault breaks exactly one reduction rule (auto_ep_folding.py autoep_folding_gradient_reduction_strategy), by a factor of
 // tp = 2, so the first step must fail in exactly that family and nowhere else.
 void ExpectFoldingFault(const std::string& fault, const std::string& family) {
   auto t = Torchrun(4, "samples/configs/run/folding-tp2-ep4.json --model samples/models/tiny-moe.json --steps 2 "

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunPlan in this process at world = 1 (rank 0 hosts its own store): the whole executor path
 // without launching anything, for the dense and the MoE model.
 #include <gtest/gtest.h>

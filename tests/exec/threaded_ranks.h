@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs `n` ranks as threads of this test process, each with its own exec::Comm over one shared
 // c10d::HashStore: real Gloo collectives over loopback without launching processes.
 #pragma once

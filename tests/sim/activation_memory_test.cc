@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-layer activation memory against Korthikanti et al. 2022 Table 2 (GPT-3 175B layer shape:
 // s = 2048, b = 1, h = 12288, a = 96, t = 8, f = 4h, GeLU MLP, dropout), and the generalisations
 // (GQA, SwiGLU, no dropout, Ulysses, MoE) against hand-computed numbers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The worked example of docs/cost-model.md ("async activation-checkpoint offload"): Qwen3-8B on
 // one H200 at 32K tokens with samples/configs/cpu-checkpointing.json, without cpu_checkpointing,
 // with DeepSpeed 0.19.5's blocking copies and with 0.19.6's async ones (PR #8282). The figures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParseCluster: the presets parse with the documented figures and validate against
 // schemas/cluster.schema.json; every kind of mistake is reported at its JSON pointer.
 #include "sim/cluster.h"

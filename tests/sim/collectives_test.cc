@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nccl-tests busbw factors, the latency + bandwidth time model and the rail-aware group link.
 #include "sim/collectives.h"
 

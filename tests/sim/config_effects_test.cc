@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeepSpeed settings that move memory and time reach the cost model in the direction and by the
 // amount DeepSpeed's source implies: torch_autocast (runtime/torch_autocast.py, PR #6993),
 // activation_checkpointing's partition_activations and cpu_checkpointing (checkpointing.py, PR

@@ -1,4 +1,5 @@
-// FLOPs per layer and operator against the closed forms of performance-model.md §2.3.
+// SPDX-License-Identifier: Apache-2.0
+// FLOPs per layer and operator against Megatron-LM's closed forms (num_floating_point_operations).
 #include "sim/flops.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel model against what one H200 measured (docs/measurements/h200-calibration.json,
 // scripts/gpu-calibrate.py: bf16 GEMMs and scaled_dot_product_attention, CUDA events): with the
 // H200 preset every GEMM shape and attention case is predicted within 15 %.

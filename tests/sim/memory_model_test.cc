@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model-state memory (ZeRO paper Table 1 / Fig. 1, DeepSpeed's estimators, offload) and the whole
 // per-rank memory model on real presets: Mixtral with AutoEP, Ulysses, Llama-3-70B fit verdicts,
 // and the worked example of docs/cost-model.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties of the memory model over a sweep of presets, sizes, stages and offload settings:
 // more TP never raises per-rank parameter memory, a higher ZeRO stage never raises model-state
 // memory, offload never raises GPU memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the memory-model tests: plans from inline configs, model presets, an 80 GB GPU.
 #pragma once
 

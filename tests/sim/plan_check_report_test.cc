@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The text and JSON renderings of `ds-plan check` on hand-built results: sections, units and the
 // verdict line.
 #include "sim/plan_check_report.h"

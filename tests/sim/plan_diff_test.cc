@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The comparison behind `ds-plan check`, on hand-written snapshots: exact groups and integers,
 // floats against the tolerance, one-sided values, and the config leaf diff.
 #include "sim/plan_diff.h"

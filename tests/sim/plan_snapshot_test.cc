@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The snapshot's inputs survive a round trip through JSON (what check recomputes from), and a
 // damaged inputs object is an error naming the field.
 #include "sim/plan_snapshot.h"

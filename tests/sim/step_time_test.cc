@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EstimateStepTime: the worked example of docs/cost-model.md, the folding sample's collectives
 // (groups and intra/inter-node placement from the rank lists), overlap, and monotonicity.
 #include "sim/step_time.h"

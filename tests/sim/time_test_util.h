@@ -1,5 +1,6 @@
-// Shared fixtures for the step-time tests: an H100 SXM cluster filled by hand (performance-model.md
-// §2.5 and §3), sample configs and models, and a SimInput that owns what it points to.
+// SPDX-License-Identifier: Apache-2.0
+// Shared fixtures for the step-time tests: an H100 SXM cluster filled by hand (datasheet and
+// measured figures, docs/cost-model.md), sample configs and models, and a SimInput that owns what it points to.
 #pragma once
 
 #include <gtest/gtest.h>

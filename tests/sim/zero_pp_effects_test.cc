@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ZeRO settings beyond the stage reach the cost model the way DeepSpeed's source implies
 // (DeepSpeed 0.19.6): ZeRO++ (qwZ, hpZ, qgZ; Wang et al. 2023), MiCS, sub_group_size,
 // round_robin_gradients and the offload buffers' pin_memory.

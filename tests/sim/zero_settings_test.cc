@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReadZeroSettings: DeepSpeed's zero_optimization defaults, aliases, "auto", legacy forms and the
-// resolution of settings the ZeRO optimizers ignore (deepspeed-config.md §1.2).
+// resolution of settings the ZeRO optimizers ignore (deepspeed/runtime/zero/config.py).
 #include <gtest/gtest.h>
 
 #include "sim/sim_input.h"

@@ -1,4 +1,5 @@
-// DeepSpeed layout: the worked tables of parallel-groups.md §2.5 for every EP/EDP code path,
+// SPDX-License-Identifier: Apache-2.0
+// DeepSpeed layout: worked tables (recomputed by hand from deepspeed/utils/groups.py) for every EP/EDP code path,
 // SP / SP+DP, pipeline stages, the (B) straddling example and the (D) docstring example.
 #include <gtest/gtest.h>
 

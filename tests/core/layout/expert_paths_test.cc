@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeepSpeed's EP/EDP code paths (layout_internal.h) on their own, over every (pp, tp, ep) with
 // world <= 32: partition, canonical form after Canonicalize, sizes, stage containment, EP/EDP
-// orthogonality and the closed forms of parallel-groups.md §2.2 (layout_checks.h).
+// orthogonality and the closed forms of deepspeed/utils/groups.py's loops (layout_checks.h).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,4 +1,5 @@
-// AutoEP + AutoTP folding (path C): the four requested shapes of parallel-groups.md §2.5, the
+// SPDX-License-Identifier: Apache-2.0
+// AutoEP + AutoTP folding (path C): four worked shapes, the
 // extra test-verified shapes, local_folding_ranks tuples, and the rejected examples with the
 // messages DeepSpeed's build_folding_spec / validate_folding_global raise.
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps over every shape with world <= 64 (divisor combinations of pp, tp, sp and ep): which
-// shapes each layout accepts, the invariants of parallel-groups.md §8 and the closed forms
+// shapes each layout accepts, the invariants every layout keeps and the closed forms
 // (layout_checks.h), and identities between layouts: DeepSpeed's dense groups equal Megatron's
 // wherever both exist, the engine's EP/EDP (A / B' / C) equal Megatron's with ETP=1, and path (D)
 // equals Megatron with ETP=TP ("folding with ETP=TP and CP=1 reproduces legacy").
@@ -146,7 +147,7 @@ TEST(GroupPropertiesTest, ExplicitExpertPathsUpTo12Ranks) {
 }
 
 TEST(GroupPropertiesTest, TpAndDpMeetInExactlyOneRank) {
-  // §8 invariant 2 spelled out pair by pair on one shape per layout.
+  // The orthogonality invariant spelled out pair by pair on one shape per layout.
   for (RankLayout layout : {RankLayout::kDeepSpeed, RankLayout::kMegatron}) {
     ParallelSizes s;
     s.world = 48;

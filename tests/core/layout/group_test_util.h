@@ -1,5 +1,6 @@
-// Test helpers for core/layout: rank tables written the way parallel-groups.md writes them
-// ("[0,2,4,6] [1,3,5,7]", "[0-3] [4-7]", "[0..7]"), so expectations can be pasted from the doc.
+// SPDX-License-Identifier: Apache-2.0
+// Test helpers for core/layout: rank tables written compactly
+// ("[0,2,4,6] [1,3,5,7]", "[0-3] [4-7]", "[0..7]"), so expectations read like the tables in docs/groups.md.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names, GroupsContaining (--rank) and CrossesNode.
 #include <gtest/gtest.h>
 

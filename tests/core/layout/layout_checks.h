@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // Property checks for core/layout sweeps: the shape enumeration, the acceptance rules restated
-// independently of the implementation, the invariants of parallel-groups.md §8, and the closed
-// forms of §2.2 / §2.4 / §3.3 that the loop-by-loop builders must agree with.
+// independently of the implementation, the invariants every layout keeps, and the closed
+// forms of DeepSpeed's and Megatron's group loops that the loop-by-loop builders must agree with.
 //
 // Checks are plain loops that record failures instead of asserting per element: a sweep visits
 // tens of thousands of tables, and the suite runs as a Debug build.
@@ -103,7 +104,7 @@ inline bool ExpectedToAccept(const ParallelSizes& s, RankLayout layout, ExpertLa
 }
 
 /// The closed form of each group: two ranks share a group iff their keys are equal.
-/// DeepSpeed: local index l = r mod stage, stage index r / stage (§2.1-2.4).
+/// DeepSpeed: local index l = r mod stage, stage index r / stage (deepspeed/utils/groups.py).
 /// Megatron: dense r = tp + TP(cp + CP(dp + DP pp)), expert r = etp + ETP(ep + EP(edp + EDP pp)).
 inline std::int64_t ClosedFormKey(const ParallelSizes& s, const GroupTables& t, GroupKind kind,
                                   int r) {

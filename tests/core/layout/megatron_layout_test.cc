@@ -1,5 +1,6 @@
-// Megatron-core: generate_masked_orthogonal_rank_groups / RankGenerator (parallel-groups.md
-// §3.1-3.4) and the worked rank tables of §3.5 through BuildGroupTables(kMegatron).
+// SPDX-License-Identifier: Apache-2.0
+// Megatron-core: generate_masked_orthogonal_rank_groups / RankGenerator (megatron/core/parallel_state.py)
+// and worked rank tables through BuildGroupTables(kMegatron).
 #include <gtest/gtest.h>
 
 #include "core/layout/groups.h"
@@ -99,7 +100,7 @@ TEST(MegatronGeneratorTest, RankOffset) {
 }
 
 TEST(MegatronGeneratorTest, TpPpDpOrderPipelineGroups) {
-  // §3.5 "tp-pp-dp OK": W=16 TP=2 PP=2 EP=2 ETP=1; dense and expert PP groups agree.
+  // Order "tp-pp-dp": W=16 TP=2 PP=2 EP=2 ETP=1; dense and expert PP groups agree.
   RankGenerator dense = Gen(2, 1, 4, 2, 1, "tp-cp-ep-pp-dp");
   RankGenerator expert = Gen(1, 2, 4, 2, 1, "tp-cp-ep-pp-dp");
   EXPECT_EQ(Ranks(dense, "pp"), Ranks(expert, "pp"));
@@ -203,7 +204,7 @@ TEST(MegatronLayoutTest, CasesFGAndBridge) {
 }
 
 TEST(MegatronLayoutTest, ContextParallelMatchesUlyssesWhenTpIsOne) {
-  // §6.2: W=8, TP=1, CP=4 gives exactly the Ulysses groups.
+  // Megatron CP: W=8, TP=1, CP=4 gives exactly the Ulysses groups.
   ParallelSizes s;
   s.world = 8;
   s.sp = 4;

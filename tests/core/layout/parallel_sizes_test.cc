@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Derive(): derived sizes and the exact wording of every divisibility error.
 #include "core/layout/parallel_sizes.h"
 
@@ -74,7 +75,7 @@ TEST(ParallelSizesTest, PipelineMustDivideWorld) {
 }
 
 TEST(ParallelSizesTest, TensorParallelMustDivideStage) {
-  // parallel-groups.md §2.5 rejected example: W=8 TP=3.
+  // Rejected by build_folding_spec: W=8 TP=3.
   EXPECT_EQ(ErrorOf(Sizes(8, 3)),
             "tensor_parallel.autotp_size=3 must divide the stage size (world_size=8 / pp_size=1 "
             "= 8). Computed dp would be non-integral. Valid autotp_size values: [1, 2, 4, 8]");
@@ -92,7 +93,7 @@ TEST(ParallelSizesTest, SequenceParallelMustDivideLane) {
 }
 
 TEST(ParallelSizesTest, ExpertWidthMustDivideStage) {
-  // parallel-groups.md §2.5 rejected example: W=8 TP=2 EP=3.
+  // Rejected by build_folding_spec: W=8 TP=2 EP=3.
   ParallelSizes s = Sizes(8, 2);
   s.expert_parallel = true;
   s.ep = 3;

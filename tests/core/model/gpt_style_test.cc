@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2 and BLOOM config.json files load as themselves: their parameter counts match the
 // published checkpoints exactly, and the tensor list agrees with the arithmetic.
 #include <gtest/gtest.h>

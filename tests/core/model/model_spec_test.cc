@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParseHfConfig (fields, defaults, errors) and ParameterTensors naming.
 #include "core/model/model_spec.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the model tests: load a preset from samples/models/ and parse it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parameter counts against published figures, and CountParameters against ParameterTensors.
 #include <gtest/gtest.h>
 

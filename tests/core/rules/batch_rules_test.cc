@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/core/rules/rule_test_util.h"
 
 namespace dsp {

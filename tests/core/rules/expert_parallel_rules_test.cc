@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoEP rules (expert_parallel_rules.cc, expert_parallel_fields.cc): one config that trips each
 // rule and one that does not, with the pointer the finding is reported at. The group-size and
 // folding rules are in folding_rules_test.cc.

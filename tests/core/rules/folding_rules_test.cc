@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoEP group sizes and AutoEP+AutoTP folding (folding_rules.cc): the shapes of
-// parallel-groups.md §2.5 and validate_folding_global rules a-i.
+// worked shapes and validate_folding_global rules a-i.
 #include "tests/core/rules/rule_test_util.h"
 
 namespace dsp {

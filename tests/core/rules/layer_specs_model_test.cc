@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoTP layer_specs against a --model (layer_specs_model_rules.cc, layer_specs_pairing_rules.cc):
 // unmatched patterns, shadowed specs, strict_mode, shapes, column/row pairing, q/k norms, speed.
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Python `re` dialect ds-plan evaluates AutoTP layer_specs and AutoEP moe_layer_pattern in
 // (PCRE2 underneath). Every expectation in the tables below was computed with CPython 3.11's re:
 // re.compile accepts or raises re.error (the message is re.error's own unless a comment gives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for rule tests: validate an inline config and look for one finding.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoTP rules (tensor_parallel_rules.cc, layer_specs_*.cc): one config that trips each rule and
 // one that does not, with the pointer the finding is reported at.
 #include "tests/core/rules/tensor_parallel_test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the AutoTP rule tests: inline tensor_parallel configs and options.
 #pragma once
 

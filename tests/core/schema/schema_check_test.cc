@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/schema/schema_check.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConfigPassesValidation (tune's in-memory path) gives ValidateText's verdict on every sample
 // config, valid and broken, at several world sizes.
 #include "core/validate/validator.h"

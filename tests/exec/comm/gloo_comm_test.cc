@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Gloo backend, with real collectives between threads (tests/exec/threaded_ranks.h), including
 // the operations Gloo 1.13 lacks and exec::Comm emulates (reduce-scatter, uneven all-to-all).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL backend must build on a machine without a GPU and fail there with a clear Error (no
 // abort); on a GPU machine the same test runs a real one-rank communicator.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Forward and backward of the autograd collectives, on real Gloo groups between threads.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "exec/model/tiny_config.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ds-plan calibrate: the fit lowers the error, is deterministic, and reproduces the calibrated
 // Selene preset from the datasheet one (so the shipped file and the documented command agree).
 #include "sim/cost/calibrate.h"

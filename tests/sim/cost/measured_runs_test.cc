@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost model against measured training runs: every row of samples/runs/published-runs.tsv
 // (Korthikanti et al. 2022 Table 5, Narayanan et al. 2021 Tables 1 and 2) on the calibrated
 // Selene cluster, the held-out rows it was not fitted to, the ZeRO-3 scaling the papers report,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model graph builder: text-in/text-out against the tiny presets, parameter names against
 // ParameterTensors, every preset verifies, round-trips and evaluates.
 #include "sim/graph/builder.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mutation API the passes use: insert, replace uses, erase, dead-code elimination; users lists
 // stay consistent (checked with the verifier after every edit).
 #include "sim/graph/graph.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SymExpr: the normal form simplifies, prints as the design documents write shapes, parses back.
 #include "sim/graph/symbolic.h"
 

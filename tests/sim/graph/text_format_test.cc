@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The text form: exact round trips, the lenient parts of the grammar, and line:column errors.
 #include "sim/graph/text_format.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One test per verifier rule: each breaks a valid graph in one way (through the public fields, as
 // a buggy pass would) and checks the exact message.
 #include "sim/graph/verifier.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoEP: text-in/text-out on tiny-moe (non-folded and folded), nothing to do at ep=1, every
 // rejection (graph untouched), collective counts per MoE layer on Mixtral, and AutoTP leaving
 // the blocks AutoEP owns replicated.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoSP: text-in/text-out on tiny-llama, the nothing-to-do case, every rejection, four
 // all-to-alls per attention layer, and a verified graph on every preset.
 #include "sim/passes/autosp.h"

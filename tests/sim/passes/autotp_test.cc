@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AutoTP: text-in/text-out on tiny-llama, tp=1, layer_specs (first match wins, model_types,
 // preset merge), every rejection, and one copy_to_tp / reduce_from_tp per attention and MLP.
 #include "sim/passes/autotp.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which passes a config implies (parallel sections and compile.passes), --passes forcing in
 // registry order, pass-list parsing, and the options the passes receive (group sizes from the
 // plan, folding, per-rank heads for AutoSP after AutoTP).

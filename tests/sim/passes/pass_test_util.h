@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the pass tests: build a preset's graph and print the lines of one layer, so that
 // expectations are text-in/text-out like the builder tests.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pipeline: verifies after every pass, names the failing pass, dumps after each pass, and
 // autotp+autosp leave a valid graph on every preset.
 #include "sim/passes/pipeline.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ZeRO pass: stage 3 gather/release around every parameter's readers, gradient reductions per
 // family (all_reduce at 0/1, reduce_scatter at 2/3), the persistence threshold, the edp family
 // under AutoEP, the folded tp AVERAGE, nothing to do without peers, and every rejection.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph JSON: matches schemas/graph.schema.json and mirrors the graph's nodes and edges.
 #include "sim/render/graph_json.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graphviz rendering: well-formed SVG naming every collective, byte-identical repeats, clusters,
 // layer collapsing and the layer-range parser.
 #include "sim/render/graphviz.h"

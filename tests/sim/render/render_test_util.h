@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared inputs for the render tests: a two-layer graph with every collective op and group.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The schedule renderings: the Perfetto/Chrome trace has one complete event per task and shown
 // rank on the right process and thread, metadata naming them, a memory counter; the SVG is well
 // formed XML with one box per non-empty task per rank, lanes per stream, and is deterministic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small XML well-formedness check for the SVG tests: balanced and properly nested elements,
 // quoted attributes, known entities. Enough to catch a broken render without an XML library.
 #pragma once

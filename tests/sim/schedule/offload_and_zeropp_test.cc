@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The schedule draws cpu_checkpointing's host copies on their streams (PR #8282's side streams
 // from DeepSpeed 0.19.6, the compute stream before) and runs ZeRO++'s collectives on the groups
 // DeepSpeed carves out of the global ranks.

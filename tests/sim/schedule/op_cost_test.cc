@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node costs from symbolic shapes: matmul FLOPs 2mkn, attention 4 x q x Sk, experts per routed
 // row, memory-bound bytes, and collective kinds and sizes in both directions.
 #include "sim/schedule/op_cost.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The program a sample config gives: tasks per micro-step, collectives both ways, gradient
 // buckets where each ZeRO stage puts them, ZeRO-3 gathers and their prefetch window, recompute,
 // the optimizer, and the refusals.

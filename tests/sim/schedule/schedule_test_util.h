@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared fixtures for the schedule tests: a sample config rewritten by the passes it implies, its
 // program, and the SimInput (tests/sim/time_test_util.h) it was built from.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator on hand-made programs with hand-checkable times (two ranks, one data-parallel
 // group, a link of 1 GB/s busbw without latency), overlap on and off, a slow rank delaying its
 // group, memory accounting, and symmetric versus full simulation on real plans.

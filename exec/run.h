@@ -74,6 +74,7 @@ struct BenchResult {
 };
 
 struct RunReport;
+struct StepParity;
 
 struct RunOptions {
   Plan plan;
@@ -91,6 +92,8 @@ struct RunOptions {
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.
   std::function<void(const RunReport&)> report_sink;
+  // Called on rank 0 as each step's parity is known (apps/ streams a line per step with it).
+  std::function<void(const StepParity&, int steps, double seconds)> step_sink;
   bool bench = false;  // measure collectives instead of checking parity
   std::vector<int64_t> bench_bytes = {int64_t{1} << 10, int64_t{1} << 20, int64_t{8} << 20};
   int bench_iterations = 5;

@@ -164,7 +164,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   report.dtype = DtypeName(o.dtype);
   report.comm_dtype = o.dtype == Dtype::kFp32 ? "fp32" : GlooBf16Support();
   report.plan_hash = HashHex(PlanHash(o.fingerprint));
-  if (auto s = rv.CheckSamePlan(report.plan_hash, report.mode + ", " + report.backend + ", fault " + report.fault);
+  if (auto s = rv.CheckSamePlan(report.plan_hash, PlanFields(o.fingerprint));
       !s.ok()) {
     return s.error();
   }
@@ -267,6 +267,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
     // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
     if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
+    // ... or freezes, as under SIGSTOP or Ctrl-Z: alive, connections open, no heartbeat.
+    if (const char* k = std::getenv("DSP_RUN_TEST_STOP_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGSTOP);
     if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
     at::Tensor loss;
     try {
@@ -328,6 +330,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     }
     report.loss_ok = report.loss_ok && sp_report.loss_ok;
     report.ok = report.ok && sp_report.ok;
+    if (rank == 0 && o.step_sink) o.step_sink(sp_report, o.steps, Seconds(t1, Clock::now()));
     report.step_reports.push_back(std::move(sp_report));
   }
   std::sort(report.failing_families.begin(), report.failing_families.end());

@@ -222,6 +222,14 @@ int RunInProcess(const RunArgs& args) {
     base_cluster = Json::parse(ReadFile(args.cluster_base).value(), nullptr, false);
   }
 
+  // Each step's line as it completes (stderr, text format): a long run shows it is moving.
+  if (args.format == "text" && !args.bench) {
+    o.step_sink = [](const exec::StepParity& s, int steps, double seconds) {
+      std::fprintf(stderr, "ds-plan run: step %d/%d  loss %.6f  reference %.6f  %s  (%.2f s)\n", s.step, steps, s.loss,
+                   s.ref_loss, s.ok ? "parity ok" : "PARITY FAILED", seconds);
+      std::fflush(stderr);
+    };
+  }
   // Rank 0 prints from inside RunPlan, before any rank may exit (see RunOptions::report_sink).
   int output_status = kExitOk;
   o.report_sink = [&](const exec::RunReport& r) {

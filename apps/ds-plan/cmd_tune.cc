@@ -174,7 +174,7 @@ Command AddTuneCommand(CLI::App& root) {
   CLI::App* app = root.add_subcommand("tune", "search every valid plan for a model on a cluster and rank them");
   app->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
   app->add_option("--cluster", args->cluster_path, "cluster description (samples/clusters/*.json)")->required();
-  args->world.AddTo(app);
+  args->world.AddTo(app, /*with_pp=*/false);  // tune searches the stages itself
   app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app->add_option("--global-batch", args->global_batch, "sequences per optimizer step (default: 4M tokens)")
       ->check(CLI::PositiveNumber);

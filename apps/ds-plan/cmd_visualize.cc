@@ -181,6 +181,8 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   if (kind == OutputKind::kJson) {
     contents = sim::render::GraphToJson(*graph).dump(2) + "\n";
   } else {
+    // Graphviz lays out in one call with no progress of its own; say what is happening meanwhile.
+    StatusLine status("laying out " + std::to_string(graph->size()) + " nodes with Graphviz");
     auto out = sim::render::RenderGraph(
         *graph, render, kind == OutputKind::kSvg ? sim::render::Format::kSvg : sim::render::Format::kDot);
     if (!out.ok()) return UsageError(out.error().message);

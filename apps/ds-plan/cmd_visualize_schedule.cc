@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/sim_setup.h"
 #include "core/util/file_io.h"
 #include "sim/graph/builder.h"
@@ -141,7 +142,11 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
     std::cerr << args.sim.config << ": error: " << program.error().message << "\n";
     return kExitFindings;
   }
+  std::optional<StatusLine> status;
+  status.emplace("simulating " + std::to_string(program->tasks.size()) + " tasks per rank" +
+                 (args.full ? " on all " + std::to_string(s->world_size) + " ranks" : ""));
   auto schedule = sim::schedule::Simulate(*program, s->input, {.full = args.full, .slow_ranks = *slow});
+  status.reset();
   if (!schedule.ok()) return UsageError(schedule.error().message);
   if (!std::isfinite(schedule->step_seconds)) {
     return UsageError("the simulated step time is not a finite number: the inputs are outside what the "

@@ -28,4 +28,17 @@ bool ColorFor(FILE* stream) {
 
 TextStyle StyleFor(FILE* stream) { return ColorFor(stream) ? TextStyle::kColor : TextStyle::kPlain; }
 
+StatusLine::StatusLine(const std::string& text) {
+  if (isatty(STDERR_FILENO) == 0) return;
+  std::fprintf(stderr, "ds-plan: %s...", text.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+StatusLine::~StatusLine() {
+  if (!shown_) return;
+  std::fputs("\r\033[K", stderr);  // back to the start of the line, erase it
+  std::fflush(stderr);
+}
+
 }  // namespace dsp::app

@@ -24,4 +24,18 @@ bool ColorFor(FILE* stream);
 // The text style for diagnostics written to `stream`.
 TextStyle StyleFor(FILE* stream);
 
+// A transient status line on stderr for work that can take more than a second ("laying out 3412
+// nodes with Graphviz"): shown only when stderr is a terminal, erased when the work is done, so
+// logs and pipes never see it.
+class StatusLine {
+ public:
+  explicit StatusLine(const std::string& text);
+  ~StatusLine();
+  StatusLine(const StatusLine&) = delete;
+  StatusLine& operator=(const StatusLine&) = delete;
+
+ private:
+  bool shown_ = false;
+};
+
 }  // namespace dsp::app

@@ -3,11 +3,12 @@
 
 namespace dsp::app {
 
-void WorldOptions::AddTo(CLI::App* app) {
+void WorldOptions::AddTo(CLI::App* app, bool with_pp) {
   app->add_option("--world-size", world_size, "total number of ranks (GPUs)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--nodes", nodes, "number of nodes (with --gpus-per-node)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   app->add_option("--gpus-per-node", gpus_per_node, "GPUs per node; also marks groups that cross nodes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
+  if (!with_pp) return;
   pp_option = app->add_option("--pp", pp, "pipeline stages (PipelineModule; not part of the config)")
                   ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
 }

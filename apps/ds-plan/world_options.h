@@ -19,7 +19,8 @@ struct WorldOptions {
   int64_t pp = 1;
   CLI::Option* pp_option = nullptr;  // set by AddTo: whether --pp was given
 
-  void AddTo(CLI::App* app);
+  // with_pp false: a command that chooses the pipeline stages itself (tune) takes no --pp.
+  void AddTo(CLI::App* app, bool with_pp = true);
 
   struct Resolved {
     std::optional<int64_t> world_size;

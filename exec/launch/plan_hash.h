@@ -23,4 +23,12 @@ uint64_t PlanHash(const PlanFingerprint& fp);
 // 16 lowercase hex digits.
 std::string HashHex(uint64_t hash);
 
+// The fingerprint field by field, "config=HASH;model=HASH;world_size=4;steps=3;seed=1;...", so
+// ranks whose plans differ can say in what (PlanFieldsDiffer).
+std::string PlanFields(const PlanFingerprint& fp);
+
+// The fields of `theirs` that differ from `ours`, "seed=2 (here seed=1), config=... (here ...)";
+// "" when they agree.
+std::string PlanFieldsDiffer(const std::string& ours, const std::string& theirs);
+
 }  // namespace dsp::exec

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exec/launch/rendezvous.h"
 
+#include "exec/launch/plan_hash.h"
+
+#include <unistd.h>
+
+#include <fstream>
 #include <sstream>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -84,8 +89,37 @@ Rendezvous::~Rendezvous() {
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
+namespace {
+
+// "HOST PID" of this process, so a peer on the same host can tell a stopped rank from a dead one.
+std::string WhoAmI() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + " " + std::to_string(getpid());
+}
+
+// What /proc says about a silent rank on this host: stopped (SIGSTOP, a debugger), gone, or
+// running but silent. "" when the rank runs elsewhere or its record is missing.
+std::string LocalProcessState(const std::string& who) {
+  const size_t space = who.rfind(' ');
+  if (space == std::string::npos || who.substr(0, space) != WhoAmI().substr(0, WhoAmI().rfind(' '))) return "";
+  const std::string pid = who.substr(space + 1);
+  std::ifstream stat("/proc/" + pid + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return "exited or was killed (pid " + pid + " is gone)";
+  // Field 3, after the parenthesised command name: R, S, D, T (stopped), t (traced), Z (zombie).
+  const size_t close = line.rfind(')');
+  const char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+  if (state == 'T' || state == 't') return "is stopped (pid " + pid + ": SIGSTOP, Ctrl-Z or a debugger), not dead";
+  if (state == 'Z') return "exited (pid " + pid + " is a zombie)";
+  return std::string("is alive but silent (pid ") + pid + ", state " + state + ")";
+}
+
+}  // namespace
+
 void Rendezvous::StartHeartbeat() {
   const std::string key = "hb/" + std::to_string(env_.rank);
+  hb_store_->set("who/" + std::to_string(env_.rank), Bytes(WhoAmI()));
   hb_store_->add(key, 1);
   heartbeat_ = std::thread([this, key] {
     while (!stop_) {
@@ -130,8 +164,16 @@ std::string Rendezvous::Diagnose(const std::vector<int>& ranks) {
             why.substr(why.find(": ") == std::string::npos ? 0 : why.find(": ") + 2) + ")";
     }
     if (!silent.empty()) {
+      // On one host /proc tells stopped from dead; across hosts the heartbeat alone cannot.
+      std::string known;
+      for (int r : silent) {
+        const std::string key = "who/" + std::to_string(r);
+        const std::string state = hb_store_->check({key}) ? LocalProcessState(ToString(hb_store_->get(key))) : "";
+        if (!state.empty()) known += (known.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " " + state;
+      }
       out += RankList(silent) + (silent.size() == 1 ? " is" : " are") + " not responding (no heartbeat for " +
-             std::to_string(kDiagnoseWindow.count()) + " ms: the process died or was killed)";
+             std::to_string(kDiagnoseWindow.count()) + " ms: " +
+             (known.empty() ? std::string("stopped, hung or dead") : known) + ")";
     }
     if (!never.empty()) out += (out.empty() ? "" : "; ") + RankList(never) + " never joined";
     return out;
@@ -169,12 +211,12 @@ Status Rendezvous::CheckSamePlan(const std::string& hash, const std::string& des
       std::string v = ToString(store_->get("plan/" + std::to_string(r)));
       std::string other = v.substr(0, v.find('\n'));
       if (other != hash) {
-        differ.push_back("rank " + std::to_string(r) + " has plan " + other + " (" + v.substr(v.find('\n') + 1) + ")");
+        differ.push_back("rank " + std::to_string(r) + " has plan " + other + ", which differs in " +
+                         PlanFieldsDiffer(description, v.substr(v.find('\n') + 1)));
       }
     }
     if (!differ.empty()) {
-      std::string msg = "rank " + std::to_string(env_.rank) + " has plan " + hash + " (" + description +
-                        ") but ";
+      std::string msg = "rank " + std::to_string(env_.rank) + " has plan " + hash + " but ";
       for (size_t i = 0; i < differ.size(); ++i) msg += (i ? "; " : "") + differ[i];
       return Error{msg + ": every rank must run ds-plan run with the same config, model and flags"};
     }

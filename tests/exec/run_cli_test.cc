@@ -137,6 +137,14 @@ TEST(RunCliTest, Tp2Dp2Zero1MatchesTheUnshardedModel) {
   EXPECT_TRUE(Has(t.r.output, "ds-plan run: dp2 x tp2, zero-1 on 4 ranks (gloo)")) << t.r.output;
   EXPECT_TRUE(Has(t.r.output, "step 3: loss")) << t.r.output;
   EXPECT_TRUE(Has(t.r.output, "parity: ok (3 steps")) << t.r.output;
+  // Each step's line streams (stderr) as it completes, before the report.
+  const size_t first = t.r.output.find("ds-plan run: step 1/3  loss ");
+  const size_t last = t.r.output.find("ds-plan run: step 3/3  loss ");
+  ASSERT_NE(first, std::string::npos) << t.r.output;
+  ASSERT_NE(last, std::string::npos) << t.r.output;
+  EXPECT_LT(first, last);
+  EXPECT_LT(last, t.r.output.find("parity: ok (3 steps"));
+  EXPECT_TRUE(Has(t.r.output.substr(first, 120), "parity ok")) << t.r.output;
 }
 
 TEST(RunCliTest, Dp4Zero2JsonReportMatchesItsSchema) {
@@ -390,6 +398,21 @@ TEST(RunCliTest, WithoutTorchrunTheSurvivorsNameTheKilledRank) {
   }
 }
 
+// A frozen rank (SIGSTOP, Ctrl-Z) is not a dead one: on the same host the survivors read /proc and
+// say it is stopped (issue 16: it used to be reported as died). coreutils timeout ends it after.
+TEST(RunCliTest, AStoppedRankIsReportedAsStoppedNotDead) {
+  SKIP_WITHOUT_TORCH();
+  auto out = ManualLaunch(4, "samples/configs/run/tp2-dp2-zero1.json --timeout 8", [](int r) {
+    return r == 2 ? std::string("DSP_RUN_TEST_STOP_RANK=2 timeout -s KILL 20") : std::string();
+  });
+  EXPECT_EQ(out[2].exit_code, 128 + 9) << out[2].output;
+  for (int r : {0, 3}) {
+    EXPECT_EQ(out[r].exit_code, 2) << "rank " << r << ": " << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "rank 2 is stopped (pid ")) << "rank " << r << ": " << out[r].output;
+    EXPECT_TRUE(Has(out[r].output, "not dead")) << "rank " << r << ": " << out[r].output;
+  }
+}
+
 TEST(RunCliTest, ARankThatNeverArrivesIsNamedWithinTheTimeout) {
   SKIP_WITHOUT_TORCH();
   const auto t0 = std::chrono::steady_clock::now();
@@ -412,6 +435,9 @@ TEST(RunCliTest, ARankWithADifferentPlanIsNamedAtStartUp) {
     EXPECT_TRUE(Has(out[r].output, "same config, model and flags")) << out[r].output;
   }
   EXPECT_TRUE(Has(out[0].output, "rank 3 has plan")) << out[0].output;
+  // ... and says in what: the one flag that differs, both values (issue 16).
+  EXPECT_TRUE(Has(out[0].output, "which differs in seed=2 (here seed=1): every rank")) << out[0].output;
+  EXPECT_TRUE(Has(out[3].output, "which differs in seed=1 (here seed=2)")) << out[3].output;
   EXPECT_FALSE(Has(out[0].output, "rank 1 has plan")) << out[0].output;
 }
 

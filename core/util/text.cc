@@ -28,7 +28,13 @@ int EditDistance(std::string_view a, std::string_view b) {
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
   std::string best;
   int best_distance = 0;
+  // The distance is at least the difference in length, so a candidate whose length differs by more
+  // than the limit below can never be suggested: skipping it keeps a megabyte-long key (fuzzed
+  // input) from costing length x candidates character comparisons per candidate.
+  const int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
   for (const auto& c : candidates) {
+    const auto gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap > static_cast<size_t>(limit)) continue;
     int d = EditDistance(word, c);
     if (best.empty() || d < best_distance) {
       best = c;
@@ -37,7 +43,6 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   }
   // A plausible typo changes at most a third of the word (and at least allows two edits), or the
   // word is a prefix/suffix-extended form of the candidate (e.g. "stage3_foo" vs "foo").
-  int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
   if (!best.empty() && best_distance <= limit) return best;
   for (const auto& c : candidates) {
     if (c.size() >= 4 && word.size() > c.size() &&
@@ -46,6 +51,13 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
     }
   }
   return "";
+}
+
+std::string ClipForDisplay(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 std::string JoinList(const std::vector<std::string>& items, std::string_view last_sep) {

@@ -14,6 +14,10 @@ int EditDistance(std::string_view a, std::string_view b);
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
 
+// `text` cut to at most `max_bytes` (at a UTF-8 boundary) with "... (N bytes)" appended, so a
+// message that quotes a user's value never grows with it; unchanged when it already fits.
+std::string ClipForDisplay(std::string_view text, size_t max_bytes);
+
 // "a, b and c" / "a, b or c".
 std::string JoinList(const std::vector<std::string>& items, std::string_view last_sep = " and ");
 

@@ -96,6 +96,13 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
     report.layout = SummarizeLayout(ctx.parallel(), options.world_size, options.pp, options.mpu_tp);
   }
   DropShadowedSchemaFindings(&report.diagnostics);
+  // Messages and pointers quote the user's keys and values: bound them, so a 2 MB key gives a
+  // diagnostic of a few hundred bytes, not a 4 MB SARIF file (issue 16).
+  for (Diagnostic& d : report.diagnostics) {
+    d.message = ClipForDisplay(d.message, 1000);
+    d.pointer = ClipForDisplay(d.pointer, 300);
+    d.hint = ClipForDisplay(d.hint, 1000);
+  }
   SortDiagnostics(report.diagnostics);
   report.source = std::move(parsed.doc.source);
   return report;

@@ -170,6 +170,18 @@ TEST(CliTest, DiagnosticsAreColouredOnATerminalOnly) {
   EXPECT_EQ(RunCli(bad + " --color sometimes").exit_code, 2);
 }
 
+// A diagnostic that quotes a user's key stays small however long the key is (issue 16).
+TEST(CliTest, DiagnosticsQuoteLongKeysClipped) {
+  const std::filesystem::path config =
+      std::filesystem::temp_directory_path() / ("ds-plan-long-key-" + std::to_string(getpid()) + ".json");
+  { std::ofstream(config) << "{\"" << std::string(2'000'000, 'k') << "\": 1, \"train_batch_size\": 8}\n"; }
+  auto r = RunCli("validate " + ShellQuote(config.string()) + " --format json", false);
+  std::filesystem::remove(config);
+  EXPECT_EQ(r.exit_code, 0) << r.output.substr(0, 500);
+  EXPECT_LT(r.output.size(), 20'000u);
+  EXPECT_NE(r.output.find("kkkk... (200"), std::string::npos) << r.output.substr(0, 2000);
+}
+
 TEST(CliTest, SarifIsVersion210WithLocations) {
   auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format sarif", false);
   Json doc = Json::parse(r.output);

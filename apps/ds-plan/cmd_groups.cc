@@ -46,7 +46,7 @@ int RunGroups(const GroupsArgs& args) {
   for (const auto& s : args.sets) {
     auto o = ParseOverride(s);
     if (!o.ok()) return UsageError(o.error().message);
-    parsed.doc.root[Json::json_pointer(o->pointer)] = o->value;
+    ApplyOverride(parsed.doc.root, *o);
     overrides.push_back(std::move(o).value());
   }
 

@@ -271,7 +271,7 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
 
   // ValidateText keeps no document; parse again and apply --set the same way.
   ParsedJson parsed = ParseJsonLenient(args.config, std::move(text).value());
-  for (const auto& o : overrides) parsed.doc.root[Json::json_pointer(o.pointer)] = o.value;
+  for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
   s->config = std::move(parsed.doc.root);
 
   PlanInputs inputs;

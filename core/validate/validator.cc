@@ -22,6 +22,8 @@ void DropShadowedSchemaFindings(std::vector<Diagnostic>* diags) {
   });
 }
 
+}  // namespace
+
 void ApplyOverride(Json& root, const Override& o) {
   Json* cur = &root;
   auto tokens = PointerTokens(o.pointer);
@@ -31,8 +33,6 @@ void ApplyOverride(Json& root, const Override& o) {
   }
   *cur = o.value;
 }
-
-}  // namespace
 
 Result<Override> ParseOverride(const std::string& text) {
   auto eq = text.find('=');

@@ -22,6 +22,11 @@ struct Override {
 };
 Result<Override> ParseOverride(const std::string& text);
 
+// Sets the value at the override's pointer, creating objects on the way; a value in the way that is
+// not an object (the legacy `"zero_optimization": true`) is replaced by one, so
+// zero_optimization.stage=2 means the section {"stage": 2}. Every command applies --set this way.
+void ApplyOverride(Json& root, const Override& o);
+
 struct FileReport {
   std::string path;
   SourceText source;                    // for caret rendering

@@ -182,6 +182,26 @@ TEST(CliTest, DiagnosticsQuoteLongKeysClipped) {
   EXPECT_NE(r.output.find("kkkk... (200"), std::string::npos) << r.output.substr(0, 2000);
 }
 
+// --set into a legacy boolean section (`"zero_optimization": true`) replaces it with an object in
+// every command, as validate does, instead of an internal error (issue 16).
+TEST(CliTest, SetIntoALegacyBooleanSectionWorksEverywhere) {
+  const std::filesystem::path config =
+      std::filesystem::temp_directory_path() / ("ds-plan-legacy-" + std::to_string(getpid()) + ".json");
+  { std::ofstream(config) << "{\"train_batch_size\": 8, \"zero_optimization\": true}\n"; }
+  const std::string c = ShellQuote(config.string());
+  const std::string sim = " --model samples/models/llama-3-8b.json --cluster samples/clusters/h100-sxm.json --world-size 8";
+  for (const std::string& command : {"validate " + c + " --world-size 8", "groups " + c + " --world-size 8",
+                                     "simulate " + c + sim, "plan " + c + sim + " -o -",
+                                     "visualize schedule " + c + sim + " --format json -o -"}) {
+    auto r = RunCli(command + " --set zero_optimization.stage=2");
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.output.substr(0, 1000);
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << command;
+  }
+  auto simulated = RunCli("simulate " + c + sim + " --set zero_optimization.stage=2", false);
+  EXPECT_NE(simulated.output.find("zero=2"), std::string::npos) << simulated.output;
+  std::filesystem::remove(config);
+}
+
 TEST(CliTest, SarifIsVersion210WithLocations) {
   auto r = RunCli("validate samples/configs/invalid/batch-mismatch.json --world-size 8 --format sarif", false);
   Json doc = Json::parse(r.output);

@@ -23,7 +23,7 @@ std::string Head(const fs::path& p, size_t bytes) {
 TEST(LicenseTest, EverySourceFileHasAnSpdxHeader) {
   const fs::path root = DSP_SOURCE_DIR;
   size_t checked = 0;
-  for (const char* dir : {"apps", "core", "sim", "exec", "bench", "tests", "scripts", "schemas"}) {
+  for (const char* dir : {"apps", "core", "sim", "exec", "bench", "tests", "scripts", "schemas", "fuzz"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / dir)) {
       if (!entry.is_regular_file()) continue;
       const fs::path& p = entry.path();

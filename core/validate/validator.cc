@@ -56,8 +56,9 @@ Result<Override> ParseOverride(const std::string& text) {
       }
     }
   }
-  Json parsed = Json::parse(raw, nullptr, /*allow_exceptions=*/false);
-  o.value = parsed.is_discarded() ? Json(raw) : parsed;
+  // Bounded like every other input (ParseOptions::max_depth): deeper values stay the string.
+  ParsedJson parsed = ParseJsonLenient("--set", raw);
+  o.value = parsed.ok ? std::move(parsed.doc.root) : Json(raw);
   return o;
 }
 

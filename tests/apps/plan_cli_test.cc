@@ -312,6 +312,12 @@ TEST_F(PlanCheckTest, CheckUsageErrors) {
   auto future = RunCli("check " + ShellQuote((dir_ / "future.json").string()));
   EXPECT_EQ(future.exit_code, 2);
   EXPECT_NE(future.output.find("schema_version 99 is not supported"), std::string::npos) << future.output;
+  // Found by the fuzz regression under ASan: 20,000-deep nesting overflowed the stack when the
+  // tree was copied; the bounded parser refuses it (exit 2, not a signal).
+  Spit(dir_ / "deep.json", "{\"schema_version\": 1, \"x\": " + std::string(20000, '[') + std::string(20000, ']') + "}");
+  auto deep = RunCli("check " + ShellQuote((dir_ / "deep.json").string()));
+  EXPECT_EQ(deep.exit_code, 2) << deep.output.substr(0, 500);
+  EXPECT_NE(deep.output.find("not a plan snapshot"), std::string::npos) << deep.output.substr(0, 500);
 
   WritePlan();
   EXPECT_EQ(Check(" --tolerance -1").exit_code, 2);

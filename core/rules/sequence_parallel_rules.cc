@@ -45,10 +45,14 @@ void CheckForms(RuleContext& ctx) {
     if (!f.proposed_only) continue;
     std::string fix = "write \"sequence_parallel_size\": " + Str(f.size) + " at the top level and remove " + DottedName(f.pointer);
     if (f.pointer == "/compile/sp_size") {
-      ctx.ReportKey("sp-proposed-form", f.pointer,
+      // DeepSpeedConfig builds CompileConfig(**param_dict.get("compile", {})) (runtime/config.py,
+      // 0.19.6) and DeepSpeedConfigModel forbids extra keys (runtime/config_utils.py): an error at
+      // deepspeed.initialize, whether or not compile is enabled.
+      ctx.ReportKey("sp-compile-key-rejected", f.pointer,
                     "compile.sp_size is a form from the AutoSP design discussion: DeepSpeed's "
-                    "compile section rejects it as an unknown key (pydantic: extra inputs are not "
-                    "permitted), and AutoSP reads the top-level sequence_parallel_size instead",
+                    "compile section rejects it as an unknown key and refuses to start (pydantic: "
+                    "extra inputs are not permitted); AutoSP reads the top-level "
+                    "sequence_parallel_size instead",
                     fix);
     } else {
       ctx.ReportKey("sp-proposed-form", f.pointer,
@@ -65,9 +69,9 @@ void CheckForms(RuleContext& ctx) {
       int64_t denom = pc.tp * size * ctx.options().pp;
       if (denom > 0 && *w % denom == 0) derived = " (here " + Str(*w / denom) + ")";
     }
-    ctx.ReportKey("sp-proposed-form", pc.dp_declared_compile.pointer,
+    ctx.ReportKey("sp-compile-key-rejected", pc.dp_declared_compile.pointer,
                   "compile.dp_size is a form from the AutoSP design discussion: DeepSpeed's compile "
-                  "section rejects it as an unknown key, and derives dp = world / "
+                  "section rejects it as an unknown key and refuses to start; it derives dp = world / "
                   "sequence_parallel_size itself",
                   "remove compile.dp_size; the data-parallel size follows from the world size and "
                   "sequence_parallel_size" + derived);
@@ -262,13 +266,20 @@ RuleSet SequenceParallelRules() {
   set.name = "sequence_parallel";
   set.rules = {
       {"sp-proposed-form", Severity::kWarning, "sequence_parallel",
-       "an SP/DP size in a form DeepSpeed does not read",
-       "The AutoSP design discussion proposed \"compile\": {\"sp_size\": N, \"dp_size\": M} and "
-       "\"sequence_parallel\": {\"autosp_size\": N}. The merged code reads the top-level "
-       "sequence_parallel_size and derives dp = world / sp; CompileConfig rejects sp_size and "
-       "dp_size as unknown keys, and the sequence_parallel section is an unknown top-level key "
-       "that DeepSpeed ignores. ds-plan checks these forms like the real key and names the "
-       "replacement.",
+       "an SP size in a form DeepSpeed does not read",
+       "The AutoSP design discussion proposed \"sequence_parallel\": {\"autosp_size\": N}. The "
+       "merged code reads the top-level sequence_parallel_size; the sequence_parallel section is "
+       "an unknown top-level key that DeepSpeed silently ignores, so the run has no sequence "
+       "parallelism. ds-plan checks the form like the real key and names the replacement.",
+       ""},
+      {"sp-compile-key-rejected", Severity::kError, "sequence_parallel",
+       "compile.sp_size or compile.dp_size, which DeepSpeed's CompileConfig rejects",
+       "The AutoSP design discussion proposed \"compile\": {\"sp_size\": N, \"dp_size\": M}. "
+       "DeepSpeedConfig builds CompileConfig(**param_dict.get(\"compile\", {})) "
+       "(deepspeed/runtime/config.py, 0.19.6) and DeepSpeedConfigModel forbids extra keys "
+       "(runtime/config_utils.py), so either key stops deepspeed.initialize with a pydantic "
+       "ValidationError, enabled or not. The merged code reads the top-level "
+       "sequence_parallel_size and derives dp = world / sp; the hint names that replacement.",
        ""},
       {"sp-forms-disagree", Severity::kError, "sequence_parallel",
        "two spellings of the SP size with different values",

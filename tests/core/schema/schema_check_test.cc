@@ -100,7 +100,7 @@ TEST(SchemaCheckTest, DeprecatedKeyNamesReplacement) {
 TEST(SchemaCheckTest, ProposedSpFormsAreNotUnknownKeys) {
   auto r = Validate(R"({"compile": {"sp_size": 2, "dp_size": 2}, "sequence_parallel": {"autosp_size": 2}})");
   EXPECT_NO_DIAG(r, "unknown-key");
-  EXPECT_DIAG(r, "sp-proposed-form", "/compile/sp_size");
+  EXPECT_DIAG(r, "sp-compile-key-rejected", "/compile/sp_size");
 }
 
 TEST(SchemaCheckTest, StripAutoValuesKeepsEverythingElse) {

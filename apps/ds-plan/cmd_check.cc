@@ -13,6 +13,7 @@
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/plan_setup.h"
+#include "core/json/hjson_parser.h"
 #include "core/util/file_io.h"
 #include "core/util/sha256.h"
 #include "sim/plan_check_report.h"
@@ -100,7 +101,7 @@ int RunCheck(const CheckArgs& args) {
     if (now == file->sha256) continue;
     result.changed_inputs.push_back({name, file->path, file->sha256, now});
     if (file == &inputs->config) {
-      Json current = ParseJsonLenient(file->path, std::move(bytes).value()).doc.root;
+      Json current = ParseDeepSpeedConfig(file->path, std::move(bytes).value()).doc.root;
       // Only a config's keys are shown: never echo a file that is not a JSON object.
       if (current.is_object()) result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
     }

@@ -6,6 +6,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/world_options.h"
+#include "core/json/hjson_parser.h"
 #include "core/report/groups_report.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
@@ -35,7 +36,7 @@ int RunGroups(const GroupsArgs& args) {
   auto text = ReadFile(args.config);
   if (!text.ok()) return UsageError(text.error().message);
 
-  ParsedJson parsed = ParseJsonLenient(args.config, std::move(text).value());
+  ParsedJson parsed = ParseDeepSpeedConfig(args.config, std::move(text).value());
   if (!parsed.ok || !parsed.doc.root.is_object()) {
     // Show the parse problem the way validate would.
     FileReport report = ValidateText(args.config, parsed.doc.source.text(), ValidateOptions{});

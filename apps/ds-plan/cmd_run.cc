@@ -25,6 +25,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
+#include "core/json/hjson_parser.h"
 #include "core/config/config_view.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
@@ -166,7 +167,7 @@ int RunInProcess(const RunArgs& args) {
               << env->world_size << ", so there is nothing to run\n";
     return kExitFindings;
   }
-  ParsedJson parsed = ParseJsonLenient(args.config, text.value());
+  ParsedJson parsed = ParseDeepSpeedConfig(args.config, text.value());
   PlanInputs inputs;
   inputs.world_size = env->world_size;
   auto plan = BuildPlan(parsed.doc.root, inputs);

@@ -13,6 +13,7 @@
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
+#include "core/json/hjson_parser.h"
 #include "core/plan/plan.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
@@ -133,7 +134,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     return kExitFindings;
   }
   // Validation passed, so the text parses; the passes read the same config.
-  const Json config_json = ParseJsonLenient(args.config, std::move(text).value()).doc.root;
+  const Json config_json = ParseDeepSpeedConfig(args.config, std::move(text).value()).doc.root;
   // With a world size the ZeRO pass knows which groups have peers (dp = 1: nothing to reduce).
   std::optional<Plan> plan;
   if (world->world_size) {

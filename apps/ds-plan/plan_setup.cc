@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "core/json/hjson_parser.h"
 #include "core/util/file_io.h"
 #include "core/util/sha256.h"
 #include "sim/memory_model.h"
@@ -54,7 +55,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
       return std::nullopt;
     }
     *file = {RecordablePath(*path), Sha256Hex(bytes.value())};
-    if (file == &in.config) in.config_content = ParseJsonLenient(*path, std::move(bytes).value()).doc.root;
+    if (file == &in.config) in.config_content = ParseDeepSpeedConfig(*path, std::move(bytes).value()).doc.root;
   }
   in.world_size = GivenOrAbsent(args.world.world_size);
   in.nodes = GivenOrAbsent(args.world.nodes);

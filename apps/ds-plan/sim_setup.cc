@@ -9,6 +9,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
+#include "core/json/hjson_parser.h"
 #include "core/config/batch_triple.h"
 #include "core/config/config_view.h"
 #include "core/report/validate_report.h"
@@ -203,7 +204,7 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   if (!text.ok()) return fail(UsageError(text.error().message));
   s->effective = given_args;
   {
-    const Json note = ParseJsonLenient(given_args.config, text.value()).doc.root;
+    const Json note = ParseDeepSpeedConfig(given_args.config, text.value()).doc.root;
     Status merged = ApplyPlanNote(note, &s->effective, &s->notes);
     if (!merged.ok()) return fail(UsageError(given_args.config + ": " + merged.error().message));
   }
@@ -270,7 +271,7 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   }
 
   // ValidateText keeps no document; parse again and apply --set the same way.
-  ParsedJson parsed = ParseJsonLenient(args.config, std::move(text).value());
+  ParsedJson parsed = ParseDeepSpeedConfig(args.config, std::move(text).value());
   for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
   s->config = std::move(parsed.doc.root);
 

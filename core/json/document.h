@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,9 @@ struct JsonDocument {
   // JSON pointer -> byte offset where that value starts / where its object key starts.
   std::unordered_map<std::string, size_t> value_offsets;
   std::unordered_map<std::string, size_t> key_offsets;
+  // Numbers written with a fraction or exponent that the hjson loader turns into integers (2.0,
+  // 1e3): DeepSpeed reading the file sees an int there, json.load (Hugging Face, Accelerate) a float.
+  std::unordered_set<std::string> float_literals;
 
   // Location of the value at `pointer`; falls back to the nearest ancestor that exists, so a
   // missing key is reported at the object that should hold it.

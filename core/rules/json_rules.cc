@@ -10,15 +10,30 @@ RuleSet JsonRules() {
   set.name = "json";
   set.rules = {
       {"json-syntax", Severity::kError, "json", "the file is not valid JSON",
-       "The file could not be parsed, even with the extensions DeepSpeed's loader accepts "
-       "(comments, trailing commas). The position is where the parser stopped. Empty files, "
-       "truncated files, invalid UTF-8 and numbers too large for a double all end here.",
+       "The file could not be parsed, even with everything DeepSpeed's loader accepts: "
+       "DeepSpeedConfig.__init__ (deepspeed/runtime/config.py, 0.19.6) reads a config path with "
+       "hjson.load, and ds-plan follows hjson-py 3.1's decoder (comments, trailing commas, "
+       "quoteless keys and values, optional commas, ''' strings, no root braces). The position "
+       "is where the parser stopped. Empty files, truncated files, invalid UTF-8, a missing ':' "
+       "and numbers too large for a double (hjson raises OverflowError) all end here.",
        ""},
       {"json-comment", Severity::kWarning, "json", "comments: DeepSpeed accepts them, strict loaders do not",
-       "DeepSpeed loads config files leniently, so // and /* */ comments work when DeepSpeed reads "
+       "DeepSpeed loads config files with hjson, so #, // and /* */ comments work when DeepSpeed reads "
        "the file itself. The Hugging Face Trainer (TrainingArguments.deepspeed), Accelerate and "
        "json.load read the same file with strict JSON and fail. One warning per file, at the "
        "first comment.",
+       ""},
+      {"json-hjson-syntax", Severity::kWarning, "json",
+       "Hjson-only syntax: DeepSpeed accepts it, strict loaders do not",
+       "hjson.load, DeepSpeed's loader, also accepts unquoted keys, unquoted values (a value "
+       "that is not exactly null, true, false or a number is a string that runs to the end of "
+       "the line, so `\"stage\": ${ZERO_STAGE},` reads as the string \"${ZERO_STAGE},\"), members "
+       "separated by line breaks instead of commas, ''' multi-line strings and a config without "
+       "its outer braces (hjson/decoder.py: scanKeyName, scantfnns, JSONObject, raw_decode). "
+       "json.load, the Hugging Face Trainer and Accelerate fail on the file. One warning per "
+       "file, at the first use, naming each kind. hjson also reads a number written with a "
+       "fraction or exponent as an integer when it is whole and below 1e10 (2.0 -> 2, 1e3 -> "
+       "1000); json.load keeps a float.",
        ""},
       {"json-trailing-comma", Severity::kWarning, "json",
        "trailing commas: DeepSpeed accepts them, strict loaders do not",

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/json/hjson_parser.h"
 #include "core/validate/validator.h"
 
 #include <set>
@@ -73,7 +74,7 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
                         const std::vector<Override>& overrides) {
   FileReport report;
   report.path = path;
-  ParsedJson parsed = ParseJsonLenient(std::move(path), std::move(text));
+  ParsedJson parsed = ParseDeepSpeedConfig(std::move(path), std::move(text));
   report.diagnostics = std::move(parsed.diagnostics);
   if (parsed.ok && !parsed.doc.root.is_object()) {
     Diagnostic d;

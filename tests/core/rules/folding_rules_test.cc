@@ -90,7 +90,7 @@ TEST(FoldingRulesTest, PipelineMustDivideTheWorld) {
 }
 
 TEST(FoldingRulesTest, SizesMustBePositiveIntegers) {
-  EXPECT_DIAG(Validate(Fold(1, 0, R"(, "autoep_size": 4.0)"), World(8)), "ep-size-invalid",
+  EXPECT_DIAG(Validate(Fold(1, 0, R"(, "autoep_size": 4.5)"), World(8)), "ep-size-invalid",
               "/expert_parallel/autoep_size");
   EXPECT_DIAG(Validate(Fold(1, 0, R"(, "autoep_size": "auto")"), World(8)), "ep-size-invalid",
               "/expert_parallel/autoep_size");

@@ -162,7 +162,7 @@ TEST(TensorParallelRulesTest, ShapeRulesAtParseTime) {
   EXPECT_DIAG(Validate(spec(R"("shape": "3,-1")"), World(8)), "tp-spec-shape", p + "/shape");
   EXPECT_DIAG(Validate(spec(R"("shape": [3, 0])"), World(8)), "tp-spec-shape", p + "/shape/1");
   EXPECT_DIAG(Validate(spec(R"("shape": [3, -2])"), World(8)), "tp-spec-shape", p + "/shape/1");
-  EXPECT_DIAG(Validate(spec(R"("shape": [3.0, -1])"), World(8)), "tp-spec-shape", p + "/shape/0");
+  EXPECT_DIAG(Validate(spec(R"("shape": [3.5, -1])"), World(8)), "tp-spec-shape", p + "/shape/0");
   EXPECT_DIAG(Validate(spec(R"("shape": [3, [1, 2]])"), World(8)), "tp-spec-shape", p + "/shape/1");
   EXPECT_DIAG(Validate(spec(R"("shape": [[], -1])"), World(8)), "tp-spec-shape", p + "/shape/0");
   EXPECT_DIAG(Validate(spec(R"("shape": [[4, [1]], -1])"), World(8)), "tp-spec-shape",

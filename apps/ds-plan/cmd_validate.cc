@@ -22,6 +22,7 @@ struct ValidateArgs {
   std::string format = "text";
   bool werror = false;
   std::string deepspeed_version;
+  std::string consumer;
 };
 
 int RunValidate(const ValidateArgs& args) {
@@ -38,6 +39,7 @@ int RunValidate(const ValidateArgs& args) {
     if (!v.ok()) return UsageError(v.error().message);
     options.version = *v;
   }
+  if (!args.consumer.empty()) options.consumer = *ParseConsumer(args.consumer);
   std::unique_ptr<ModelSpec> model;
   if (!args.model_path.empty()) {
     auto m = LoadModel(args.model_path);
@@ -106,6 +108,11 @@ Command AddValidateCommand(CLI::App& root) {
   app->add_flag("--werror", args->werror, "treat warnings as errors for the exit code");
   app->add_option("--deepspeed-version", args->deepspeed_version,
                   "DeepSpeed release to check against (default: newest known, 0.19.6)");
+  app->add_option("--consumer", args->consumer,
+                  "who launches with this config: deepspeed (the script calls deepspeed.initialize "
+                  "and lets it build the optimizer), hf-trainer, accelerate or megatron-deepspeed; "
+                  "decides the checks that depend on it (default: those are warnings)")
+      ->check(CLI::IsMember({"deepspeed", "hf-trainer", "accelerate", "megatron-deepspeed"}));
   return Command{app, [args] { return RunValidate(*args); }};
 }
 

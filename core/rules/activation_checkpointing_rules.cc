@@ -57,7 +57,7 @@ void CheckContiguous(RuleContext& ctx) {
   }
   const Json* count = v.Get(Key("number_checkpoints"));
   if (count == nullptr || count->is_null()) {
-    ctx.Report("ckpt-contiguous-without-count", Key("contiguous_memory_optimization"),
+    ctx.ReportIf(Condition::kCheckpointingReadsThisFile, "ckpt-contiguous-without-count", Key("contiguous_memory_optimization"),
                std::string("contiguous_memory_optimization is on but number_checkpoints is ") +
                    (count == nullptr ? "not set" : "null") +
                    ": deepspeed.checkpointing.configure() asserts \"Must specify the number of "
@@ -130,7 +130,11 @@ RuleSet CheckpointingRules() {
       {"ckpt-contiguous-without-count", Severity::kError, "activation_checkpointing",
        "contiguous_memory_optimization without number_checkpoints",
        "configure() asserts \"Must specify the number of layers with contiguous memory "
-       "checkpointing\": the contiguous buffers are sized as numel x number_checkpoints.",
+       "checkpointing\" (runtime/activation_checkpointing/checkpointing.py, 0.19.6): the "
+       "contiguous buffers are sized as numel x number_checkpoints. Only reached when the script "
+       "calls deepspeed.checkpointing.configure(mpu, deepspeed_config=...) without "
+       "num_checkpoints; Megatron-DeepSpeed and GPT-NeoX pass num_checkpoints, the Hugging Face "
+       "Trainer and Accelerate never call configure. A warning without --consumer.",
        ""},
       {"ckpt-contiguous-too-few", Severity::kWarning, "activation_checkpointing",
        "number_checkpoints below the layers checkpointed before a backward",

@@ -108,7 +108,7 @@ void CheckMaxGradNorm(RuleContext& ctx) {
   const Json* norm = v.Get("/optimizer/params/max_grad_norm");
   // Only an optimizer DeepSpeed builds from the config (optimizer.type set) reads params.
   if (type == nullptr || type->is_null() || norm == nullptr) return;
-  ctx.Report("optimizer-max-grad-norm", "/optimizer/params/max_grad_norm",
+  ctx.ReportIf(Condition::kDeepSpeedBuildsOptimizer, "optimizer-max-grad-norm", "/optimizer/params/max_grad_norm",
              "optimizer.params.max_grad_norm: DeepSpeed raises \"'max_grad_norm' is not supported "
              "as an optimizer parameter, please switch to using the deepspeed parameter "
              "'gradient_clipping'\" when it builds the optimizer",
@@ -140,9 +140,11 @@ RuleSet GradientRules() {
        ""},
       {"optimizer-max-grad-norm", Severity::kError, "gradient",
        "optimizer.params.max_grad_norm",
-       "When DeepSpeed builds the optimizer from the config, _configure_basic_optimizer raises "
-       "ValueError if optimizer.params contains max_grad_norm (any value): clipping is configured "
-       "with the top-level gradient_clipping.",
+       "When DeepSpeed builds the optimizer from the config, _configure_basic_optimizer "
+       "(runtime/engine.py, 0.19.6) raises ValueError if optimizer.params contains max_grad_norm "
+       "(any value, 0 included): clipping is configured with the top-level gradient_clipping. With a "
+       "client optimizer (Megatron-DeepSpeed) the section is ignored, so without --consumer this "
+       "is a warning.",
        ""},
       {"gradient-clipping-default", Severity::kNote, "gradient",
        "gradient_clipping not set: the default depends on the DeepSpeed release",

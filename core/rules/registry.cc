@@ -9,7 +9,7 @@ namespace dsp {
 const std::vector<RuleSet>& AllRuleSets() {
   static const std::vector<RuleSet> sets = {
       JsonRules(),           BatchRules(),          ZeroRules(),
-      PrecisionRules(),      GradientRules(),       CompileRules(),
+      PrecisionRules(),      GradientRules(),       OptimizerRules(),      CompileRules(),
       TensorParallelRules(), ExpertParallelRules(), SequenceParallelRules(),
       CheckpointingRules(),
   };

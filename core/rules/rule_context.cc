@@ -41,6 +41,22 @@ void RuleContext::Report(std::string_view rule_id, const std::string& pointer, s
   ReportAs(info->severity, rule_id, pointer, std::move(message), std::move(hint));
 }
 
+void RuleContext::ReportIf(Condition condition, std::string_view rule_id, const std::string& pointer,
+                           std::string message, std::string hint) {
+  std::optional<bool> holds = Holds(condition, options_.consumer);
+  if (holds == false) return;
+  if (holds == true) {
+    Report(rule_id, pointer, std::move(message), std::move(hint));
+    return;
+  }
+  Report(rule_id, pointer, std::move(message) + "; raised only " +
+                               std::string(ConditionText(condition)) +
+                               ": pass --consumer to check it for your launcher",
+         std::move(hint));
+  Diagnostic& d = diags_.back();
+  if (d.severity == Severity::kError) d.severity = Severity::kWarning;
+}
+
 void RuleContext::ReportKey(std::string_view rule_id, const std::string& pointer,
                             std::string message, std::string hint) {
   Report(rule_id, pointer, std::move(message), std::move(hint));

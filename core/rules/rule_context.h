@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/config_view.h"
+#include "core/config/consumer.h"
 #include "core/config/deepspeed_version.h"
 #include "core/config/parallel_config.h"
 #include "core/diag/diagnostic.h"
@@ -26,6 +27,7 @@ struct ValidateOptions {
   std::optional<int64_t> seq_len;        // --seq-len
   const ModelSpec* model = nullptr;      // --model
   DeepSpeedVersion version = DeepSpeedVersion::Newest();
+  Consumer consumer = Consumer::kUnspecified;  // --consumer: who reads the file and builds what
 };
 
 class RuleContext {
@@ -45,6 +47,12 @@ class RuleContext {
               std::string hint = {});
   void ReportAs(Severity severity, std::string_view rule_id, const std::string& pointer,
                 std::string message, std::string hint = {});
+  // A check whose outcome depends on the launch context (--consumer): at the rule's severity when
+  // `condition` holds, not at all when it does not, and without --consumer as a warning whose
+  // message names the condition (never an error: the same file may train under another launcher).
+  void ReportIf(Condition condition, std::string_view rule_id, const std::string& pointer,
+                std::string message, std::string hint = {});
+
   // Reports at the key rather than the value (unknown/deprecated style findings).
   void ReportKey(std::string_view rule_id, const std::string& pointer, std::string message,
                  std::string hint = {});

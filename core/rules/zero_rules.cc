@@ -235,7 +235,7 @@ void CheckMasterWeights(RuleContext& ctx, std::optional<int64_t> stage) {
   if (culprit != nullptr && type.present()) {
     std::string t = Lower(type.value);
     if (t != "adam" && t != "adamw") {
-      ctx.Report("zero-master-weights-offload", type.pointer,
+      ctx.ReportIf(Condition::kDeepSpeedBuildsOptimizer, "zero-master-weights-offload", type.pointer,
                  DottedName(*culprit) + " with CPU offload needs DeepSpeedCPUAdam, which DeepSpeed "
                  "builds only for optimizer type Adam or AdamW; with \"" + type.value +
                      "\" the " + zs + " optimizer asserts \"Master weights feature requires " + zs +
@@ -268,7 +268,7 @@ void CheckOptimizerCompat(RuleContext& ctx, std::optional<int64_t> stage) {
                        : t == "onebitlamb"  ? "1bit-Lamb"
                                             : nullptr;
     if (what != nullptr) {
-      ctx.Report("zero-onebit-optimizer", type.pointer,
+      ctx.ReportIf(Condition::kDeepSpeedBuildsOptimizer, "zero-onebit-optimizer", type.pointer,
                  "optimizer " + type.value + " with " + StageText(*stage) +
                      ": DeepSpeed asserts \"" + what + " is not compatible with ZeRO\"",
                  "use ZeRO stage 0 with the 1-bit optimizer, or switch to Adam/AdamW (ZeRO++ "

@@ -23,6 +23,25 @@ void DropShadowedSchemaFindings(std::vector<Diagnostic>* diags) {
   });
 }
 
+// The Hugging Face Trainer, Accelerate and Megatron-DeepSpeed read the file with json.load and pass
+// DeepSpeed a dict: what only hjson accepts fails there, and a number written 2.0 or 1e3 stays a float.
+void ReadAsStrictJson(Consumer consumer, ParsedJson* parsed) {
+  if (Holds(Condition::kStrictJsonLoader, consumer) != true) return;
+  for (Diagnostic& d : parsed->diagnostics) {
+    if (d.rule_id == "json-comment" || d.rule_id == "json-trailing-comma" || d.rule_id == "json-hjson-syntax") {
+      d.severity = Severity::kError;
+      d.message += " (--consumer " + std::string(ConsumerName(consumer)) +
+                   " reads the file with json.load, so this is a JSONDecodeError before DeepSpeed starts)";
+    }
+  }
+  for (const std::string& pointer : parsed->doc.float_literals) {
+    Json::json_pointer jp(pointer);
+    if (!parsed->doc.root.contains(jp)) continue;
+    Json& v = parsed->doc.root.at(jp);
+    if (v.is_number_integer()) v = static_cast<double>(v.get<int64_t>());
+  }
+}
+
 }  // namespace
 
 void ApplyOverride(Json& root, const Override& o) {
@@ -75,6 +94,7 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
   FileReport report;
   report.path = path;
   ParsedJson parsed = ParseDeepSpeedConfig(std::move(path), std::move(text));
+  if (parsed.ok) ReadAsStrictJson(options.consumer, &parsed);
   report.diagnostics = std::move(parsed.diagnostics);
   if (parsed.ok && !parsed.doc.root.is_object()) {
     Diagnostic d;

@@ -35,7 +35,7 @@ std::vector<DeepSpeedVersion> BehaviourChanges() {
   std::vector<DeepSpeedVersion> v = {
       kAutocastWithZero,      kAutocastLowPrecision,   kAutoEp,          kGradientClippingDefault,
       kAutoEpFolding,         kAutoEpZero3,            kAutocastRelaxed, kLowPrecisionMaster,
-      kAutoTpPartitionConfig, kCompilePasses,          kAutoTpGatherOutput, kZero3ReduceScatterDefaultOff,
+      kAutoTpPartitionConfig, kCompilePasses,          kAutoTpGatherOutput, kWarmupStepsValidated, kSchedulerStepGuards, kZero3ReduceScatterDefaultOff,
       kZero3ReduceScatterDefaultFixed, kZero3ContiguousGradientsDefault, kZero3AllGatherBase, kZero3Coalesced,
       kCompileAutoTp,         kAutoTpGradAllreduce,    kGradientAllreduceOp, kAsyncCpuCheckpointing,
       kOffloadPinMemoryDefault};

@@ -39,6 +39,8 @@ inline constexpr DeepSpeedVersion kLowPrecisionMaster{0, 18, 3};      // PR #770
 inline constexpr DeepSpeedVersion kAutoTpPartitionConfig{0, 18, 6};   // PR #7806: partition_config, preset_model
 inline constexpr DeepSpeedVersion kCompilePasses{0, 18, 9};           // PR #7860: compile.passes (z1, z3, autosp)
 inline constexpr DeepSpeedVersion kAutoTpGatherOutput{0, 19, 4};      // PR #8146: layer_specs[].gather_output
+inline constexpr DeepSpeedVersion kWarmupStepsValidated{0, 19, 3};    // PR #8126: warmup_num_steps must be a positive int
+inline constexpr DeepSpeedVersion kSchedulerStepGuards{0, 19, 4};     // PR #8166: LRRangeTest/OneCycle step sizes checked
 // ZeRO-3's collectives (deepspeed/runtime/zero/stage3.py, partition_parameters.py):
 inline constexpr DeepSpeedVersion kZero3ReduceScatterDefaultOff{0, 3, 16};   // reduce_scatter default false
 inline constexpr DeepSpeedVersion kZero3ReduceScatterDefaultFixed{0, 4, 0};  // ... true again

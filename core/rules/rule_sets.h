@@ -12,6 +12,7 @@ RuleSet ZeroRules();               // zero_rules.cc
 RuleSet PrecisionRules();          // precision_rules.cc (fp16/bf16, torch_autocast, comm dtypes)
 RuleSet GradientRules();           // gradient_rules.cc
 RuleSet OptimizerRules();          // optimizer_rules.cc (+ optimizer_catalog.cc)
+RuleSet SchedulerRules();          // scheduler_rules.cc
 RuleSet CompileRules();            // compile_rules.cc
 RuleSet TensorParallelRules();     // tensor_parallel_rules.cc (+ layer_specs_rules.cc)
 RuleSet ExpertParallelRules();     // expert_parallel_rules.cc (+ folding_rules.cc)

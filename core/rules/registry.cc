@@ -9,7 +9,7 @@ namespace dsp {
 const std::vector<RuleSet>& AllRuleSets() {
   static const std::vector<RuleSet> sets = {
       JsonRules(),           BatchRules(),          ZeroRules(),
-      PrecisionRules(),      GradientRules(),       OptimizerRules(),      SchedulerRules(),      CompileRules(),
+      PrecisionRules(),      PrecisionMixRules(),   DictSectionRules(),    GradientRules(),       OptimizerRules(),      SchedulerRules(),      CompileRules(),
       TensorParallelRules(), ExpertParallelRules(), SequenceParallelRules(),
       CheckpointingRules(),
   };

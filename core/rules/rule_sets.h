@@ -10,6 +10,8 @@ RuleSet JsonRules();               // json_rules.cc: parser and schema findings 
 RuleSet BatchRules();              // batch_rules.cc
 RuleSet ZeroRules();               // zero_rules.cc
 RuleSet PrecisionRules();          // precision_rules.cc (fp16/bf16, torch_autocast, comm dtypes)
+RuleSet PrecisionMixRules();       // precision_mix_rules.cc (grad_accum_dtype per ZeRO stage)
+RuleSet DictSectionRules();        // dict_section_rules.cc (amp, progressive_layer_drop, curriculum_learning)
 RuleSet GradientRules();           // gradient_rules.cc
 RuleSet OptimizerRules();          // optimizer_rules.cc (+ optimizer_catalog.cc)
 RuleSet SchedulerRules();          // scheduler_rules.cc

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/model/model_spec.h"
+#include "core/rules/ds_semantics.h"
 #include "core/rules/rule_sets.h"
 #include "core/rules/tensor_parallel_internal.h"
 #include "core/util/text.h"
@@ -257,6 +258,21 @@ void CheckModel(RuleContext& ctx) {
 
 }  // namespace
 
+// TPTrainingConfig.dtype (runtime/tensor_parallel/config.py, 0.19.6) is a bare torch.dtype with no
+// validator: pydantic takes only a real torch.dtype, which JSON cannot express, and "auto" only
+// because DeepSpeedConfigModel drops "auto" values first (the default torch.float16 applies).
+void CheckDtype(RuleContext& ctx) {
+  const std::string ptr = std::string(autotp::kSection) + "/dtype";
+  const Json* dtype = ctx.view().Get(ptr);
+  if (dtype == nullptr || (dtype->is_string() && *dtype == "auto")) return;
+  ctx.Report("tp-dtype-not-settable", ptr,
+             "tensor_parallel.dtype is " + ds_semantics::ShowValue(*dtype) +
+                 ": the field is a torch.dtype with no string conversion, so pydantic rejects every JSON "
+                 "value (\"Input should be an instance of dtype\") and deepspeed.initialize fails",
+             "remove tensor_parallel.dtype (or write \"auto\"): AutoTP training follows the model's dtype and "
+             "the bf16/fp16 sections");
+}
+
 RuleSet TensorParallelRules() {
   RuleSet set;
   set.name = "tensor_parallel";
@@ -268,6 +284,14 @@ RuleSet TensorParallelRules() {
        "\"W is not divisible by TP\"), which fails when TP does not divide the world. With AutoEP "
        "enabled the stage-size check ep-fold-autotp-divides-stage reports it instead, because "
        "build_folding_spec runs first.",
+       ""},
+      {"tp-dtype-not-settable", Severity::kError, "tensor_parallel",
+       "tensor_parallel.dtype set to anything but \"auto\"",
+       "TPTrainingConfig.dtype (runtime/tensor_parallel/config.py, 0.19.6) is annotated torch.dtype "
+       "with arbitrary_types_allowed and no validator, so pydantic accepts only a torch.dtype "
+       "instance: every JSON value (\"bf16\", \"torch.bfloat16\", null) fails validation. \"auto\" "
+       "passes because DeepSpeedConfigModel drops \"auto\" values before validating. (The inference "
+       "config's dtype does convert strings; the training one does not.)",
        ""},
       {"tp-size-mismatch", Severity::kError, "tensor_parallel",
        "tensor_parallel.tp.tp_size is neither 1 nor autotp_size",
@@ -337,6 +361,7 @@ RuleSet TensorParallelRules() {
   set.check = [](RuleContext& ctx) {
     if (!ctx.view().Get(autotp::kSection)) return;
     CheckSizes(ctx);
+    CheckDtype(ctx);
     CheckPresetsAndSettings(ctx);
     CheckModel(ctx);
     auto specs = autotp::CheckLayerSpecs(ctx);

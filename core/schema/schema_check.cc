@@ -2,6 +2,9 @@
 #include "core/schema/schema_check.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <regex>
 #include <cctype>
 #include <memory>
 #include <set>
@@ -142,14 +145,18 @@ const Json* SchemaAt(const Json& root, const std::string& pointer) {
   return node;
 }
 
-// Values pydantic's lax mode converts: 0/1 and "true"/"false"/"yes"/"no"/"on"/"off"/"1"/"0" for
-// booleans, integral floats and digit strings for integers. Only in the sections DeepSpeed parses
-// with pydantic (additionalProperties: false in the schema); dict-parsed sections use the raw value.
-bool PydanticLaxAccepts(const Json& root, const std::string& pointer, const Json& node, const Json& v) {
+// What pydantic v2's lax (Python) mode makes of `v` for a field of this schema node, or nullopt
+// when it rejects it or the section is not a pydantic one (additionalProperties: false in the
+// schema; dict-parsed sections use the raw value). Verified against pydantic 2.13: a bool field
+// takes 0/1 and "true"/"false"/"yes"/"no"/"on"/"off"/"t"/"f"/"y"/"n"/"1"/"0" (any case, no
+// surrounding spaces); an int field takes booleans, integral floats and integer strings (spaces
+// around, a sign, "_" between digits, a zero fraction: " 2 ", "+5", "5_000", "2.0"), not "1e3"; a
+// float field takes booleans and numeric strings. Integer enums (ZeroStageEnum) coerce the same way.
+std::optional<Json> PydanticLaxCoerce(const Json& root, const std::string& pointer, const Json& node, const Json& v) {
   const Json* parent = SchemaAt(root, PointerParent(pointer));
   if (parent == nullptr || !parent->contains("additionalProperties") ||
       (*parent)["additionalProperties"] != false) {
-    return false;
+    return std::nullopt;
   }
   std::vector<std::string> types;
   if (auto t = node.find("type"); t != node.end()) {
@@ -160,26 +167,66 @@ bool PydanticLaxAccepts(const Json& root, const std::string& pointer, const Json
   }
   auto wants = [&](const char* t) { return std::find(types.begin(), types.end(), t) != types.end(); };
   if (wants("boolean")) {
-    if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) return true;
+    if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) return Json(v.get<int64_t>() == 1);
     if (v.is_string()) {
       std::string s = v.get<std::string>();
       for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      for (const char* ok : {"true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n"}) {
-        if (s == ok) return true;
+      for (const char* yes : {"true", "yes", "on", "1", "t", "y"}) {
+        if (s == yes) return Json(true);
+      }
+      for (const char* no : {"false", "no", "off", "0", "f", "n"}) {
+        if (s == no) return Json(false);
       }
     }
   }
-  if (wants("integer") || wants("number")) {
-    if (v.is_string()) {
-      const std::string& s = v.get_ref<const std::string&>();
-      if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return true;
-    }
-    if (wants("integer") && v.is_number_float()) {
+  if (wants("integer")) {
+    if (v.is_boolean()) return Json(v.get<bool>() ? 1 : 0);
+    if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d))) return true;
+      if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.2e18) return Json(static_cast<int64_t>(d));
+    }
+    if (v.is_string()) {
+      // [spaces] [+-] digits ('_' between digits) [.0...] [spaces]
+      static const std::regex kInt(R"(^\s*([+-]?)(\d(?:_?\d)*)(?:\.0*)?\s*$)");
+      std::smatch m;
+      const std::string& s = v.get_ref<const std::string&>();
+      if (std::regex_match(s, m, kInt)) {
+        std::string digits;
+        for (char c : m[2].str()) {
+          if (c != '_') digits += c;
+        }
+        if (digits.size() <= 18) return Json((m[1] == "-" ? -1 : 1) * std::stoll(digits));
+      }
     }
   }
-  return false;
+  if (wants("number")) {
+    if (v.is_boolean()) return Json(v.get<bool>() ? 1.0 : 0.0);
+    if (v.is_string()) {
+      static const std::regex kFloat(R"(^\s*[+-]?(\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d+)?\s*$)");
+      std::string s = v.get<std::string>();
+      if (std::regex_match(s, kFloat)) {
+        std::erase(s, '_');
+        return Json(std::stod(s));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether a coerced value also passes the node's enum and bounds (pydantic checks them after
+// coercion: "-1" for a ge=0 field still fails).
+bool CoercedFits(const Json& node, const Json& c) {
+  if (auto e = node.find("enum"); e != node.end() && e->is_array()) {
+    bool member = false;
+    for (const auto& x : *e) member = member || (x == c) || (x.is_number() && c.is_number() && x.get<double>() == c.get<double>());
+    if (!member) return false;
+  }
+  if (c.is_number()) {
+    double d = c.get<double>();
+    if (auto m = node.find("minimum"); m != node.end() && m->is_number() && d < m->get<double>()) return false;
+    if (auto m = node.find("maximum"); m != node.end() && m->is_number() && d > m->get<double>()) return false;
+  }
+  return true;
 }
 
 // "an integer >= 1", "one of \"none\", \"cpu\", \"nvme\"", "a number between 0 and 1".
@@ -256,6 +303,9 @@ void WalkKeys(const JsonDocument& doc, const Json& root_schema, const Json& valu
     if (child_schema == nullptr) {
       if (open || props_it == schema->end()) continue;
       if (it.key().starts_with("_") || it.key().starts_with("//")) continue;  // comment-style keys
+      // DeepSpeedConfigModel.__init__(self, strict=False, **data) binds a "strict" key itself
+      // (runtime/config_utils.py), so pydantic never sees it as an extra input.
+      if (strict && it.key() == "strict") continue;
       Diagnostic d;
       d.rule_id = "unknown-key";
       d.pointer = child;
@@ -351,8 +401,15 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
     } else {
       d.message = name + " is " + shown + ": " + error.description;
     }
-    if (rule == "schema-type" && value != nullptr && node != nullptr &&
-        PydanticLaxAccepts(compiled.raw, pointer, *node, *value)) {
+    std::optional<Json> coerced = value != nullptr && node != nullptr
+                                      ? PydanticLaxCoerce(compiled.raw, pointer, *node, *value)
+                                      : std::nullopt;
+    if (coerced && !CoercedFits(*node, *coerced)) coerced.reset();
+    // The type finding (a warning below) already says it: pydantic's coercion lands on a member.
+    if (coerced && rule == "schema-enum") continue;
+    // 5e8 or 1e10 for an int field: the usual way to write a large count, and pydantic takes it.
+    if (coerced && rule == "schema-type" && value->is_number_float()) continue;
+    if (rule == "schema-type" && coerced) {
       // pydantic's lax mode (DeepSpeed's sections) coerces it, so DeepSpeed starts; other readers
       // of the same file (the Trainer's "auto" filling, this schema in an editor) do not.
       d.severity = Severity::kWarning;

@@ -308,3 +308,20 @@ TEST(TensorParallelRulesTest, InvalidAndPythonOnlyPatterns) {
 
 }  // namespace
 }  // namespace dsp
+
+namespace dsp {
+namespace {
+
+TEST(TensorParallelRulesTest, DtypeIsNotSettableFromJson) {
+  for (const char* v : {R"("bf16")", R"("torch.bfloat16")", "null", "16"}) {
+    auto r = testing::Validate(std::string(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "dtype": )") + v + "}}",
+                               testing::World(8));
+    EXPECT_DIAG(r, "tp-dtype-not-settable", "/tensor_parallel/dtype");
+  }
+  EXPECT_NO_DIAG(testing::Validate(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "dtype": "auto"}})",
+                                   testing::World(8)),
+                 "tp-dtype-not-settable");
+}
+
+}  // namespace
+}  // namespace dsp

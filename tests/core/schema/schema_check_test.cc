@@ -24,7 +24,8 @@ TEST(SchemaCheckTest, TypeErrorSaysWhatIsExpected) {
   const Diagnostic* d = FindAt(r, "schema-type", "/zero_optimization/reduce_bucket_size");
   ASSERT_NE(d, nullptr) << testing::Dump(r);
   EXPECT_EQ(d->severity, Severity::kError);
-  EXPECT_NE(d->message.find("expects a number >= 0"), std::string::npos) << d->message;
+  // runtime/zero/config.py: reduce_bucket_size: int = Field(ge=0).
+  EXPECT_NE(d->message.find("expects an integer >= 0"), std::string::npos) << d->message;
   EXPECT_EQ(d->loc.line, 1);
   EXPECT_EQ(d->loc.column, 46);
 }
@@ -110,6 +111,57 @@ TEST(SchemaCheckTest, StripAutoValuesKeepsEverythingElse) {
   EXPECT_FALSE(out["b"].contains("c"));
   EXPECT_EQ(out["b"]["d"], 1);
   EXPECT_EQ(out["e"], Json::parse(R"(["auto", 2])"));
+}
+
+}  // namespace
+}  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// pydantic v2 lax mode, as DeepSpeedConfigModel validates the Python objects hjson returns
+// (checked against pydantic 2.13): coercible values are warnings, the rest errors.
+TEST(SchemaCheckTest, PydanticLaxCoercionIsNoError) {
+  auto r = testing::Validate(
+      R"({"train_batch_size": 8, "zero_optimization": {"stage": "2", "reduce_bucket_size": " 5_000 ", "overlap_comm": "Yes",
+          "allgather_bucket_size": 1e10, "sub_group_size": 2.0}})");
+  const Diagnostic* stage = testing::FindAt(r, "schema-type", "/zero_optimization/stage");
+  ASSERT_NE(stage, nullptr) << testing::Dump(r);
+  EXPECT_EQ(stage->severity, Severity::kWarning);
+  EXPECT_EQ(testing::FindAt(r, "schema-enum", "/zero_optimization/stage"), nullptr) << testing::Dump(r);
+  EXPECT_EQ(testing::FindAt(r, "schema-type", "/zero_optimization/reduce_bucket_size")->severity, Severity::kWarning);
+  EXPECT_EQ(testing::FindAt(r, "schema-type", "/zero_optimization/overlap_comm")->severity, Severity::kWarning);
+  // A whole float for an int field (1e10 stays a float in hjson) is what pydantic takes silently.
+  EXPECT_EQ(testing::FindAt(r, "schema-type", "/zero_optimization/allgather_bucket_size"), nullptr);
+  EXPECT_TRUE(r.valid()) << testing::Dump(r);
+}
+
+TEST(SchemaCheckTest, PydanticRejectsWhatItCannotCoerce) {
+  auto r = testing::Validate(
+      R"({"train_batch_size": 8, "zero_optimization": {"stage": "4", "reduce_bucket_size": "5e8", "allgather_bucket_size": 2.5,
+          "overlap_comm": "2", "sub_group_size": "-1"}})");
+  for (const char* p : {"/zero_optimization/reduce_bucket_size", "/zero_optimization/allgather_bucket_size",
+                        "/zero_optimization/overlap_comm"}) {
+    const Diagnostic* d = testing::FindAt(r, "schema-type", p);
+    ASSERT_NE(d, nullptr) << p << testing::Dump(r);
+    EXPECT_EQ(d->severity, Severity::kError) << p;
+  }
+  EXPECT_FALSE(r.valid());
+  bool stage_error = false, sub_group_error = false;
+  for (const auto& d : r.diagnostics) {
+    if (d.pointer == "/zero_optimization/stage" && d.severity == Severity::kError) stage_error = true;
+    if (d.pointer == "/zero_optimization/sub_group_size" && d.severity == Severity::kError) sub_group_error = true;
+  }
+  EXPECT_TRUE(stage_error) << testing::Dump(r);      // "4" coerces to 4, which is no ZeroStageEnum member
+  EXPECT_TRUE(sub_group_error) << testing::Dump(r);  // "-1" coerces to -1, below ge=0
+}
+
+TEST(SchemaCheckTest, StrictIsBoundByDeepSpeedConfigModel) {
+  // DeepSpeedConfigModel.__init__(self, strict=False, **data): "strict" never reaches pydantic.
+  auto r = testing::Validate(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "strict": false}})");
+  EXPECT_EQ(testing::FindAt(r, "unknown-key", "/zero_optimization/strict"), nullptr) << testing::Dump(r);
+  auto typo = testing::Validate(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "strictt": false}})");
+  EXPECT_NE(testing::FindAt(typo, "unknown-key", "/zero_optimization/strictt"), nullptr);
 }
 
 }  // namespace

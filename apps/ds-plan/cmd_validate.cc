@@ -2,6 +2,7 @@
 // ds-plan validate FILE...: every config mistake DeepSpeed would raise, and the typos it ignores.
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
@@ -23,6 +24,8 @@ struct ValidateArgs {
   bool werror = false;
   std::string deepspeed_version;
   std::string consumer;
+  std::string torch_version;
+  std::string transformers_version;
 };
 
 int RunValidate(const ValidateArgs& args) {
@@ -40,6 +43,12 @@ int RunValidate(const ValidateArgs& args) {
     options.version = *v;
   }
   if (!args.consumer.empty()) options.consumer = *ParseConsumer(args.consumer);
+  for (auto [flag, text, slot] : {std::tuple{"--torch-version", &args.torch_version, &options.torch_version},
+                                  std::tuple{"--transformers-version", &args.transformers_version, &options.transformers_version}}) {
+    if (text->empty()) continue;
+    *slot = PackageVersion::Parse(*text);
+    if (!*slot) return UsageError(std::string(flag) + " \"" + *text + "\" is not a version (for example 2.6.0 or 2.6.0+cu124)");
+  }
   std::unique_ptr<ModelSpec> model;
   if (!args.model_path.empty()) {
     auto m = LoadModel(args.model_path);
@@ -113,6 +122,10 @@ Command AddValidateCommand(CLI::App& root) {
                   "and lets it build the optimizer), hf-trainer, accelerate or megatron-deepspeed; "
                   "decides the checks that depend on it (default: those are warnings)")
       ->check(CLI::IsMember({"deepspeed", "hf-trainer", "accelerate", "megatron-deepspeed"}));
+  app->add_option("--torch-version", args->torch_version,
+                  "torch the job runs with (e.g. 2.6.0+cu124): checks the AutoTP/AutoSP/ZenFlow guards");
+  app->add_option("--transformers-version", args->transformers_version,
+                  "transformers the job runs with: checks the AutoTP MoE and AutoEP preset guards");
   return Command{app, [args] { return RunValidate(*args); }};
 }
 

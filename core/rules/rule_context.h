@@ -11,6 +11,7 @@
 #include "core/config/config_view.h"
 #include "core/config/consumer.h"
 #include "core/config/deepspeed_version.h"
+#include "core/config/package_version.h"
 #include "core/config/parallel_config.h"
 #include "core/diag/diagnostic.h"
 #include "core/json/document.h"
@@ -28,6 +29,8 @@ struct ValidateOptions {
   const ModelSpec* model = nullptr;      // --model
   DeepSpeedVersion version = DeepSpeedVersion::Newest();
   Consumer consumer = Consumer::kUnspecified;  // --consumer: who reads the file and builds what
+  std::optional<PackageVersion> torch_version;         // --torch-version
+  std::optional<PackageVersion> transformers_version;  // --transformers-version
 };
 
 class RuleContext {

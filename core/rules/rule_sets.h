@@ -20,5 +20,6 @@ RuleSet TensorParallelRules();     // tensor_parallel_rules.cc (+ layer_specs_ru
 RuleSet ExpertParallelRules();     // expert_parallel_rules.cc (+ folding_rules.cc)
 RuleSet SequenceParallelRules();   // sequence_parallel_rules.cc
 RuleSet CheckpointingRules();      // activation_checkpointing_rules.cc
+RuleSet EnvironmentRules();        // environment_rules.cc (--torch-version, --transformers-version)
 
 }  // namespace dsp

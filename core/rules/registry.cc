@@ -11,7 +11,7 @@ const std::vector<RuleSet>& AllRuleSets() {
       JsonRules(),           BatchRules(),          ZeroRules(),
       PrecisionRules(),      PrecisionMixRules(),   DictSectionRules(),    GradientRules(),       OptimizerRules(),      SchedulerRules(),      CompileRules(),
       TensorParallelRules(), ExpertParallelRules(), SequenceParallelRules(),
-      CheckpointingRules(),  EnvironmentRules(),
+      CheckpointingRules(),  EnvironmentRules(),    ConsumerRules(),
   };
   return sets;
 }

@@ -21,5 +21,6 @@ RuleSet ExpertParallelRules();     // expert_parallel_rules.cc (+ folding_rules.
 RuleSet SequenceParallelRules();   // sequence_parallel_rules.cc
 RuleSet CheckpointingRules();      // activation_checkpointing_rules.cc
 RuleSet EnvironmentRules();        // environment_rules.cc (--torch-version, --transformers-version)
+RuleSet ConsumerRules();           // consumer_rules.cc (--consumer: "auto" filling, ignored sections)
 
 }  // namespace dsp

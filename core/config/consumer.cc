@@ -40,6 +40,10 @@ std::optional<bool> Holds(Condition condition, Consumer consumer) {
     // (megatron/initialize.py) passes num_checkpoints and every flag explicitly.
     case Condition::kCheckpointingReadsThisFile:
       return consumer == Consumer::kDeepSpeed;
+    // transformers fill_match and accelerate DeepSpeedPlugin.fill_match replace "auto" values and
+    // never add a missing key; Megatron-DeepSpeed passes the dict it loaded.
+    case Condition::kBatchKeysAsWritten:
+      return true;
     // HfDeepSpeedConfig (used by the Trainer and by Accelerate's DeepSpeedPlugin) and
     // Megatron-DeepSpeed's _create_ds_config_dict read the file with json.load and pass a dict.
     case Condition::kStrictJsonLoader:
@@ -58,6 +62,9 @@ std::string_view ConditionText(Condition condition) {
       return "when the script calls deepspeed.checkpointing.configure(mpu, deepspeed_config=...) without num_checkpoints";
     case Condition::kStrictJsonLoader:
       return "when the file is read with json.load (Hugging Face Trainer, Accelerate, Megatron-DeepSpeed)";
+    case Condition::kBatchKeysAsWritten:
+      return "when nothing adds the batch size before deepspeed.initialize (PyTorch Lightning's DeepSpeedStrategy and "
+             "DeepSpeed's autotuner do)";
   }
   return "";
 }
@@ -74,6 +81,8 @@ std::string_view WhyNot(Condition condition, Consumer consumer) {
                  : "the Hugging Face Trainer and Accelerate never call deepspeed.checkpointing.configure (the section is unused)";
     case Condition::kStrictJsonLoader:
       return "DeepSpeed reads the file itself, with hjson";
+    case Condition::kBatchKeysAsWritten:
+      return "the launcher adds the batch size";
   }
   return "";
 }

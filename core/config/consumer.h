@@ -28,6 +28,10 @@ enum class Condition {
   // The script calls deepspeed.checkpointing.configure(mpu, deepspeed_config=...) without
   // num_checkpoints, so number_checkpoints comes from this file.
   kCheckpointingReadsThisFile,
+  // The batch keys reach deepspeed.initialize as written: no launcher adds missing ones
+  // (PyTorch Lightning's DeepSpeedStrategy and DeepSpeed's autotuner do; the Trainer, Accelerate
+  // and Megatron-DeepSpeed only replace "auto").
+  kBatchKeysAsWritten,
   // The file is read with json.load before DeepSpeed sees it (no comments, no hjson, 2.0 stays a float).
   kStrictJsonLoader,
 };

@@ -76,7 +76,7 @@ void CheckBatch(RuleContext& ctx) {
     if (s->state == ValueState::kWrongType) return;
   }
   if (!b.present() && !m.present()) {
-    ctx.Report("batch-missing", "",
+    ctx.ReportIf(Condition::kBatchKeysAsWritten, "batch-missing", "",
                "neither train_batch_size nor train_micro_batch_size_per_gpu is set: DeepSpeed "
                "asserts \"Either train_batch_size or train_micro_batch_size_per_gpu needs to be "
                "provided\"",
@@ -195,7 +195,11 @@ RuleSet BatchRules() {
   set.rules = {
       {"batch-missing", Severity::kError, "batch", "no batch size given",
        "DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu; with only "
-       "gradient_accumulation_steps (or nothing) it asserts at start-up.",
+       "gradient_accumulation_steps (or nothing) _set_batch_related_parameters (runtime/config.py, "
+       "0.19.6) asserts at start-up. Some launchers add the batch size to the config they pass "
+       "(PyTorch Lightning's DeepSpeedStrategy sets train_micro_batch_size_per_gpu, DeepSpeed's "
+       "autotuner fills its templates), so without --consumer this is a warning; the Trainer, "
+       "Accelerate and Megatron-DeepSpeed only replace \"auto\" values and never add a missing key.",
        ""},
       {"batch-nonpositive", Severity::kError, "batch", "a batch value is, or is derived as, <= 0",
        "_batch_assertion checks train_batch_size, micro batch and accumulation steps in that "

@@ -57,6 +57,27 @@ TEST(CliTest, InvalidConfigExitsOne) {
   EXPECT_EQ(syntax.exit_code, 1) << syntax.output;
 }
 
+// The launcher decides whether a context-dependent finding fails the run (docs/validate.md).
+TEST(CliTest, ConsumerDecidesTheExitCode) {
+  std::filesystem::path dir = std::filesystem::path(DSP_SOURCE_DIR) / "build" / "test-tmp" /
+                              ("consumer-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string cfg = (dir / "megatron.json").string();
+  std::ofstream(cfg) << R"({"train_batch_size": 8, "gradient_clipping": 1.0,
+    "optimizer": {"type": "Adam", "params": {"lr": 0.0001, "max_grad_norm": 1.0}}})";
+  auto plain = RunCli("validate " + cfg);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("warning:"), std::string::npos);
+  EXPECT_NE(plain.output.find("pass --consumer"), std::string::npos) << plain.output;
+  EXPECT_EQ(RunCli("validate " + cfg + " --consumer megatron-deepspeed").exit_code, 0);
+  auto ds = RunCli("validate " + cfg + " --consumer deepspeed");
+  EXPECT_EQ(ds.exit_code, 1) << ds.output;
+  EXPECT_NE(ds.output.find("[optimizer-max-grad-norm]"), std::string::npos);
+  auto env = RunCli(std::string("validate --world-size 8 --torch-version 2.5.1 ") + kFolding);
+  EXPECT_EQ(env.exit_code, 0) << env.output;  // no torch guard applies to the folding sample
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliTest, UsageAndIoProblemsExitTwo) {
   EXPECT_EQ(RunCli("validate does/not/exist.json").exit_code, 2);
   EXPECT_EQ(RunCli("validate samples/configs").exit_code, 2);
@@ -67,6 +88,9 @@ TEST(CliTest, UsageAndIoProblemsExitTwo) {
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --set novalue").exit_code, 2);
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --model does/not/exist.json").exit_code, 2);
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --deepspeed-version banana").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --consumer lightning").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --torch-version banana").exit_code, 2);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --transformers-version 5.x").exit_code, 2);
   EXPECT_EQ(RunCli("validat x.json").exit_code, 2);
   EXPECT_NE(RunCli("validat x.json").output.find("did you mean 'validate'"), std::string::npos);
   EXPECT_EQ(RunCli("").exit_code, 2);

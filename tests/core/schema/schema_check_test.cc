@@ -156,6 +156,14 @@ TEST(SchemaCheckTest, PydanticRejectsWhatItCannotCoerce) {
   EXPECT_TRUE(sub_group_error) << testing::Dump(r);  // "-1" coerces to -1, below ge=0
 }
 
+TEST(SchemaCheckTest, LeafModuleNullIsAnEmptySection) {
+  // DeepSpeedZeroLeafModuleConfig's before-validator turns null into {} (runtime/zero/leaf_module_config.py).
+  auto r = testing::Validate(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "leaf_module": null}})");
+  EXPECT_EQ(testing::FindAt(r, "schema-type", "/zero_optimization/leaf_module"), nullptr) << testing::Dump(r);
+  auto bad = testing::Validate(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "leaf_module": "x"}})");
+  EXPECT_NE(testing::FindAt(bad, "schema-type", "/zero_optimization/leaf_module"), nullptr);
+}
+
 TEST(SchemaCheckTest, StrictIsBoundByDeepSpeedConfigModel) {
   // DeepSpeedConfigModel.__init__(self, strict=False, **data): "strict" never reaches pydantic.
   auto r = testing::Validate(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "strict": false}})");

@@ -273,6 +273,17 @@ void CheckDtype(RuleContext& ctx) {
              "the bf16/fp16 sections");
 }
 
+// TPTrainingConfig.tensor_parallel has the alias "tp" (populate_by_name): given both, pydantic reads
+// the alias and rejects the field name as an extra input.
+void CheckTpAlias(RuleContext& ctx) {
+  const std::string base = autotp::kSection;
+  if (ctx.view().Get(base + "/tp") == nullptr || ctx.view().Get(base + "/tensor_parallel") == nullptr) return;
+  ctx.ReportKey("tp-alias-and-name", base + "/tensor_parallel",
+                "tensor_parallel gives both tensor_parallel and its alias tp: pydantic takes tp and rejects "
+                "tensor_parallel as an extra input (\"Extra inputs are not permitted\"), so DeepSpeed refuses to start",
+                "keep one spelling: remove tensor_parallel.tensor_parallel or tensor_parallel.tp");
+}
+
 RuleSet TensorParallelRules() {
   RuleSet set;
   set.name = "tensor_parallel";
@@ -292,6 +303,12 @@ RuleSet TensorParallelRules() {
        "instance: every JSON value (\"bf16\", \"torch.bfloat16\", null) fails validation. \"auto\" "
        "passes because DeepSpeedConfigModel drops \"auto\" values before validating. (The inference "
        "config's dtype does convert strings; the training one does not.)",
+       ""},
+      {"tp-alias-and-name", Severity::kError, "tensor_parallel",
+       "tensor_parallel.tp and tensor_parallel.tensor_parallel both given",
+       "TPTrainingConfig (runtime/tensor_parallel/config.py, 0.19.6) declares tensor_parallel with "
+       "the alias tp and populate_by_name: given both, pydantic reads the alias and reports the "
+       "field name as an extra input, which extra=\"forbid\" rejects.",
        ""},
       {"tp-size-mismatch", Severity::kError, "tensor_parallel",
        "tensor_parallel.tp.tp_size is neither 1 nor autotp_size",
@@ -362,6 +379,7 @@ RuleSet TensorParallelRules() {
     if (!ctx.view().Get(autotp::kSection)) return;
     CheckSizes(ctx);
     CheckDtype(ctx);
+    CheckTpAlias(ctx);
     CheckPresetsAndSettings(ctx);
     CheckModel(ctx);
     auto specs = autotp::CheckLayerSpecs(ctx);

@@ -114,6 +114,12 @@ TEST(SchedulerRulesTest, ConstructorChecks) {
                  "scheduler-param-value");
 }
 
+TEST(SchedulerRulesTest, ParamsWithoutTypeAreIgnored) {
+  auto r = Validate(R"({"train_batch_size": 8, "scheduler": {"params": {"warmup_num_steps": 0}}})", kDs);
+  EXPECT_DIAG(r, "scheduler-params-without-type", "/scheduler/params");
+  EXPECT_NO_DIAG(r, "scheduler-param-value");  // never read
+}
+
 TEST(SchedulerRulesTest, TorchSchedulersNeedAnUnwrappedOptimizer) {
   const std::string cfg = Config(R"({"type": "StepLR", "params": {"step_size": 10}})", R"(, "zero_optimization": {"stage": 2})");
   EXPECT_DIAG(Validate(cfg, kDs), "scheduler-torch-wrapped-optimizer", "/scheduler/type");

@@ -312,6 +312,15 @@ TEST(TensorParallelRulesTest, InvalidAndPythonOnlyPatterns) {
 namespace dsp {
 namespace {
 
+TEST(TensorParallelRulesTest, AliasAndNameTogetherAreRejected) {
+  EXPECT_DIAG(testing::Validate(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "tp": {"tp_size": 2},
+                                    "tensor_parallel": {"tp_size": 2}}})", testing::World(8)),
+              "tp-alias-and-name", "/tensor_parallel/tensor_parallel");
+  EXPECT_NO_DIAG(testing::Validate(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "tp": {"tp_size": 2}}})",
+                                   testing::World(8)),
+                 "tp-alias-and-name");
+}
+
 TEST(TensorParallelRulesTest, DtypeIsNotSettableFromJson) {
   for (const char* v : {R"("bf16")", R"("torch.bfloat16")", "null", "16"}) {
     auto r = testing::Validate(std::string(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "dtype": )") + v + "}}",

@@ -381,8 +381,21 @@ class HjsonParser {
 
   // mlscanstring: '''...''' with the indentation of the opening line removed from each line.
   size_t ScanMultiline(size_t at, std::string* out) {
+    // decoder.py walks back from the ''' to the previous line break. Python's negative indexing
+    // wraps a walk past the start of the text around to its end, and with no line break at all it
+    // raises IndexError.
     size_t indent = 0;
-    while (at >= indent + 1 && s_[at - indent - 1] != '\n') ++indent;
+    size_t before = at == 0 ? std::string::npos : s_.rfind('\n', at - 1);
+    if (before != std::string::npos) {
+      indent = at - before - 1;
+    } else {
+      size_t last = s_.rfind('\n');
+      if (last == std::string::npos) {
+        throw SyntaxError{at, "a ''' string in a file without a line break: hjson fails on it (IndexError)",
+                          "put the string on its own line, or use a quoted string"};
+      }
+      indent = s_.size() + at - 1 - last;
+    }
     size_t end = SkipIndent(at + 3, SIZE_MAX);
     if (At(end) == '\n') end = SkipIndent(end + 1, indent);
     int triple = 0;

@@ -213,7 +213,7 @@ void Check(RuleContext& ctx) {
   if (type == nullptr || type->is_null()) {
     // config.py get_optimizer_params returns None without a type: the params are never read.
     if (params != nullptr) {
-      ctx.Report("optimizer-params-without-type", "/optimizer/params",
+      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("optimizer-params-without-type", "/optimizer/params",
                  "optimizer.params without optimizer.type: DeepSpeed ignores the section (get_optimizer_params "
                  "returns None), so these settings do nothing",
                  "add \"type\" (for example \"AdamW\"), or remove the section if the script passes its own optimizer");

@@ -6,6 +6,7 @@
 // constructors' own checks apply (lr_schedules.py: warmup_num_steps a positive int since 0.19.3,
 // step sizes since 0.19.4). Only when DeepSpeed builds the scheduler from this section.
 #include <cmath>
+#include <cstdlib>
 
 #include "core/rules/ds_semantics.h"
 #include "core/rules/rule_sets.h"
@@ -130,7 +131,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
                        " raises TypeError (unhashable type) when it tests `warmup_type not in {'log', 'linear'}`",
                    "use \"log\" or \"linear\"");
     } else if (!(t == "log" || t == "linear" || (t.is_string() && t == "auto"))) {
-      ctx.Report("scheduler-warmup-type-fallback", At("warmup_type"),
+      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-warmup-type-fallback", At("warmup_type"),
                  "warmup_type is " + ShowValue(t) + ": " + name + " logs \"Using unknown warmup_type\" and uses "
                  "\"log\" (the names are case-sensitive)",
                  "use \"log\" or \"linear\"");
@@ -147,7 +148,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
       const Json* w = params.contains("warmup_num_steps") ? &params["warmup_num_steps"] : nullptr;
       double warmup = w != nullptr && w->is_number() ? std::max(2.0, w->get<double>()) : 1000.0;
       if (t.get<double>() < warmup) {
-        ctx.Report("scheduler-total-below-warmup", At("total_num_steps"),
+        if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-total-below-warmup", At("total_num_steps"),
                    "total_num_steps (" + t.dump() + ") is below the warmup (" + std::to_string(static_cast<long long>(warmup)) +
                        " steps" + (w == nullptr ? ", the default" : "") + "): " + name +
                        " only logs a warning, and the run never leaves warmup",
@@ -165,8 +166,25 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
       auto size = [&](const char* key, bool allow_zero) {
         if (!params.contains(key) || params[key].is_null()) return;
         const Json& v = params[key];
-        if (!v.is_number() && !v.is_boolean()) return;
-        double d = AsDouble(v);
+        double d = 0;
+        if (v.is_string()) {
+          // float(str): numeric strings pass, anything else is ValueError (could not convert).
+          const std::string& text = v.get_ref<const std::string&>();
+          char* end = nullptr;
+          d = std::strtod(text.c_str(), &end);
+          while (end != nullptr && (*end == ' ' || *end == '\t')) ++end;
+          if (text.empty() || end == text.c_str() || *end != '\0') {
+            ctx.ReportIf(kBuilt, "scheduler-param-value", At(key),
+                         std::string(key) + " is " + ShowValue(v) + ": OneCycle calls float() on it and raises "
+                         "ValueError (could not convert string to float)",
+                         "use a number of steps");
+            return;
+          }
+        } else if (v.is_number() || v.is_boolean()) {
+          d = AsDouble(v);
+        } else {
+          return;
+        }
         if (allow_zero ? d < 0 : d <= 0) {
           ctx.ReportIf(kBuilt, "scheduler-param-value", At(key),
                        std::string(key) + " is " + ShowValue(v) + ": OneCycle raises ValueError(\"" + key +
@@ -212,7 +230,7 @@ void Check(RuleContext& ctx) {
   const Json* params = v.Get("/scheduler/params");
   if (type == nullptr || type->is_null()) {
     if (params != nullptr) {
-      ctx.Report("scheduler-params-without-type", "/scheduler/params",
+      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-params-without-type", "/scheduler/params",
                  "scheduler.params without scheduler.type: DeepSpeed ignores the section (get_scheduler_params returns None)",
                  "add \"type\" (for example \"WarmupLR\"), or remove the section");
     }
@@ -249,13 +267,21 @@ void Check(RuleContext& ctx) {
   // torch.optim.Optimizer: LRScheduler.__init__ raises TypeError (deepspeedai/DeepSpeed#6992).
   if (!cls->deepspeed) {
     std::optional<int64_t> stage = EffectiveZeroStage(ctx);
-    std::string wrapper = stage && *stage >= 1 ? (*stage == 3 ? "DeepSpeedZeroOptimizer_Stage3" : "DeepSpeedZeroOptimizer")
-                          : Fp16Enabled(v)   ? "FP16_Optimizer"
-                          : Bf16Enabled(v)   ? "BF16_Optimizer"
-                                             : "";
+    // engine.py _do_optimizer_sanity_check: ZeRO-1 with bf16 and fp32 accumulation (no cpu offload)
+    // runs BF16_Optimizer; without ZeRO, fp16 and bf16 both use FP16_Optimizer or FP16_UnfusedOptimizer.
+    const Json* accum = v.Get("/data_types/grad_accum_dtype");
+    bool fp32_accum = accum != nullptr && accum->is_string() &&
+                      (*accum == "fp32" || *accum == "float32" || *accum == "float" || *accum == "torch.float32");
+    std::string wrapper = stage && *stage == 1 && Bf16Enabled(v) && fp32_accum && OffloadDevice(v, "offload_optimizer") != "cpu"
+                              ? "BF16_Optimizer"
+                          : stage && *stage >= 1 ? (*stage == 3 ? "DeepSpeedZeroOptimizer_Stage3" : "DeepSpeedZeroOptimizer")
+                          : ctx.options().pp > 1 && Bf16Enabled(v) ? "BF16_Optimizer"
+                          : Fp16Enabled(v) || Bf16Enabled(v)      ? "FP16_Optimizer"
+                                                                  : "";
     if (!wrapper.empty()) {
       ctx.ReportIf(kBuilt, "scheduler-torch-wrapped-optimizer", "/scheduler/type",
                    "torch.optim.lr_scheduler." + name + " from the config gets DeepSpeed's wrapped optimizer (" + wrapper +
+                       (wrapper == "FP16_Optimizer" ? " or FP16_UnfusedOptimizer" : "") +
                        "), and torch raises TypeError(\"" + wrapper + " is not an Optimizer\")",
                    "use one of DeepSpeed's schedulers (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, "
                    "LRRangeTest), or build the torch scheduler in the script and pass it as lr_scheduler=");

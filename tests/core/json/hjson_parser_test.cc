@@ -97,6 +97,12 @@ TEST(HjsonParserTest, SingleQuotesAndMultilineStrings) {
   EXPECT_EQ(p.doc.root["b"], "line one\nline two");
 }
 
+TEST(HjsonParserTest, MultilineStringNeedsALineBreakSomewhere) {
+  // mlscanstring's indentation walk runs off the text (IndexError) when there is no line break.
+  EXPECT_FALSE(Parse("{a: '''x''', b: 1}").ok);
+  EXPECT_TRUE(Parse("{\n  a: '''x'''\n}\n").ok);
+}
+
 TEST(HjsonParserTest, DuplicateKeysAreErrorsAtAnyDepth) {
   auto p = Parse("a: {x: 1\n x: 2}\n");
   ASSERT_TRUE(p.ok);

@@ -114,6 +114,32 @@ TEST(SchedulerRulesTest, ConstructorChecks) {
                  "scheduler-param-value");
 }
 
+TEST(SchedulerRulesTest, OneCycleStepSizesGoThroughFloat) {
+  auto cfg = [](const char* v) {
+    return Config(std::string(R"({"type": "OneCycle", "params": {"cycle_min_lr": 0.0001, "cycle_max_lr": 0.001, "cycle_first_step_size": )") + v + "}}");
+  };
+  EXPECT_NO_DIAG(Validate(cfg(R"("100")"), kDs), "scheduler-param-value");  // float("100")
+  EXPECT_DIAG(Validate(cfg(R"("abc")"), kDs), "scheduler-param-value", "/scheduler/params/cycle_first_step_size");
+  EXPECT_DIAG(Validate(cfg(R"("0")"), kDs), "scheduler-param-value", "/scheduler/params/cycle_first_step_size");
+}
+
+TEST(SchedulerRulesTest, WarningsFollowTheContextToo) {
+  const std::string cfg = Config(R"({"type": "WarmupLR", "params": {"warmup_type": "Linear"}})");
+  EXPECT_DIAG(Validate(cfg), "scheduler-warmup-type-fallback", "/scheduler/params/warmup_type");
+  ValidateOptions megatron;
+  megatron.consumer = Consumer::kMegatronDeepSpeed;
+  EXPECT_NO_DIAG(Validate(cfg, megatron), "scheduler-warmup-type-fallback");
+}
+
+TEST(SchedulerRulesTest, WrappedOptimizerIsNamed) {
+  auto bf16 = Validate(Config(R"({"type": "StepLR", "params": {"step_size": 10}})", R"(, "bf16": {"enabled": true})"), kDs);
+  EXPECT_TRUE(MessageHas(bf16, "scheduler-torch-wrapped-optimizer", "FP16_Optimizer"));
+  auto z1 = Validate(Config(R"({"type": "StepLR", "params": {"step_size": 10}})",
+                            R"(, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}, "data_types": {"grad_accum_dtype": "fp32"})"),
+                     kDs);
+  EXPECT_TRUE(MessageHas(z1, "scheduler-torch-wrapped-optimizer", "BF16_Optimizer"));
+}
+
 TEST(SchedulerRulesTest, ParamsWithoutTypeAreIgnored) {
   auto r = Validate(R"({"train_batch_size": 8, "scheduler": {"params": {"warmup_num_steps": 0}}})", kDs);
   EXPECT_DIAG(r, "scheduler-params-without-type", "/scheduler/params");

@@ -32,11 +32,33 @@ struct ExtensionUse {
   std::string detail;  // the key or value as written, for the message
 };
 
-// Python's str.strip() on the ASCII whitespace a config line can hold.
+// Python's str.strip(): ASCII whitespace (and \x1c-\x1f) plus the Unicode spaces str.isspace()
+// knows (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+size_t SpaceAtFront(std::string_view s) {
+  if (s.empty()) return 0;
+  unsigned char c = static_cast<unsigned char>(s[0]);
+  if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+  if (s.size() >= 2 && c == 0xC2 && (static_cast<unsigned char>(s[1]) == 0x85 || static_cast<unsigned char>(s[1]) == 0xA0)) return 2;
+  if (s.size() >= 3) {
+    unsigned char c1 = static_cast<unsigned char>(s[1]), c2 = static_cast<unsigned char>(s[2]);
+    if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3;                                       // U+1680
+    if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF)) return 3;  // U+2000-200A, 2028, 2029, 202F
+    if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3;                                       // U+205F
+    if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3;                                       // U+3000
+  }
+  return 0;
+}
+
+size_t SpaceAtBack(std::string_view s) {
+  for (size_t n : {size_t{1}, size_t{2}, size_t{3}}) {
+    if (s.size() >= n && SpaceAtFront(s.substr(s.size() - n)) == n) return n;
+  }
+  return 0;
+}
+
 std::string_view Strip(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  while (size_t n = SpaceAtFront(s)) s.remove_prefix(n);
+  while (size_t n = SpaceAtBack(s)) s.remove_suffix(n);
   return s;
 }
 

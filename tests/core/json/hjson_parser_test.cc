@@ -67,6 +67,14 @@ TEST(HjsonParserTest, QuotelessValueRunsToTheEndOfTheLine) {
   EXPECT_NE(h->message.find("\"global_batch_size,\""), std::string::npos) << h->message;
 }
 
+TEST(HjsonParserTest, QuotelessValuesAreStrippedAsPythonStrips) {
+  // str.strip() also removes Unicode spaces such as U+00A0 (no-break space) and U+3000.
+  auto p = Parse("{\n  \"a\": cpu\xC2\xA0\n  \"b\": \xE3\x80\x80nvme \n}\n");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.doc.root["a"], "cpu");
+  EXPECT_EQ(p.doc.root["b"], "nvme");
+}
+
 TEST(HjsonParserTest, UnquotedKeysOptionalCommasAndNoRootBraces) {
   auto p = Parse("// a config without braces\ntrain_batch_size: 16\nzero_optimization: {\n  stage: 3\n  overlap_comm: true\n}\n");
   ASSERT_TRUE(p.ok) << (p.diagnostics.empty() ? "" : p.diagnostics.back().message);

@@ -214,6 +214,8 @@ std::string CleanParseMessage(const std::string& what) {
   return msg;
 }
 
+}  // namespace
+
 Diagnostic MakeDiag(const SourceText& src, std::string id, Severity sev, size_t offset,
                     std::string message, std::string hint) {
   Diagnostic d;
@@ -224,8 +226,6 @@ Diagnostic MakeDiag(const SourceText& src, std::string id, Severity sev, size_t 
   d.loc = src.LocAt(offset);
   return d;
 }
-
-}  // namespace
 
 SourceLoc JsonDocument::LocateValue(const std::string& pointer) const {
   std::string p = pointer;

@@ -47,6 +47,10 @@ struct ParsedJson {
   bool ok = false;                      // false when the text is not JSON even leniently
 };
 
+// A parser finding (json-* rules) at a byte offset of `src`; both parsers build theirs with it.
+Diagnostic MakeDiag(const SourceText& src, std::string id, Severity sev, size_t offset,
+                    std::string message, std::string hint);
+
 // Parses like DeepSpeed's loader (comments and trailing commas accepted, duplicate keys rejected)
 // and reports what a strict loader (Hugging Face Trainer, Accelerate, json.load) would reject.
 ParsedJson ParseJsonLenient(std::string path, std::string text, const ParseOptions& options = {});

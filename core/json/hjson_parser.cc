@@ -572,17 +572,6 @@ class HjsonParser {
   std::map<Extension, std::vector<ExtensionUse>> extensions_;
 };
 
-Diagnostic MakeDiag(const SourceText& src, std::string id, Severity sev, size_t offset,
-                    std::string message, std::string hint) {
-  Diagnostic d;
-  d.rule_id = std::move(id);
-  d.severity = sev;
-  d.message = std::move(message);
-  d.hint = std::move(hint);
-  d.loc = src.LocAt(offset);
-  return d;
-}
-
 std::string AndMore(size_t n) { return n > 1 ? " (and " + std::to_string(n - 1) + " more)" : std::string(); }
 
 // One warning for the hjson-only syntax, at its first use, naming each kind with an example.

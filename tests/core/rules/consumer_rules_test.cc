@@ -13,11 +13,7 @@ using testing::FindAt;
 using testing::MessageHas;
 using testing::Validate;
 
-ValidateOptions As(Consumer c) {
-  ValidateOptions o;
-  o.consumer = c;
-  return o;
-}
+using testing::As;
 
 const char* kHfConfig = R"({
   "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto", "train_batch_size": "auto",

@@ -13,11 +13,7 @@ using testing::Find;
 using testing::MessageHas;
 using testing::Validate;
 
-ValidateOptions As(Consumer c) {
-  ValidateOptions o;
-  o.consumer = c;
-  return o;
-}
+using testing::As;
 const ValidateOptions kDs = As(Consumer::kDeepSpeed);
 
 std::string Config(const std::string& optimizer, const std::string& extra = "") {

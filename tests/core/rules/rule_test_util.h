@@ -35,6 +35,14 @@ inline ValidateOptions Version(const char* v) {
   return o;
 }
 
+// Options for a launch context (--consumer), optionally at a DeepSpeed release ("0.19.2").
+inline ValidateOptions As(Consumer c, const char* version = nullptr) {
+  ValidateOptions o;
+  o.consumer = c;
+  if (version != nullptr) o.version = DeepSpeedVersion::Parse(version).value();
+  return o;
+}
+
 // The finding `id` at `pointer`, or nullptr.
 inline const Diagnostic* FindAt(const FileReport& r, const std::string& id, const std::string& pointer) {
   for (const auto& d : r.diagnostics) {

@@ -13,12 +13,7 @@ using testing::Find;
 using testing::MessageHas;
 using testing::Validate;
 
-ValidateOptions As(Consumer c, const char* version = nullptr) {
-  ValidateOptions o;
-  o.consumer = c;
-  if (version != nullptr) o.version = DeepSpeedVersion::Parse(version).value();
-  return o;
-}
+using testing::As;
 const ValidateOptions kDs = As(Consumer::kDeepSpeed);
 
 std::string Config(const std::string& scheduler, const std::string& extra = "") {

@@ -34,6 +34,14 @@ int ShardDivisor(ParamFamily family, const ParallelSizes& s, bool vocab_parallel
     case ParamFamily::kNorm:
     case ParamFamily::kRouter:
       return 1;
+    // MLA's down projections are the deepseek_v2 preset's skip rows (q_a_proj,
+    // kv_a_proj_with_mqa; their norms are never Linear): replicated over TP.
+    case ParamFamily::kLatentProj:
+      return 1;
+    // No AutoTP preset or layer_specs pattern names Gated DeltaNet's projections, and AutoTP
+    // leaves a model's unmatched linears whole: replicated over TP.
+    case ParamFamily::kLinearAttention:
+      return 1;
     case ParamFamily::kRoutedExperts:
       return s.expert_parallel ? s.ep * s.etp : tp;
     case ParamFamily::kSharedExperts:

@@ -189,6 +189,7 @@ Result<std::vector<MeasuredRun>> ParseMeasuredRuns(const std::string& tsv) {
 ModelSpec RunModel(const MeasuredRun& run) {
   ModelSpec m;
   m.model_type = run.model_type;
+  m.family = run.model_type == "gpt2" ? ModelFamily::kGpt2 : ModelFamily::kBloom;
   m.hidden_size = run.hidden;
   m.num_hidden_layers = run.layers;
   m.num_attention_heads = m.num_key_value_heads = run.heads;

@@ -20,9 +20,12 @@ ParamCounts SumTensors(const ModelSpec& spec) {
     sum.by_family[t.family] += t.numel();
     sum.total += t.numel();
     sum.largest_tensor = std::max(sum.largest_tensor, t.numel());
-    // Routed experts a token skips: all but top-k of each MoE layer's experts.
-    if (t.family != ParamFamily::kRoutedExperts || t.expert < spec.num_experts_per_tok) {
+    // Routed experts a token skips: all but top-k of each MoE layer's experts (a fused [E, ...]
+    // tensor contributes k / E of itself).
+    if (t.family != ParamFamily::kRoutedExperts || (t.expert >= 0 && t.expert < spec.num_experts_per_tok)) {
       sum.active_per_token += t.numel();
+    } else if (t.expert < 0) {
+      sum.active_per_token += t.numel() / spec.num_experts * spec.num_experts_per_tok;
     }
   }
   return sum;

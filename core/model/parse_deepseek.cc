@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// deepseek_v2 and deepseek_v3 (transformers configuration_deepseek_v2/v3.py and the published
+// config.json files): multi-head latent attention and DeepSeekMoE (routed experts, one shared MLP
+// of n_shared_experts x moe_intermediate_size, the first first_k_dense_replace layers dense).
+#include <string>
+#include <utility>
+
+#include "core/model/config_reader.h"
+
+namespace dsp::model_internal {
+
+Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
+  s.family = ModelFamily::kDeepSeek;
+  const bool v3 = s.model_type == "deepseek_v3";
+  bool head_dim_given = false;
+  Status core = ReadDecoderCore(s, r, 0, v3 ? 4096 : 2048, false, &head_dim_given);
+  if (!core.ok()) return core.error();
+  DSP_ASSIGN_OR_RETURN(s.attention_bias, r.BoolOr("attention_bias", false));
+  // MLA: q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite).
+  DSP_ASSIGN_OR_RETURN(s.q_lora_rank, r.IntOr("q_lora_rank", 0, 1, kMaxDim));
+  DSP_ASSIGN_OR_RETURN(s.kv_lora_rank, r.RequiredInt("kv_lora_rank", 1, kMaxDim));
+  DSP_ASSIGN_OR_RETURN(s.qk_nope_head_dim, r.RequiredInt("qk_nope_head_dim", 0, kMaxDim));
+  DSP_ASSIGN_OR_RETURN(s.qk_rope_head_dim, r.RequiredInt("qk_rope_head_dim", 1, kMaxDim));
+  DSP_ASSIGN_OR_RETURN(s.v_head_dim, r.RequiredInt("v_head_dim", 1, kMaxDim));
+  // head_dim in these configs is the rotary width; the attention kernels use qk_head_dim().
+  s.head_dim = s.qk_head_dim();
+  DSP_ASSIGN_OR_RETURN(s.intermediate_size, r.RequiredInt("intermediate_size", 1, kMaxDim));
+
+  // n_routed_experts null: a dense model (DeepseekV2Config's default).
+  std::optional<int64_t> routed;
+  DSP_ASSIGN_OR_RETURN(routed, r.Int("n_routed_experts", 1, kMaxCount));
+  if (routed) {
+    s.num_experts = *routed;
+    DSP_ASSIGN_OR_RETURN(s.num_experts_per_tok, r.RequiredInt("num_experts_per_tok", 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.moe_intermediate_size, r.RequiredInt("moe_intermediate_size", 1, kMaxDim));
+    int64_t shared = 0;
+    DSP_ASSIGN_OR_RETURN(shared, r.IntOr("n_shared_experts", 0, 0, kMaxCount));
+    s.shared_expert_intermediate_size = shared * s.moe_intermediate_size;
+    // Layer i is MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0
+    // (DeepseekV2DecoderLayer / DeepseekV3DecoderLayer).
+    s.sparse_step_from_zero = true;
+    DSP_ASSIGN_OR_RETURN(s.first_dense_layers, r.IntOr("first_k_dense_replace", 0, 0, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.decoder_sparse_step, r.IntOr("moe_layer_freq", 1, 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", v3));
+    // V3's noaux_tc routing adds a per-expert correction bias to the gate (DeepseekV3TopkRouter).
+    std::string topk_method = v3 ? "noaux_tc" : "greedy";
+    if (const Json* m = r.Find("topk_method"); m != nullptr && m->is_string()) {
+      topk_method = m->get<std::string>();
+    }
+    s.router_score_bias = topk_method == "noaux_tc";
+  }
+  // The MTP module(s) ship in the V3 checkpoint as layers num_hidden_layers.. and are dropped on
+  // load (DeepseekV3PreTrainedModel._keys_to_ignore_on_load_unexpected).
+  DSP_ASSIGN_OR_RETURN(s.mtp_layers, r.IntOr("num_nextn_predict_layers", 0, 0, 16));
+  if (s.mtp_layers > 0) {
+    s.left_out.push_back(std::to_string(s.mtp_layers) +
+                         " multi-token-prediction layer(s) of the checkpoint (not trained by "
+                         "transformers; counted apart)");
+  }
+  Status status = ValidateSpec(s, r, true);
+  if (!status.ok()) return status.error();
+  return s;
+}
+
+}  // namespace dsp::model_internal

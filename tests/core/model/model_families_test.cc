@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every model family ParseHfConfig reads, loaded from the published config.json (samples/models,
+// sources in samples/models/SOURCES.tsv) and counted against the published parameter totals. The
+// arithmetic behind each expected figure is in the comment next to it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "core/model/model_spec.h"
+#include "tests/core/model/model_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::ParsePresetOrDie;
+
+std::map<std::string, ParamTensor> ByName(const ModelSpec& spec) {
+  std::map<std::string, ParamTensor> out;
+  for (ParamTensor& t : ParameterTensors(spec)) out.emplace(t.name, std::move(t));
+  return out;
+}
+
+int64_t NonEmbedding(const ParamCounts& c) {
+  return c.total - c.by_family.at(ParamFamily::kEmbedding) - c.by_family.at(ParamFamily::kLmHead);
+}
+
+// |value - published| within half the published figure's last digit (`unit`).
+void ExpectRoundsTo(int64_t value, double published, double unit) {
+  EXPECT_LE(std::abs(static_cast<double>(value) - published), unit / 2)
+      << value << " does not round to " << published;
+}
+
+TEST(ModelFamiliesTest, DeepSeekV3Has671BAnd37BActivated) {
+  ModelSpec m = ParsePresetOrDie("deepseek-v3.json");
+  EXPECT_EQ(m.family, ModelFamily::kDeepSeek);
+  EXPECT_TRUE(m.mla());
+  EXPECT_EQ(m.qk_head_dim(), 192);
+  EXPECT_EQ(m.NumMoeLayers(), 58);  // first_k_dense_replace 3
+  const ParamCounts c = CountParameters(m);
+  // 61 x MLA 187,107,328 + 3 dense MLPs x 396,361,728 + 58 MoE layers x (256 experts x
+  // 44,040,192 + shared 44,040,192 + gate 1,835,008 + correction bias 256) + norms + 2 x
+  // 129280 x 7168: "671B total parameters, of which 37B are activated" (DeepSeek-V3 Technical
+  // Report, arXiv 2412.19437, abstract; "activated" leaves out the input embedding).
+  EXPECT_EQ(c.total, 671'026'419'200);
+  ExpectRoundsTo(c.total, 671e9, 1e9);
+  ExpectRoundsTo(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding), 37e9, 1e9);
+  // The checkpoint adds one MTP module (a MoE layer, enorm, hnorm, eh_proj, shared_head and its
+  // own embed_tokens): 13,463,426,304, and "685B ... includes 671B of the Main Model weights and
+  // 14B of the Multi-Token Prediction (MTP) Module weights" (DeepSeek-V3 README).
+  EXPECT_EQ(c.mtp, 13'463'426'304);
+  ExpectRoundsTo(c.total + c.mtp, 685e9, 2e9);
+  ASSERT_FALSE(m.left_out.empty());
+  auto t = ByName(m);
+  EXPECT_EQ(t.at("model.layers.0.self_attn.q_a_proj.weight").shape,
+            (std::vector<int64_t>{1536, 7168}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.q_a_proj.weight").family, ParamFamily::kLatentProj);
+  EXPECT_EQ(t.at("model.layers.0.self_attn.q_b_proj.weight").shape,
+            (std::vector<int64_t>{128 * 192, 1536}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.kv_a_proj_with_mqa.weight").shape,
+            (std::vector<int64_t>{576, 7168}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.kv_b_proj.weight").shape,
+            (std::vector<int64_t>{128 * 256, 512}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.o_proj.weight").shape,
+            (std::vector<int64_t>{7168, 128 * 128}));
+  EXPECT_EQ(t.count("model.layers.2.mlp.gate.weight"), 0u);  // dense
+  EXPECT_EQ(t.at("model.layers.3.mlp.gate.e_score_correction_bias").shape,
+            (std::vector<int64_t>{256}));
+  EXPECT_EQ(t.at("model.layers.60.mlp.experts.255.down_proj.weight").shape,
+            (std::vector<int64_t>{7168, 2048}));
+  EXPECT_EQ(t.at("model.layers.3.mlp.shared_experts.up_proj.weight").family,
+            ParamFamily::kSharedExperts);
+  EXPECT_EQ(t.count("model.layers.61.self_attn.q_a_proj.weight"), 0u);  // MTP is not trained
+}
+
+TEST(ModelFamiliesTest, DeepSeekV2LiteHas15_7BAnd2_4BActivated) {
+  ModelSpec m = ParsePresetOrDie("deepseek-v2-lite.json");
+  const ParamCounts c = CountParameters(m);
+  // q_lora_rank null: a plain q_proj [16 x 192, 2048]; 1 dense layer, 26 MoE layers of 64
+  // experts (6 routed per token) and 2 shared: "15.7B total parameters, 2.4B activated"
+  // (DeepSeek-V2 paper, arXiv 2405.04434, Appendix B).
+  EXPECT_EQ(c.total, 15'706'484'224);
+  ExpectRoundsTo(c.total, 15.7e9, 0.1e9);
+  ExpectRoundsTo(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding), 2.4e9, 0.2e9);
+  auto t = ByName(m);
+  EXPECT_EQ(t.at("model.layers.0.self_attn.q_proj.weight").shape,
+            (std::vector<int64_t>{16 * 192, 2048}));
+  EXPECT_EQ(t.count("model.layers.0.self_attn.q_a_proj.weight"), 0u);
+  EXPECT_EQ(t.count("model.layers.1.mlp.gate.e_score_correction_bias"), 0u);  // V2 routing
+  EXPECT_EQ(t.at("model.layers.1.mlp.shared_experts.gate_proj.weight").shape,
+            (std::vector<int64_t>{2 * 1408, 2048}));
+}
+
+TEST(ModelFamiliesTest, GptOssMatchesTheModelCard) {
+  // gpt-oss model card (arXiv 2508.10925) Table 1, per component: 120b: MLP 114.71B, attention
+  // 0.96B, embed + unembed 1.16B, active 5.13B, total 116.83B; 20b: 19.12B, 0.64B, 1.16B, 3.61B,
+  // 20.91B. "Active" there leaves out the input embedding.
+  struct Row {
+    const char* file;
+    double mlp, attention, embed, active, total;
+  } rows[] = {{"gpt-oss-120b.json", 114.71e9, 0.96e9, 1.16e9, 5.13e9, 116.83e9},
+              {"gpt-oss-20b.json", 19.12e9, 0.64e9, 1.16e9, 3.61e9, 20.91e9}};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.file);
+    ModelSpec m = ParsePresetOrDie(row.file);
+    EXPECT_EQ(m.family, ModelFamily::kGptOss);
+    const ParamCounts c = CountParameters(m);
+    const auto& f = c.by_family;
+    ExpectRoundsTo(f.at(ParamFamily::kRouter) + f.at(ParamFamily::kRoutedExperts), row.mlp, 0.01e9);
+    ExpectRoundsTo(f.at(ParamFamily::kAttention), row.attention, 0.01e9);
+    ExpectRoundsTo(f.at(ParamFamily::kEmbedding) + f.at(ParamFamily::kLmHead), row.embed, 0.01e9);
+    ExpectRoundsTo(c.active_per_token - f.at(ParamFamily::kEmbedding), row.active, 0.01e9);
+    ExpectRoundsTo(c.total, row.total, 0.01e9);
+  }
+  auto t = ByName(ParsePresetOrDie("gpt-oss-20b.json"));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.sinks").shape, (std::vector<int64_t>{64}));
+  EXPECT_EQ(t.at("model.layers.0.mlp.router.bias").shape, (std::vector<int64_t>{32}));
+  const ParamTensor& gate_up = t.at("model.layers.23.mlp.experts.gate_up_proj");
+  EXPECT_EQ(gate_up.shape, (std::vector<int64_t>{32, 2880, 5760}));
+  EXPECT_EQ(gate_up.expert, -1);
+  EXPECT_EQ(t.at("model.layers.23.mlp.experts.down_proj_bias").shape,
+            (std::vector<int64_t>{32, 2880}));
+  ModelSpec m = ParsePresetOrDie("gpt-oss-20b.json");
+  EXPECT_EQ(m.LayerAttention(0), AttentionKind::kSliding);
+  EXPECT_EQ(m.LayerAttention(1), AttentionKind::kFull);
+  EXPECT_EQ(m.sliding_window, 128);
+}
+
+TEST(ModelFamiliesTest, Llama4TextModels) {
+  // Llama 4 model card: Scout 17B active / 109B total, Maverick 17B active / 400B total; both
+  // totals include the vision encoder, which the plan leaves out (and says so).
+  ModelSpec scout = ParsePresetOrDie("llama-4-scout-17b-16e.json");
+  EXPECT_EQ(scout.family, ModelFamily::kLlama4);
+  EXPECT_EQ(scout.name_prefix, "language_model.model.");
+  EXPECT_FALSE(scout.left_out.empty());
+  const ParamCounts s = CountParameters(scout);
+  // 48 MoE layers x (attention 62,914,560 + router 81,920 + 16 experts x 125,829,120 + shared
+  // 125,829,120 + norms 10,240) + 2 x 202048 x 5120 + 5120.
+  EXPECT_EQ(s.total, 107'769'861'120);
+  EXPECT_LT(s.total, 109e9);
+  ExpectRoundsTo(s.active_per_token, 17e9, 1e9);
+  ModelSpec maverick = ParsePresetOrDie("llama-4-maverick-17b-128e.json");
+  EXPECT_EQ(maverick.NumMoeLayers(), 24);  // interleave_moe_layer_step 2: layers 1, 3, ..., 47
+  const ParamCounts v = CountParameters(maverick);
+  ExpectRoundsTo(v.total, 400e9, 2e9);
+  ExpectRoundsTo(v.active_per_token, 17e9, 1e9);
+  auto t = ByName(maverick);
+  EXPECT_EQ(t.at("language_model.model.layers.1.feed_forward.experts.gate_up_proj").shape,
+            (std::vector<int64_t>{128, 5120, 2 * 8192}));
+  EXPECT_EQ(t.at("language_model.model.layers.0.feed_forward.down_proj.weight").shape,
+            (std::vector<int64_t>{5120, 16384}));
+  EXPECT_EQ(t.at("language_model.model.layers.1.feed_forward.router.weight").family,
+            ParamFamily::kRouter);
+  EXPECT_EQ(t.count("language_model.lm_head.weight"), 1u);
+  EXPECT_EQ(scout.LayerAttention(0), AttentionKind::kChunked);
+  EXPECT_EQ(scout.LayerAttention(3), AttentionKind::kFull);  // every 4th layer is NoPE
+}
+
+TEST(ModelFamiliesTest, ClassicDecodersMatchTheirPapers) {
+  struct Row {
+    const char* file;
+    int64_t total;
+    const char* source;
+  } rows[] = {
+      {"phi-3-mini-4k.json", 3'821'079'552, "Phi-3 report (arXiv 2404.14219): 3.8B"},
+      {"gpt-neox-20b.json", 20'554'567'680, "GPT-NeoX-20B paper (arXiv 2204.06745) Table 1"},
+      {"pythia-160m.json", 162'322'944, "Pythia paper (arXiv 2304.01373) Table 1"},
+      {"falcon-7b.json", 6'921'720'704, "tiiuae/falcon-7b checkpoint"},
+      {"bloom-176b.json", 176'247'271'424, "BLOOM paper (arXiv 2211.05100): 176,247M"},
+      {"gemma-2-9b.json", 9'241'705'984, "google/gemma-2-9b checkpoint"},
+      {"gemma-3-1b.json", 999'885'952, "Gemma 3 report (arXiv 2503.19786) Table 1: 302M + 698M"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.file) + " (" + row.source + ")");
+    EXPECT_EQ(CountParameters(ParsePresetOrDie(row.file)).total, row.total);
+  }
+}
+
+TEST(ModelFamiliesTest, FusedWeightNamesAsTheCheckpointsHaveThem) {
+  auto phi3 = ByName(ParsePresetOrDie("phi-3-mini-4k.json"));
+  EXPECT_EQ(phi3.at("model.layers.0.self_attn.qkv_proj.weight").shape,
+            (std::vector<int64_t>{3 * 3072, 3072}));
+  EXPECT_EQ(phi3.at("model.layers.0.mlp.gate_up_proj.weight").shape,
+            (std::vector<int64_t>{2 * 8192, 3072}));
+  EXPECT_EQ(phi3.count("model.layers.0.self_attn.q_proj.weight"), 0u);
+  auto neox = ByName(ParsePresetOrDie("gpt-neox-20b.json"));
+  EXPECT_EQ(neox.at("gpt_neox.layers.43.attention.query_key_value.bias").shape,
+            (std::vector<int64_t>{3 * 6144}));
+  EXPECT_EQ(neox.at("embed_out.weight").family, ParamFamily::kLmHead);
+  auto falcon = ByName(ParsePresetOrDie("falcon-7b.json"));
+  // multi_query: 71 query heads and one shared key/value head of 64.
+  EXPECT_EQ(falcon.at("transformer.h.0.self_attention.query_key_value.weight").shape,
+            (std::vector<int64_t>{4544 + 2 * 64, 4544}));
+  EXPECT_EQ(falcon.count("transformer.h.0.post_attention_layernorm.weight"), 0u);  // parallel
+  EXPECT_EQ(falcon.count("lm_head.weight"), 0u);                                  // tied
+}
+
+TEST(ModelFamiliesTest, GemmaLayersAndNorms) {
+  ModelSpec g3 = ParsePresetOrDie("gemma-3-1b.json");
+  const ParamCounts c = CountParameters(g3);
+  // Gemma 3 report Table 1 (1B): embedding 302M, non-embedding 698M.
+  ExpectRoundsTo(c.by_family.at(ParamFamily::kEmbedding), 302e6, 1e6);
+  ExpectRoundsTo(NonEmbedding(c), 698e6, 1e6);
+  auto t = ByName(g3);
+  EXPECT_EQ(t.at("model.layers.0.self_attn.q_norm.weight").shape, (std::vector<int64_t>{256}));
+  EXPECT_EQ(t.count("model.layers.0.pre_feedforward_layernorm.weight"), 1u);
+  EXPECT_EQ(t.count("model.layers.0.post_feedforward_layernorm.weight"), 1u);
+  // sliding_window_pattern 6: five sliding layers, then a full one.
+  EXPECT_EQ(g3.LayerAttention(4), AttentionKind::kSliding);
+  EXPECT_EQ(g3.LayerAttention(5), AttentionKind::kFull);
+  ModelSpec g2 = ParsePresetOrDie("gemma-2-9b.json");
+  EXPECT_EQ(g2.LayerAttention(0), AttentionKind::kSliding);
+  EXPECT_EQ(g2.LayerAttention(1), AttentionKind::kFull);
+}
+
+TEST(ModelFamiliesTest, LayerKindsGroupIdenticalLayers) {
+  ModelSpec m = ParsePresetOrDie("deepseek-v3.json");
+  auto runs = m.LayerKinds(0, m.num_hidden_layers);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].representative, 0);
+  EXPECT_EQ(runs[0].count, 3);
+  EXPECT_EQ(runs[1].representative, 3);
+  EXPECT_EQ(runs[1].count, 58);
+  auto stage = m.LayerKinds(2, 10);
+  ASSERT_EQ(stage.size(), 2u);
+  EXPECT_EQ(stage[0].count, 1);
+  EXPECT_EQ(stage[1].count, 7);
+}
+
+TEST(ModelFamiliesTest, CountsEqualTheTensorListForEveryFamily) {
+  for (const char* file : testing::kFamilyPresets) {
+    SCOPED_TRACE(file);
+    ModelSpec spec = ParsePresetOrDie(file);
+    ParamCounts counted = CountParameters(spec);
+    std::map<ParamFamily, int64_t> summed;
+    for (ParamFamily f : kAllParamFamilies) summed[f] = 0;
+    int64_t largest = 0;
+    for (const ParamTensor& t : ParameterTensors(spec)) {
+      summed[t.family] += t.numel();
+      largest = std::max(largest, t.numel());
+    }
+    EXPECT_EQ(counted.by_family, summed);
+    EXPECT_EQ(counted.largest_tensor, largest);
+  }
+}
+
+TEST(ModelFamiliesTest, MissingFieldsAreNamed) {
+  Json config = testing::LoadModelPreset("deepseek-v3.json");
+  config.erase("kv_lora_rank");
+  auto r = ParseHfConfig(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'kv_lora_rank' is missing"), std::string::npos)
+      << r.error().message;
+  Json scout = testing::LoadModelPreset("llama-4-scout-17b-16e.json");
+  scout.erase("text_config");
+  r = ParseHfConfig(scout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'text_config' is missing"), std::string::npos);
+  Json gemma = testing::LoadModelPreset("gemma-2-9b.json");
+  gemma["layer_types"] = Json::array({"full_attention"});
+  r = ParseHfConfig(gemma);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'layer_types' has 1 entries"), std::string::npos);
+  Json unknown = {{"model_type", "mamba2"}, {"layer_types", Json::array()}};
+  r = ParseHfConfig(unknown);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not supported"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsp

@@ -181,13 +181,18 @@ struct Zero3Layer {
 };
 
 Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
-  ModelSpec one = *in.model;
-  one.num_hidden_layers = 1;
-  one.decoder_sparse_step = 1;
-  one.mlp_only_layers = moe ? std::vector<int64_t>{} : std::vector<int64_t>{0};
+  // The first layer of the kind stands for all of them (attention kinds differ little in module
+  // count: a linear-attention layer has as many projections as an attention one). A model whose
+  // every layer is MoE has no dense layer: its non-expert modules (attention, router, shared
+  // expert) are the dense gathers then.
+  const ModelSpec& m = *in.model;
+  int64_t layer = 0;
+  while (layer < m.num_hidden_layers && m.IsMoeLayer(layer) != moe) ++layer;
   std::vector<double> weights;
-  for (const ParamTensor& p : ParameterTensors(one)) {
-    if (p.layer != 0) continue;
+  const bool skip_experts = !moe && layer >= m.num_hidden_layers;
+  if (layer >= m.num_hidden_layers) layer = 0;
+  for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
+    if (skip_experts && p.family == ParamFamily::kRoutedExperts) continue;
     const double numel = static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes);
     if (numel < in.zero.param_persistence_threshold) continue;
     // AutoEP's routed experts are gathered over edp in their own call per expert weight.

@@ -41,6 +41,61 @@ OperatorCost GatedMlp(std::string_view name, double m, double h, double width, d
   return op;
 }
 
+// MLA (DeepseekV2/V3Attention): q through q_a -> q_a_layernorm -> q_b (or one q_proj), k/v from
+// kv_a_proj_with_mqa's kv_lora_rank latent plus the shared rotary key, expanded per head by
+// kv_b_proj. The down projections are replicated over TP (the deepseek_v2 preset skips them),
+// the per-head up projections split by heads.
+void LatentProjections(const ModelSpec& m, double tokens, const ShardShape& shard,
+                       std::vector<OperatorCost>& ops) {
+  const double bpe = shard.bytes_per_element, tp = shard.tp;
+  const double h = static_cast<double>(m.hidden_size);
+  const double heads = static_cast<double>(m.num_attention_heads);
+  const double qk = static_cast<double>(m.qk_head_dim());
+  const double q_rank = static_cast<double>(m.q_lora_rank);
+  const double kv_rank = static_cast<double>(m.kv_lora_rank);
+  if (m.q_lora_rank > 0) {
+    ops.push_back(Matmul("q_a_proj", tokens, h, q_rank, bpe));
+    ops.push_back(Memory("q_a_layernorm", 2.0 * tokens * q_rank * bpe));
+    ops.push_back(Matmul("q_b_proj", tokens, q_rank, heads * qk / tp, bpe));
+  } else {
+    ops.push_back(Matmul("q_proj", tokens, h, heads * qk / tp, bpe));
+  }
+  ops.push_back(Matmul("kv_a_proj", tokens, h, kv_rank + static_cast<double>(m.qk_rope_head_dim), bpe));
+  ops.push_back(Memory("kv_a_layernorm", 2.0 * tokens * kv_rank * bpe));
+  ops.push_back(Matmul("kv_b_proj", tokens, kv_rank,
+                       heads * static_cast<double>(m.qk_nope_head_dim + m.v_head_dim) / tp, bpe));
+}
+
+// Gated DeltaNet (Qwen3NextGatedDeltaNet, flash-linear-attention's chunked gated delta rule):
+// in_proj_qkvz and in_proj_ba, a depthwise causal conv over q/k/v, the chunked recurrence, a
+// gated RMSNorm and out_proj. The recurrence per value head and token, with chunks of C = 64:
+// intra-chunk QK^T and the WY transform 2C(2 d_k + d_v), the state's read, update and
+// correction 6 d_k d_v (FLA chunk_gated_delta_rule). Replicated over TP (no AutoTP pattern
+// covers these projections).
+void GatedDeltaNetOperators(const ModelSpec& m, double tokens, double outside,
+                            const ShardShape& shard, std::vector<OperatorCost>& ops) {
+  constexpr double kChunk = 64;
+  const double bpe = shard.bytes_per_element;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dk = static_cast<double>(m.linear_key_head_dim);
+  const double dv = static_cast<double>(m.linear_value_head_dim);
+  const double key = static_cast<double>(m.linear_num_key_heads) * dk;
+  const double vheads = static_cast<double>(m.linear_num_value_heads);
+  const double value = vheads * dv;
+  ops.push_back(Matmul("in_proj_qkvz", tokens, h, 2.0 * key + 2.0 * value, bpe));
+  ops.push_back(Matmul("in_proj_ba", tokens, h, 2.0 * vheads, bpe));
+  ops.push_back(Memory("conv1d", 2.0 * tokens * (2.0 * key + value) * bpe));
+  OperatorCost core{"linear_attention",
+                    tokens * vheads * (2.0 * kChunk * (2.0 * dk + dv) + 6.0 * dk * dv),
+                    tokens * (2.0 * key + 2.0 * value) * bpe};
+  core.kind = KernelKind::kAttention;
+  core.attention_core = true;
+  ops.push_back(core);
+  ops.push_back(Memory("gated_norm", 3.0 * tokens * value * bpe));
+  ops.push_back(Matmul("out_proj", tokens, value, h, bpe));
+  (void)outside;
+}
+
 }  // namespace
 
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,
@@ -63,56 +118,94 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   std::vector<OperatorCost> ops;
   ops.reserve(20);
   ops.push_back(Memory("input_norm", 2.0 * outside * h * bpe));
-  ops.push_back(Matmul("q_proj", tokens, h, heads * d / tp, bpe));
-  ops.push_back(Matmul("k_proj", tokens, h, kv_heads * d / tp, bpe));
-  ops.push_back(Matmul("v_proj", tokens, h, kv_heads * d / tp, bpe));
-  // Inside attention a rank holds the whole sequence for heads / (tp x sp) heads. Ulysses repeats
-  // K/V heads when sp exceeds them, so a rank never holds less than one.
-  const double q_heads_rank = heads / (tp * sp);
-  const double kv_heads_rank = std::max(kv_heads / (tp * sp), 1.0);
-  if (!model.gpt_style()) {
-    // Rotary embedding on q and k (llama family; GPT-2 has learned positions, BLOOM ALiBi).
-    ops.push_back(Memory("rotary", 2.0 * b * s * d * (q_heads_rank + kv_heads_rank) * bpe));
-  }
-  const double attention_flops = 2.0 * 2.0 * b * s * s * d * q_heads_rank;
-  if (shard.flash_attention) {
-    OperatorCost attn{"attention", attention_flops,
-                      b * s * d * (2.0 * q_heads_rank + 2.0 * kv_heads_rank) * bpe};
-    attn.kind = KernelKind::kAttention;
-    attn.attention_core = true;
-    ops.push_back(attn);
+  const AttentionKind kind = model.LayerAttention(layer);
+  if (kind == AttentionKind::kLinear) {
+    GatedDeltaNetOperators(model, tokens, outside, shard, ops);
   } else {
-    // Megatron's CoreAttention before FlashAttention: baddbmm writes the scores, a fused
-    // scale-mask-softmax reads and rewrites them, dropout reads them and writes its output and
-    // mask, and bmm reads the probabilities with V. Both GEMMs batch b x heads problems with a
-    // head_dim inner (QK^T) or output (AV) dimension, which makes them memory-heavy.
-    const double scores = b * q_heads_rank * s * s;
-    OperatorCost qk{"attention", attention_flops / 2.0,
-                    (b * s * d * (q_heads_rank + kv_heads_rank) + scores) * bpe};
-    qk.rows = s;
-    qk.cols = s * b * q_heads_rank;
-    qk.attention_core = true;
-    ops.push_back(qk);
-    OperatorCost softmax = Memory("softmax", 2.0 * scores * bpe);
-    softmax.attention_core = true;
-    ops.push_back(softmax);
-    if (attn_mask > 0) {
-      OperatorCost dropout = Memory("attention_dropout", scores * (2.0 * bpe + attn_mask));
-      dropout.attention_core = true;
-      ops.push_back(dropout);
+    if (model.mla()) {
+      LatentProjections(model, tokens, shard, ops);
+    } else {
+      // qwen3_next's gated attention: q_proj also emits the output gate, as wide as the query.
+      const double q_cols = heads * d * (model.attention_output_gate ? 2.0 : 1.0);
+      ops.push_back(Matmul("q_proj", tokens, h, q_cols / tp, bpe));
+      ops.push_back(Matmul("k_proj", tokens, h, kv_heads * d / tp, bpe));
+      ops.push_back(Matmul("v_proj", tokens, h, kv_heads * d / tp, bpe));
     }
-    OperatorCost av{"attention", attention_flops / 2.0,
-                    (scores + b * s * d * (kv_heads_rank + q_heads_rank)) * bpe};
-    av.rows = s;
-    av.cols = d * b * q_heads_rank;
-    av.attention_core = true;
-    ops.push_back(av);
+    // Inside attention a rank holds the whole sequence for heads / (tp x sp) heads. Ulysses
+    // repeats K/V heads when sp exceeds them, so a rank never holds less than one. MLA's kv_b
+    // expands the latent to every head, so its K/V heads are the query heads.
+    const double q_heads_rank = heads / (tp * sp);
+    const double kv_heads_rank =
+        model.mla() ? q_heads_rank : std::max(kv_heads / (tp * sp), 1.0);
+    const double d_qk = static_cast<double>(model.qk_head_dim());
+    const double d_v = static_cast<double>(model.value_head_dim());
+    if (model.rotary()) {
+      // Rotary embedding on q and k (MLA rotates only the qk_rope_head_dim part; GPT-2 has learned
+      // positions, BLOOM ALiBi).
+      const double rotated = model.mla() ? static_cast<double>(model.qk_rope_head_dim) : d;
+      ops.push_back(Memory("rotary", 2.0 * b * s * rotated * (q_heads_rank + kv_heads_rank) * bpe));
+    }
+    // Keys each query is charged for, in the full-square convention (a causal full layer counts
+    // S keys per query, twice the work it does): a window of w does about S·w - w²/2 work, so it
+    // is charged 2w - w²/S; a chunk of c is causal inside the chunk, charged c.
+    double keys = s;
+    if (kind == AttentionKind::kSliding && model.sliding_window > 0 && model.sliding_window < s) {
+      const double w = static_cast<double>(model.sliding_window);
+      keys = 2.0 * w - w * w / s;
+    } else if (kind == AttentionKind::kChunked && model.attention_chunk_size > 0) {
+      keys = std::min<double>(s, static_cast<double>(model.attention_chunk_size));
+    }
+    const double attention_flops = 2.0 * b * s * keys * (d_qk + d_v) * q_heads_rank;
+    const double qkvo_bytes =
+        b * s * (q_heads_rank * (d_qk + d_v) + kv_heads_rank * (d_qk + d_v)) * bpe;
+    if (shard.flash_attention) {
+      OperatorCost attn{"attention", attention_flops, qkvo_bytes};
+      attn.kind = KernelKind::kAttention;
+      attn.attention_core = true;
+      ops.push_back(attn);
+    } else {
+      // Megatron's CoreAttention before FlashAttention: baddbmm writes the scores, a fused
+      // scale-mask-softmax reads and rewrites them, dropout reads them and writes its output and
+      // mask, and bmm reads the probabilities with V. Both GEMMs batch b x heads problems with a
+      // head_dim inner (QK^T) or output (AV) dimension, which makes them memory-heavy.
+      const double scores = b * q_heads_rank * s * keys;
+      const double qk_share = d_qk / (d_qk + d_v);
+      OperatorCost qk{"attention", attention_flops * qk_share,
+                      (b * s * d_qk * (q_heads_rank + kv_heads_rank) + scores) * bpe};
+      qk.rows = s;
+      qk.cols = keys * b * q_heads_rank;
+      qk.attention_core = true;
+      ops.push_back(qk);
+      OperatorCost softmax = Memory("softmax", 2.0 * scores * bpe);
+      softmax.attention_core = true;
+      ops.push_back(softmax);
+      if (attn_mask > 0) {
+        OperatorCost dropout = Memory("attention_dropout", scores * (2.0 * bpe + attn_mask));
+        dropout.attention_core = true;
+        ops.push_back(dropout);
+      }
+      OperatorCost av{"attention", attention_flops * (1.0 - qk_share),
+                      (scores + b * s * d_v * (kv_heads_rank + q_heads_rank)) * bpe};
+      av.rows = s;
+      av.cols = d_v * b * q_heads_rank;
+      av.attention_core = true;
+      ops.push_back(av);
+    }
+    if (model.attention_output_gate) {
+      // sigmoid(gate) * attention output, elementwise.
+      ops.push_back(Memory("attention_gate", 3.0 * tokens * heads * d / tp * bpe));
+    }
+    ops.push_back(Matmul("o_proj", tokens, heads * static_cast<double>(model.value_head_dim()) / tp,
+                         h, bpe));
   }
-  ops.push_back(Matmul("o_proj", tokens, heads * d / tp, h, bpe));
   // Bias (if any), dropout and the residual add, fused (Megatron bias_dropout_add): reads the
   // projection output and the residual, writes the sum and the mask.
   ops.push_back(Memory("residual_add", outside * h * (3.0 * bpe + hidden_mask)));
   ops.push_back(Memory("post_attention_norm", 2.0 * outside * h * bpe));
+  if (model.norms_per_layer == 4) {
+    // gemma: the attention output and the MLP input and output are normalised too.
+    ops.push_back(Memory("extra_norms", 2.0 * 2.0 * outside * h * bpe));
+  }
 
   if (!model.IsMoeLayer(layer)) {
     const double f = static_cast<double>(model.intermediate_size) / tp;
@@ -162,8 +255,10 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     OperatorCost shared =
         GatedMlp("shared_expert", tokens, h,
                  static_cast<double>(model.shared_expert_intermediate_size) / split, bpe);
-    Accumulate(shared, Matmul("shared_expert", tokens, h, 1, bpe), 1);  // sigmoid gate
-    shared.kernels = 4;
+    if (model.shared_expert_gate) {
+      Accumulate(shared, Matmul("shared_expert", tokens, h, 1, bpe), 1);  // sigmoid gate
+      shared.kernels = 4;
+    }
     ops.push_back(shared);
   }
   ops.push_back(Memory("residual_add", outside * h * (3.0 * bpe + hidden_mask)));
@@ -210,14 +305,10 @@ double SumFlops(const std::vector<OperatorCost>& ops) {
 
 double ModelForwardFlops(const ModelSpec& model, const ShardShape& shard) {
   double total = SumFlops(HeadForwardOperators(model, shard));
-  // Layers differ only in being MoE or dense: cost one of each and count them.
-  const int64_t moe_layers = model.NumMoeLayers();
-  for (const bool is_moe : {false, true}) {
-    const int64_t count = is_moe ? moe_layers : model.num_hidden_layers - moe_layers;
-    if (count <= 0) continue;
-    int64_t index = 0;
-    while (index < model.num_hidden_layers && model.IsMoeLayer(index) != is_moe) ++index;
-    total += static_cast<double>(count) * SumFlops(LayerForwardOperators(model, index, shard));
+  // Layers of one kind (MoE or dense, attention kind) cost the same: cost one of each.
+  for (const ModelSpec::LayerRun& run : model.LayerKinds(0, model.num_hidden_layers)) {
+    total += static_cast<double>(run.count) *
+             SumFlops(LayerForwardOperators(model, run.representative, shard));
   }
   return total;
 }

@@ -38,7 +38,8 @@ GroupLinkInfo DescribeRankBlocks(const SimInput& in, CollectiveKind coll, int64_
 struct PlanMemo {
   using FamilyShares = std::vector<std::pair<ParamFamily, double>>;
   bool has_shares = false;
-  FamilyShares dense_layer, outside_layers, moe_layer;  // one rank's share of each tensor
+  FamilyShares outside_layers;                 // one rank's share of each tensor outside layers
+  std::map<int, FamilyShares> layer_kinds;     // ... of one layer, by ModelSpec::LayerKind
   bool has_zero3[2] = {false, false};                   // [dense, MoE] layer
   double zero3_modules[2] = {0, 0};
   double zero3_regathered[2] = {1, 1};

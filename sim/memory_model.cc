@@ -41,38 +41,31 @@ struct StageParams {
 // One layer's tensors (or the tensors outside the layers), as per-rank shares.
 using TensorShares = std::vector<std::pair<ParamFamily, double>>;
 
-// Decoder layers differ only in being MoE or dense (ModelSpec::IsMoeLayer), so the tensors of a
-// one-layer copy of the model, built once as MoE and once as dense, stand for every layer; this
-// avoids naming every tensor of a 128-expert model on each estimate.
+// Layers of one kind (ModelSpec::LayerKind: MoE or dense, attention kind) hold tensors of the
+// same shapes, so one layer of each kind stands for all of them; this avoids naming every tensor
+// of a 256-expert model on each estimate.
 TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
-                      bool in_layer, bool vocab_parallel) {
+                      bool vocab_parallel) {
   TensorShares out;
   for (const ParamTensor& p : tensors) {
-    if ((p.layer >= 0) != in_layer) continue;
     out.emplace_back(p.family,
                      static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes, vocab_parallel));
   }
   return out;
 }
 
-// The per-rank shares of one dense layer, one MoE layer and the tensors outside the layers, from
-// the memo a tune run shares across evaluations of one plan when there is one.
+// The per-rank shares of one layer of every kind and of the tensors outside the layers, from the
+// memo a tune run shares across evaluations of one plan when there is one.
 const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
   PlanMemo& memo = in.link_cache != nullptr ? in.link_cache->memo : local;
   if (memo.has_shares) return memo;
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
-  ModelSpec one = m;
-  one.num_hidden_layers = 1;
-  one.decoder_sparse_step = 1;
-  one.mlp_only_layers = {0};
-  const std::vector<ParamTensor> dense_tensors = ParameterTensors(one);
   const bool vocab_parallel = in.engine.megatron();
-  memo.dense_layer = SharesOf(dense_tensors, sizes, true, vocab_parallel);
-  memo.outside_layers = SharesOf(dense_tensors, sizes, false, vocab_parallel);
-  if (m.is_moe()) {
-    one.mlp_only_layers.clear();
-    memo.moe_layer = SharesOf(ParameterTensors(one), sizes, true, vocab_parallel);
+  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab_parallel);
+  for (const ModelSpec::LayerRun& run : m.LayerKinds(0, m.num_hidden_layers)) {
+    memo.layer_kinds[m.LayerKind(run.representative)] =
+        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab_parallel);
   }
   memo.has_shares = true;
   return memo;
@@ -83,10 +76,6 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
   const ModelSpec& m = *in.model;
   PlanMemo local;
   const PlanMemo& shares = Shares(in, local);
-  const TensorShares& dense = shares.dense_layer;
-  const TensorShares& outside = shares.outside_layers;
-  const TensorShares& moe = shares.moe_layer;
-
   StageParams out;
   // `copies` tensors of `numel` elements each.
   auto add = [&](ParamFamily family, double numel, double copies = 1) {
@@ -96,7 +85,7 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
       out.persistent[static_cast<size_t>(family)] += numel * copies;
     }
   };
-  for (const auto& [family, numel] : outside) {
+  for (const auto& [family, numel] : shares.outside_layers) {
     // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
     const bool held = family == ParamFamily::kEmbedding
                           ? first_stage || (last_stage && m.tie_word_embeddings)
@@ -105,14 +94,11 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
     add(family, numel);
     out.largest_unit = std::max(out.largest_unit, numel);
   }
-  // Layers differ only in being MoE or dense: add each kind's tensors once, times its count.
-  double layers_of_kind[2] = {0, 0};
-  for (int64_t layer = first_layer; layer < end_layer; ++layer) ++layers_of_kind[m.IsMoeLayer(layer) ? 1 : 0];
-  for (int kind = 0; kind < 2; ++kind) {
-    if (layers_of_kind[kind] == 0) continue;
+  // Layers of one kind hold the same tensors: add each kind's once, times its count.
+  for (const ModelSpec::LayerRun& run : m.LayerKinds(first_layer, end_layer)) {
     double layer_numel = 0;
-    for (const auto& [family, numel] : kind == 1 ? moe : dense) {
-      add(family, numel, layers_of_kind[kind]);
+    for (const auto& [family, numel] : shares.layer_kinds.at(m.LayerKind(run.representative))) {
+      add(family, numel, static_cast<double>(run.count));
       layer_numel += numel;
     }
     out.largest_unit = std::max(out.largest_unit, layer_numel);

@@ -7,6 +7,7 @@
 #include "sim/step_time.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include "sim/comm_plan.h"
@@ -153,29 +154,32 @@ std::vector<PassTime> StageCompute(const SimInput& in) {
   const KernelRates rates = RatesOf(*in.cluster);
   const Recompute rc = in.workload.recompute;
 
-  // Layers differ only in being MoE or dense: cost one of each.
-  PassTime dense, moe;
-  const int64_t moe_layers = m.NumMoeLayers();
-  for (const bool is_moe : {false, true}) {
-    int64_t index = 0;
-    while (index < m.num_hidden_layers && m.IsMoeLayer(index) != is_moe) ++index;
-    if (index >= m.num_hidden_layers) continue;
-    (is_moe ? moe : dense) = TimeOfOps(LayerForwardOperators(m, index, shard), rates, rc, true);
-  }
+  // Layers of one kind (MoE or dense, attention kind) cost the same: cost one of each, once.
+  std::map<int, PassTime> by_kind;
+  auto layer_time = [&](int64_t representative) -> const PassTime& {
+    const int kind = m.LayerKind(representative);
+    auto it = by_kind.find(kind);
+    if (it == by_kind.end()) {
+      it = by_kind.emplace(kind, TimeOfOps(LayerForwardOperators(m, representative, shard), rates,
+                                           rc, true)).first;
+    }
+    return it->second;
+  };
   const PassTime embedding = TimeOfOps(EmbeddingForwardOperators(m, shard), rates, rc, false);
   const PassTime head = TimeOfOps(HeadForwardOperators(m, shard), rates, rc, false);
 
   const int pp = std::max(in.plan->sizes.pp, 1);
   const int64_t layers = m.num_hidden_layers;
-  const double moe_share = layers > 0 ? static_cast<double>(moe_layers) / layers : 0.0;
   std::vector<PassTime> stages(static_cast<size_t>(pp));
   // Uniform split; the first layers % pp stages take one extra layer (memory_model.cc too).
   const int64_t base = layers / pp, extra = layers % pp;
   for (int s = 0; s < pp; ++s) {
-    const double n = static_cast<double>(base + (s < extra ? 1 : 0));
+    const int64_t first = s * base + std::min<int64_t>(s, extra);
+    const int64_t end = first + base + (s < extra ? 1 : 0);
     PassTime& t = stages[static_cast<size_t>(s)];
-    t.Add(dense, n * (1.0 - moe_share));
-    t.Add(moe, n * moe_share);
+    for (const ModelSpec::LayerRun& run : m.LayerKinds(first, end)) {
+      t.Add(layer_time(run.representative), static_cast<double>(run.count));
+    }
     if (s == 0) t.Add(embedding, 1.0);
     if (s == pp - 1) t.Add(head, 1.0);
   }

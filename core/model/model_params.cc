@@ -23,7 +23,8 @@ class ListSink {
  public:
   template <class NameFn>
   void Tensor(NameFn&& name, Dims shape, ParamFamily family, int layer, int expert) {
-    out.push_back(ParamTensor{name(), std::vector<int64_t>(shape), family, layer, expert});
+    if (outside && !keep_outside) return;
+    Keep(name, shape, family, layer, expert);
   }
   template <class Body>
   void Experts(int64_t count, Body&& body) {
@@ -31,8 +32,22 @@ class ListSink {
   }
   template <class Body>
   void Layers(const ModelSpec& spec, Body&& body) {
-    for (int64_t i = 0; i < spec.num_hidden_layers; ++i) body(i);
+    if (only_layer == kAllLayers) {
+      for (int64_t i = 0; i < spec.num_hidden_layers; ++i) body(i);
+    } else if (only_layer >= 0 && only_layer < spec.num_hidden_layers) {
+      outside = false;
+      body(only_layer);
+      outside = true;
+    }
   }
+  template <class NameFn>
+  void Keep(NameFn&& name, Dims shape, ParamFamily family, int layer, int expert) {
+    out.push_back(ParamTensor{name(), std::vector<int64_t>(shape), family, layer, expert});
+  }
+  static constexpr int64_t kAllLayers = -1, kNoLayer = -2;
+  int64_t only_layer = kAllLayers;  // or one layer index, or kNoLayer
+  bool outside = true;              // the walk is outside the layers
+  bool keep_outside = true;         // list the embedding, final norm and head
   std::vector<ParamTensor> out;
 };
 
@@ -68,14 +83,19 @@ class CountSink {
   int64_t times_ = 1;
 };
 
-// deepseek_v3's MTP module (DeepSeek-V3 report §2.2; the checkpoint's model.layers.61): a full
-// MoE decoder layer plus enorm, hnorm, eh_proj [h, 2h], shared_head.norm and shared_head.head,
-// and its own copy of embed_tokens.
+// One MTP module of the checkpoint: a decoder layer (full attention; MoE where the model's layers
+// are) plus enorm/hnorm (qwen: pre_fc_norm_embedding/hidden), the [h, 2h] projection of the
+// concatenated embedding and hidden state (eh_proj; qwen: fc) and a final norm. DeepSeek-V3's
+// also stores its own copies of embed_tokens and the head (shared_head.head; V3 report §2.2 and
+// README_WEIGHTS.md); qwen's do not (mtp_use_dedicated_embeddings false).
 int64_t MtpParams(const ModelSpec& s) {
   if (s.mtp_layers <= 0) return 0;
   ModelSpec one = s;
   one.num_hidden_layers = 1;
   one.first_dense_layers = 0;
+  one.mlp_only_layers.clear();
+  one.decoder_sparse_step = 1;
+  one.layer_attention = {AttentionKind::kFull};
   one.mtp_layers = 0;
   CountSink sink;
   model_internal::ParamWalker<CountSink>(one, sink).Walk();
@@ -83,9 +103,10 @@ int64_t MtpParams(const ModelSpec& s) {
   for (const auto& [family, n] : sink.counts.by_family) {
     if (family != ParamFamily::kEmbedding && family != ParamFamily::kLmHead) layer += n;
   }
-  layer -= s.hidden_size;  // the final norm is not part of the layer
+  layer -= s.hidden_size;  // the model's final norm is not part of the layer
   const int64_t h = s.hidden_size, v = s.vocab_size;
-  const int64_t extra = 3 * h + 2 * h * h + 2 * v * h;
+  int64_t extra = 3 * h + 2 * h * h;
+  if (s.family == ModelFamily::kDeepSeek) extra += 2 * v * h;
   return s.mtp_layers * (layer + extra);
 }
 
@@ -93,6 +114,21 @@ int64_t MtpParams(const ModelSpec& s) {
 
 std::vector<ParamTensor> ParameterTensors(const ModelSpec& spec) {
   ListSink sink;
+  model_internal::ParamWalker<ListSink>(spec, sink).Walk();
+  return std::move(sink.out);
+}
+
+std::vector<ParamTensor> LayerParameterTensors(const ModelSpec& spec, int64_t layer) {
+  ListSink sink;
+  sink.only_layer = layer;
+  sink.keep_outside = false;
+  model_internal::ParamWalker<ListSink>(spec, sink).Walk();
+  return std::move(sink.out);
+}
+
+std::vector<ParamTensor> NonLayerParameterTensors(const ModelSpec& spec) {
+  ListSink sink;
+  sink.only_layer = ListSink::kNoLayer;
   model_internal::ParamWalker<ListSink>(spec, sink).Walk();
   return std::move(sink.out);
 }

@@ -127,6 +127,9 @@ struct ModelSpec {
   int64_t linear_key_head_dim = 0;
   int64_t linear_value_head_dim = 0;
   int64_t linear_conv_kernel_dim = 0;
+  // qwen3_5: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a instead of qwen3_next's in_proj_qkvz and
+  // in_proj_ba (same total).
+  bool split_linear_proj = false;
 
   // GPT-style decoders (gpt2, bloom, gpt_neox, falcon; GPT-3, Megatron's GPT, MT-NLG, BLOOM load
   // as these).
@@ -162,8 +165,9 @@ struct ModelSpec {
   int64_t first_dense_layers = 0;      // deepseek first_k_dense_replace
   std::vector<int64_t> mlp_only_layers;
   bool norm_topk_prob = false;  // affects routing math only, not parameter counts
-  int64_t mtp_layers = 0;       // deepseek_v3 num_nextn_predict_layers: in the checkpoint, not
-                                // in the model transformers trains (counted apart)
+  int64_t mtp_layers = 0;       // multi-token-prediction layers the checkpoint ships and
+                                // transformers drops on load (deepseek_v3 num_nextn_predict_layers,
+                                // qwen3_next/qwen3_5 mtp.*): counted apart, never trained here
 
   bool is_moe() const { return num_experts > 0; }
   bool IsMoeLayer(int64_t layer) const;
@@ -203,6 +207,12 @@ struct ParamTensor {
 // 3-D tensors transformers 5 builds at load time; fused [E, ...] tensors where the checkpoint
 // itself holds them (gpt_oss, llama4), with expert -1.
 std::vector<ParamTensor> ParameterTensors(const ModelSpec& spec);
+
+// The tensors of decoder layer `layer` alone, and those outside the layers (embedding, final
+// norm, head), in ParameterTensors order: what a cost model needs for one layer of a kind
+// without naming every tensor of a 256-expert model.
+std::vector<ParamTensor> LayerParameterTensors(const ModelSpec& spec, int64_t layer);
+std::vector<ParamTensor> NonLayerParameterTensors(const ModelSpec& spec);
 
 struct ParamCounts {
   int64_t total = 0;

@@ -97,19 +97,7 @@ class ParamWalker {
     } else {
       Attention(p + ".self_attn");
     }
-    if (s_.family == ModelFamily::kQwenNext) {
-      // Qwen3NextDecoderLayer declares the norms before the MLP.
-      Norm(p + ".input_layernorm", h);
-      Norm(p + ".post_attention_layernorm", h);
-      Mlp(p, i);
-      return;
-    }
-    if (s_.family == ModelFamily::kGptOss || s_.family == ModelFamily::kLlama4) {
-      Mlp(p, i);
-      Norm(p + ".input_layernorm", h);
-      Norm(p + ".post_attention_layernorm", h);
-      return;
-    }
+    // Every decoder layer here declares attention (or the token mixer), the MLP, then its norms.
     Mlp(p, i);
     Norm(p + ".input_layernorm", h);
     Norm(p + ".post_attention_layernorm", h);
@@ -129,13 +117,14 @@ class ParamWalker {
       Linear(a + ".qkv_proj", h, q + 2 * kv, s_.attention_bias, F::kAttention);
       return;
     }
+    // gpt_oss: sinks is GptOssAttention's own parameter, so state_dict lists it before q_proj.
+    if (s_.attention_sinks) T(a, "sinks", {s_.num_attention_heads}, F::kAttention);
     // qwen3_next's gated attention: q_proj emits the query and a same-sized output gate.
     Linear(a + ".q_proj", h, s_.attention_output_gate ? 2 * q : q, s_.attention_bias,
            F::kAttention);
     Linear(a + ".k_proj", h, kv, s_.attention_bias, F::kAttention);
     Linear(a + ".v_proj", h, kv, s_.attention_bias, F::kAttention);
     Linear(a + ".o_proj", q, h, s_.o_proj_bias, F::kAttention);
-    if (s_.attention_sinks) T(a, "sinks", {s_.num_attention_heads}, F::kAttention);
     if (s_.qk_norm) {
       Norm(a + ".q_norm", s_.head_dim);
       Norm(a + ".k_norm", s_.head_dim);
@@ -162,21 +151,30 @@ class ParamWalker {
     Linear(a + ".o_proj", n * s_.v_head_dim, h, s_.attention_bias, F::kAttention);
   }
 
-  // Qwen3NextGatedDeltaNet: q/k/v/z and b/a projections, a depthwise causal conv over q, k and v,
-  // per-value-head decay (A_log, dt_bias), a gated RMSNorm over the value head dim, out_proj.
+  // Qwen3NextGatedDeltaNet: a depthwise causal conv over q, k and v (no bias), q/k/v/z and b/a
+  // projections, per-value-head decay (dt_bias, A_log), a gated RMSNorm over the value head dim,
+  // out_proj. Qwen3_5GatedDeltaNet deletes the two input projections and re-adds four, so they
+  // come last.
   void GatedDeltaNet(const std::string& a) {
-    const int64_t h = s_.hidden_size;
+    const int64_t h = s_.hidden_size, vh = s_.linear_num_value_heads;
     const int64_t key = s_.linear_num_key_heads * s_.linear_key_head_dim;
-    const int64_t value = s_.linear_num_value_heads * s_.linear_value_head_dim;
-    const int64_t conv = 2 * key + value;
+    const int64_t value = vh * s_.linear_value_head_dim;
     const auto lin = F::kLinearAttention;
-    T(a, "dt_bias", {s_.linear_num_value_heads}, lin);
-    T(a, "A_log", {s_.linear_num_value_heads}, lin);
-    T(a + ".conv1d", "weight", {conv, 1, s_.linear_conv_kernel_dim}, lin);
-    Linear(a + ".in_proj_qkvz", h, 2 * key + 2 * value, false, lin);
-    Linear(a + ".in_proj_ba", h, 2 * s_.linear_num_value_heads, false, lin);
+    T(a + ".conv1d", "weight", {2 * key + value, 1, s_.linear_conv_kernel_dim}, lin);
+    if (!s_.split_linear_proj) {
+      Linear(a + ".in_proj_qkvz", h, 2 * key + 2 * value, false, lin);
+      Linear(a + ".in_proj_ba", h, 2 * vh, false, lin);
+    }
+    T(a, "dt_bias", {vh}, lin);
+    T(a, "A_log", {vh}, lin);
     T(a + ".norm", "weight", {s_.linear_value_head_dim}, lin);
     Linear(a + ".out_proj", value, h, false, lin);
+    if (s_.split_linear_proj) {
+      Linear(a + ".in_proj_qkv", h, 2 * key + value, false, lin);
+      Linear(a + ".in_proj_z", h, value, false, lin);
+      Linear(a + ".in_proj_b", h, vh, false, lin);
+      Linear(a + ".in_proj_a", h, vh, false, lin);
+    }
   }
 
   void Mlp(const std::string& p, int64_t i) {
@@ -223,7 +221,8 @@ class ParamWalker {
         Linear(m + ".gate", h, e, false, F::kRouter);
         if (s_.router_score_bias) T(m + ".gate", "e_score_correction_bias", {e}, F::kRouter);
         if (s_.shared_expert_intermediate_size > 0) {
-          GatedMlp(m + ".shared_experts", s_.shared_expert_intermediate_size, false,
+          // DeepseekV2MLP carries mlp_bias (dense and shared MLPs, never the experts).
+          GatedMlp(m + ".shared_experts", s_.shared_expert_intermediate_size, s_.mlp_bias,
                    F::kSharedExperts);
         }
         return;
@@ -242,10 +241,16 @@ class ParamWalker {
       });
       return;
     }
-    // Qwen2/3 MoE and qwen3_next: gate, experts, shared_expert, shared_expert_gate.
+    // Qwen2/3 MoE, qwen3_next and qwen3_5_moe: gate, experts, shared_expert, shared_expert_gate.
     const std::string m = p + ".mlp";
     Linear(m + ".gate", h, e, false, F::kRouter);
-    Experts(m + ".experts", w, false);
+    if (s_.fused_experts) {
+      // qwen3_5_moe checkpoints hold Qwen3NextExperts' fused tensors (gate rows, then up).
+      T(m + ".experts", "gate_up_proj", {e, 2 * w, h}, routed);
+      T(m + ".experts", "down_proj", {e, h, w}, routed);
+    } else {
+      Experts(m + ".experts", w, false);
+    }
     if (s_.shared_expert_intermediate_size > 0) {
       GatedMlp(m + ".shared_expert", s_.shared_expert_intermediate_size, false, F::kSharedExperts);
       // A [1, hidden] sigmoid gate scaling the shared expert's output; it belongs to the

@@ -16,6 +16,8 @@ Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
   Status core = ReadDecoderCore(s, r, 0, v3 ? 4096 : 2048, false, &head_dim_given);
   if (!core.ok()) return core.error();
   DSP_ASSIGN_OR_RETURN(s.attention_bias, r.BoolOr("attention_bias", false));
+  // DeepseekV2Config.mlp_bias biases the dense and shared MLPs; V3's MLP has no bias option.
+  if (!v3) DSP_ASSIGN_OR_RETURN(s.mlp_bias, r.BoolOr("mlp_bias", false));
   // MLA: q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite).
   DSP_ASSIGN_OR_RETURN(s.q_lora_rank, r.IntOr("q_lora_rank", 0, 1, kMaxDim));
   DSP_ASSIGN_OR_RETURN(s.kv_lora_rank, r.RequiredInt("kv_lora_rank", 1, kMaxDim));
@@ -26,9 +28,11 @@ Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
   s.head_dim = s.qk_head_dim();
   DSP_ASSIGN_OR_RETURN(s.intermediate_size, r.RequiredInt("intermediate_size", 1, kMaxDim));
 
-  // n_routed_experts null: a dense model (DeepseekV2Config's default).
+  // n_routed_experts null: a dense model. attribute_map aliases: V2 num_experts, V3
+  // num_local_experts.
   std::optional<int64_t> routed;
-  DSP_ASSIGN_OR_RETURN(routed, r.Int("n_routed_experts", 1, kMaxCount));
+  DSP_ASSIGN_OR_RETURN(routed, r.AnyInt({"n_routed_experts", v3 ? "num_local_experts" : "num_experts"},
+                                        1, kMaxCount));
   if (routed) {
     s.num_experts = *routed;
     DSP_ASSIGN_OR_RETURN(s.num_experts_per_tok, r.RequiredInt("num_experts_per_tok", 1, kMaxCount));
@@ -36,18 +40,16 @@ Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
     int64_t shared = 0;
     DSP_ASSIGN_OR_RETURN(shared, r.IntOr("n_shared_experts", 0, 0, kMaxCount));
     s.shared_expert_intermediate_size = shared * s.moe_intermediate_size;
-    // Layer i is MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0
-    // (DeepseekV2DecoderLayer / DeepseekV3DecoderLayer).
+    // Layer i is MoE iff i >= first_k_dense_replace (DeepseekV2DecoderLayer /
+    // DeepseekV3DecoderLayer). moe_layer_freq, which DeepSeek's own modeling code also tested, is
+    // not a transformers field (1 in every published config), so it is not read.
     s.sparse_step_from_zero = true;
     DSP_ASSIGN_OR_RETURN(s.first_dense_layers, r.IntOr("first_k_dense_replace", 0, 0, kMaxCount));
-    DSP_ASSIGN_OR_RETURN(s.decoder_sparse_step, r.IntOr("moe_layer_freq", 1, 1, kMaxCount));
+    s.decoder_sparse_step = 1;
     DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", v3));
-    // V3's noaux_tc routing adds a per-expert correction bias to the gate (DeepseekV3TopkRouter).
-    std::string topk_method = v3 ? "noaux_tc" : "greedy";
-    if (const Json* m = r.Find("topk_method"); m != nullptr && m->is_string()) {
-      topk_method = m->get<std::string>();
-    }
-    s.router_score_bias = topk_method == "noaux_tc";
+    // DeepseekV3TopkRouter always holds e_score_correction_bias [E] (a persistent buffer, in the
+    // checkpoint); V2's gate has none.
+    s.router_score_bias = v3;
   }
   // The MTP module(s) ship in the V3 checkpoint as layers num_hidden_layers.. and are dropped on
   // load (DeepseekV3PreTrainedModel._keys_to_ignore_on_load_unexpected).

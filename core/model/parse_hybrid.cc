@@ -14,10 +14,12 @@ namespace dsp::model_internal {
 // expert (dense when there are no experts: qwen3_5 dense).
 Result<ModelSpec> ParseQwenNext(ModelSpec s, const Reader& r) {
   s.family = ModelFamily::kQwenNext;
+  const bool qwen3_5 = s.model_type != "qwen3_next";
+  s.split_linear_proj = qwen3_5;
   bool head_dim_given = false;
   Status core = ReadDecoderCore(s, r, 256, 32768, false, &head_dim_given);
   if (!core.ok()) return core.error();
-  s.attention_output_gate = true;
+  DSP_ASSIGN_OR_RETURN(s.attention_output_gate, r.BoolOr("attn_output_gate", true));
   s.qk_norm = true;
   DSP_ASSIGN_OR_RETURN(s.attention_bias, r.BoolOr("attention_bias", false));
   s.o_proj_bias = s.attention_bias;
@@ -40,8 +42,19 @@ Result<ModelSpec> ParseQwenNext(ModelSpec s, const Reader& r) {
       s.layer_attention.push_back((i + 1) % interval ? AttentionKind::kLinear : AttentionKind::kFull);
     }
   }
+  // The checkpoints' mtp.* layers (dropped on load: _keys_to_ignore_on_load_unexpected
+  // "^mtp.*"): mtp_num_hidden_layers in qwen3_5; qwen3_next's config has no key, and its published
+  // checkpoints hold one.
+  DSP_ASSIGN_OR_RETURN(s.mtp_layers, r.IntOr("mtp_num_hidden_layers", 1, 0, 16));
+  if (s.mtp_layers > 0) {
+    s.left_out.push_back(std::to_string(s.mtp_layers) +
+                         " multi-token-prediction layer(s) of the checkpoint (mtp.*; not trained "
+                         "by transformers; counted apart)");
+  }
   std::optional<int64_t> experts;
-  DSP_ASSIGN_OR_RETURN(experts, r.Int("num_experts", 1, kMaxCount));
+  // qwen3_5 (dense) has no MoE keys; qwen3_5_moe's experts are fused in the checkpoint and its
+  // router always renormalises the top-k weights.
+  if (s.model_type != "qwen3_5_text") DSP_ASSIGN_OR_RETURN(experts, r.Int("num_experts", 1, kMaxCount));
   if (experts) {
     s.num_experts = *experts;
     DSP_ASSIGN_OR_RETURN(s.num_experts_per_tok, r.RequiredInt("num_experts_per_tok", 1, kMaxCount));
@@ -52,6 +65,12 @@ Result<ModelSpec> ParseQwenNext(ModelSpec s, const Reader& r) {
     DSP_ASSIGN_OR_RETURN(s.decoder_sparse_step, r.IntOr("decoder_sparse_step", 1, 1, kMaxCount));
     DSP_ASSIGN_OR_RETURN(s.mlp_only_layers, r.IntList("mlp_only_layers"));
     DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", true));
+    if (s.model_type == "qwen3_5_moe_text") {
+      s.fused_experts = true;
+      s.norm_topk_prob = true;
+      s.decoder_sparse_step = 1;  // every layer is MoE (Qwen3_5MoeDecoderLayer)
+      s.mlp_only_layers.clear();
+    }
   }
   const bool has_dense = s.NumMoeLayers() < s.num_hidden_layers;
   DSP_ASSIGN_OR_RETURN(s.intermediate_size, has_dense ? r.RequiredInt("intermediate_size", 1, kMaxDim)

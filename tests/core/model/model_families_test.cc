@@ -52,6 +52,11 @@ TEST(ModelFamiliesTest, DeepSeekV3Has671BAnd37BActivated) {
   // 14B of the Multi-Token Prediction (MTP) Module weights" (DeepSeek-V3 README).
   EXPECT_EQ(c.mtp, 13'463'426'304);
   ExpectRoundsTo(c.total + c.mtp, 685e9, 2e9);
+  // Exactly, against the safetensors dtype totals of deepseek-ai/DeepSeek-V3: every weight is BF16
+  // (3,918,786,560) or F8_E4M3 (680,571,043,840); the F32 tensors are the (58 + 1 MTP) x 256
+  // e_score_correction_bias values and the FP8 block scales.
+  const int64_t correction_biases = (58 + 1) * 256;
+  EXPECT_EQ(c.total + c.mtp - correction_biases, 3'918'786'560 + 680'571'043'840);
   ASSERT_FALSE(m.left_out.empty());
   auto t = ByName(m);
   EXPECT_EQ(t.at("model.layers.0.self_attn.q_a_proj.weight").shape,
@@ -114,6 +119,9 @@ TEST(ModelFamiliesTest, GptOssMatchesTheModelCard) {
     ExpectRoundsTo(c.active_per_token - f.at(ParamFamily::kEmbedding), row.active, 0.01e9);
     ExpectRoundsTo(c.total, row.total, 0.01e9);
   }
+  // Hugging Face safetensors totals (BF16 + the MXFP4 experts' U8 element count, one per weight).
+  EXPECT_EQ(CountParameters(ParsePresetOrDie("gpt-oss-20b.json")).total, 20'914'757'184);
+  EXPECT_EQ(CountParameters(ParsePresetOrDie("gpt-oss-120b.json")).total, 116'829'156'672);
   auto t = ByName(ParsePresetOrDie("gpt-oss-20b.json"));
   EXPECT_EQ(t.at("model.layers.0.self_attn.sinks").shape, (std::vector<int64_t>{64}));
   EXPECT_EQ(t.at("model.layers.0.mlp.router.bias").shape, (std::vector<int64_t>{32}));
@@ -141,10 +149,13 @@ TEST(ModelFamiliesTest, Llama4TextModels) {
   EXPECT_EQ(s.total, 107'769'861'120);
   EXPECT_LT(s.total, 109e9);
   ExpectRoundsTo(s.active_per_token, 17e9, 1e9);
-  ModelSpec maverick = ParsePresetOrDie("llama-4-maverick-17b-128e.json");
+  ModelSpec maverick = ParsePresetOrDie("llama-4-maverick-17b-128e-instruct.json");
   EXPECT_EQ(maverick.NumMoeLayers(), 24);  // interleave_moe_layer_step 2: layers 1, 3, ..., 47
   const ParamCounts v = CountParameters(maverick);
   ExpectRoundsTo(v.total, 400e9, 2e9);
+  // The safetensors totals of Scout-Instruct (108,641,793,536) and Maverick-Instruct
+  // (401,583,781,376) exceed the text models by the same 871,932,416: the vision tower both share.
+  EXPECT_EQ(108'641'793'536 - s.total, 401'583'781'376 - v.total);
   ExpectRoundsTo(v.active_per_token, 17e9, 1e9);
   auto t = ByName(maverick);
   EXPECT_EQ(t.at("language_model.model.layers.1.feed_forward.experts.gate_up_proj").shape,
@@ -158,18 +169,90 @@ TEST(ModelFamiliesTest, Llama4TextModels) {
   EXPECT_EQ(scout.LayerAttention(3), AttentionKind::kFull);  // every 4th layer is NoPE
 }
 
+TEST(ModelFamiliesTest, Qwen3NextHybrid) {
+  ModelSpec m = ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");
+  EXPECT_EQ(m.family, ModelFamily::kQwenNext);
+  EXPECT_EQ(m.LayerAttention(0), AttentionKind::kLinear);
+  EXPECT_EQ(m.LayerAttention(3), AttentionKind::kFull);  // full_attention_interval 4
+  const ParamCounts c = CountParameters(m);
+  // 12 gated-attention layers x 27,263,488 + 36 Gated DeltaNet layers x 33,718,464 + 48 MoE blocks
+  // x (512 experts x 3,145,728 + shared 3,145,728 + its gate 2,048 + router 1,048,576) + norms +
+  // 2 x 151936 x 2048. Model card: "80B in total and 3B activated; Non-Embedding 79B".
+  EXPECT_EQ(c.total, 79'674'391'296);
+  ExpectRoundsTo(c.total, 80e9, 1e9);
+  ExpectRoundsTo(NonEmbedding(c), 79e9, 1e9);
+  ExpectRoundsTo(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding) -
+                     c.by_family.at(ParamFamily::kLmHead), 3e9, 1e9);
+  // The checkpoint's mtp.* module (one gated-attention MoE layer, fc [2048, 4096] and three norms)
+  // brings it to the Hugging Face safetensors total of 81,324,862,720 exactly.
+  EXPECT_EQ(c.total + c.mtp, 81'324'862'720);
+  auto t = ByName(m);
+  EXPECT_EQ(t.at("model.layers.3.self_attn.q_proj.weight").shape,
+            (std::vector<int64_t>{2 * 16 * 256, 2048}));  // query and output gate
+  EXPECT_EQ(t.at("model.layers.0.linear_attn.in_proj_qkvz.weight").shape,
+            (std::vector<int64_t>{2 * 2048 + 2 * 4096, 2048}));
+  EXPECT_EQ(t.at("model.layers.0.linear_attn.conv1d.weight").shape,
+            (std::vector<int64_t>{8192, 1, 4}));
+  EXPECT_EQ(t.at("model.layers.0.linear_attn.A_log").family, ParamFamily::kLinearAttention);
+  EXPECT_EQ(t.at("model.layers.0.mlp.experts.511.down_proj.weight").shape,
+            (std::vector<int64_t>{2048, 512}));
+  EXPECT_EQ(t.count("model.layers.0.self_attn.q_proj.weight"), 0u);
+}
+
+// Qwen3_5VisionModel's tensors (patch_embed Conv3d, pos_embed, LayerNorm blocks, merger), which
+// the plan leaves out, counted here so the text model plus MTP plus vision meets the checkpoint.
+int64_t Qwen35Vision(int64_t out_hidden) {
+  const int64_t h = 1152, f = 4304, depth = 27, patch = 3 * 2 * 16 * 16, merged = 4 * h;
+  const int64_t block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (f * h + f) + (h * f + h);
+  return (h * patch + h) + 2304 * h + depth * block + 2 * h + (merged * merged + merged) +
+         (out_hidden * merged + out_hidden);
+}
+
+TEST(ModelFamiliesTest, Qwen35DenseAndMoe) {
+  ModelSpec dense = ParsePresetOrDie("qwen3.5-27b.json");
+  EXPECT_EQ(dense.model_type, "qwen3_5_text");
+  EXPECT_EQ(dense.name_prefix, "model.language_model.");
+  EXPECT_FALSE(dense.is_moe());
+  const ParamCounts d = CountParameters(dense);
+  // Hugging Face safetensors total of Qwen/Qwen3.5-27B: 27,781,427,952.
+  EXPECT_EQ(d.total + d.mtp + Qwen35Vision(5120), 27'781'427'952);
+  ExpectRoundsTo(d.total, 27e9, 1e9);
+  auto t = ByName(dense);
+  EXPECT_EQ(t.at("model.language_model.layers.0.linear_attn.in_proj_qkv.weight").shape,
+            (std::vector<int64_t>{2 * 2048 + 48 * 128, 5120}));
+  EXPECT_EQ(t.at("model.language_model.layers.0.linear_attn.in_proj_z.weight").shape,
+            (std::vector<int64_t>{48 * 128, 5120}));
+  EXPECT_EQ(t.count("model.language_model.layers.0.linear_attn.in_proj_qkvz.weight"), 0u);
+
+  ModelSpec moe = ParsePresetOrDie("qwen3.5-397b-a17b.json");
+  EXPECT_EQ(moe.model_type, "qwen3_5_moe_text");
+  EXPECT_TRUE(moe.fused_experts);
+  const ParamCounts c = CountParameters(moe);
+  // "Qwen3.5-397B-A17B": 397B total, 17B activated (model card); the name's figure is the model
+  // with its vision tower, without the checkpoint's 6.4B MTP layer (with it: 403.4B).
+  ExpectRoundsTo(c.total + Qwen35Vision(4096), 397e9, 1e9);
+  EXPECT_GT(c.mtp, 6e9);
+  ExpectRoundsTo(c.active_per_token, 17e9, 1e9);
+  auto e = ByName(moe);
+  EXPECT_EQ(e.at("model.language_model.layers.59.mlp.experts.gate_up_proj").shape,
+            (std::vector<int64_t>{512, 2 * 1024, 4096}));
+  EXPECT_EQ(e.at("model.language_model.layers.59.mlp.experts.down_proj").shape,
+            (std::vector<int64_t>{512, 4096, 1024}));
+}
+
 TEST(ModelFamiliesTest, ClassicDecodersMatchTheirPapers) {
   struct Row {
     const char* file;
     int64_t total;
     const char* source;
   } rows[] = {
-      {"phi-3-mini-4k.json", 3'821'079'552, "Phi-3 report (arXiv 2404.14219): 3.8B"},
+      {"phi-3-mini-4k.json", 3'821'079'552, "Phi-3-mini-4k-instruct safetensors total"},
       {"gpt-neox-20b.json", 20'554'567'680, "GPT-NeoX-20B paper (arXiv 2204.06745) Table 1"},
       {"pythia-160m.json", 162'322'944, "Pythia paper (arXiv 2304.01373) Table 1"},
-      {"falcon-7b.json", 6'921'720'704, "tiiuae/falcon-7b checkpoint"},
+      // The checkpoint also stores the tied head (7,217,189,760 elements = this + 65024 x 4544).
+      {"falcon-7b.json", 6'921'720'704, "tiiuae/falcon-7b checkpoint less its stored head copy"},
       {"bloom-176b.json", 176'247'271'424, "BLOOM paper (arXiv 2211.05100): 176,247M"},
-      {"gemma-2-9b.json", 9'241'705'984, "google/gemma-2-9b checkpoint"},
+      {"gemma-2-9b-it.json", 9'241'705'984, "google/gemma-2-9b-it safetensors total"},
       {"gemma-3-1b.json", 999'885'952, "Gemma 3 report (arXiv 2503.19786) Table 1: 302M + 698M"},
   };
   for (const Row& row : rows) {
@@ -210,7 +293,7 @@ TEST(ModelFamiliesTest, GemmaLayersAndNorms) {
   // sliding_window_pattern 6: five sliding layers, then a full one.
   EXPECT_EQ(g3.LayerAttention(4), AttentionKind::kSliding);
   EXPECT_EQ(g3.LayerAttention(5), AttentionKind::kFull);
-  ModelSpec g2 = ParsePresetOrDie("gemma-2-9b.json");
+  ModelSpec g2 = ParsePresetOrDie("gemma-2-9b-it.json");
   EXPECT_EQ(g2.LayerAttention(0), AttentionKind::kSliding);
   EXPECT_EQ(g2.LayerAttention(1), AttentionKind::kFull);
 }
@@ -258,7 +341,7 @@ TEST(ModelFamiliesTest, MissingFieldsAreNamed) {
   r = ParseHfConfig(scout);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("'text_config' is missing"), std::string::npos);
-  Json gemma = testing::LoadModelPreset("gemma-2-9b.json");
+  Json gemma = testing::LoadModelPreset("gemma-2-9b-it.json");
   gemma["layer_types"] = Json::array({"full_attention"});
   r = ParseHfConfig(gemma);
   ASSERT_FALSE(r.ok());

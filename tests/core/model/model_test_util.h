@@ -36,11 +36,14 @@ inline constexpr const char* kModelPresets[] = {
 
 // One published config per family added for 2026 models (samples/models/SOURCES.tsv).
 inline constexpr const char* kFamilyPresets[] = {
-    "deepseek-v3.json",       "deepseek-v2-lite.json",         "gpt-oss-20b.json",
-    "gpt-oss-120b.json",      "llama-4-scout-17b-16e.json",    "llama-4-maverick-17b-128e.json",
-    "qwen3-next-80b-a3b.json", "phi-3-mini-4k.json",           "gpt-neox-20b.json",
-    "pythia-160m.json",       "falcon-7b.json",                "bloom-176b.json",
-    "gemma-2-9b.json",        "gemma-3-1b.json",               "gemma-3-27b.json",
-    "gpt2.json"};
+    "deepseek-v3.json",         "deepseek-v2-lite.json",
+    "gpt-oss-20b.json",         "gpt-oss-120b.json",
+    "llama-4-scout-17b-16e.json", "llama-4-maverick-17b-128e-instruct.json",
+    "qwen3-next-80b-a3b-thinking.json", "qwen3.5-27b.json",
+    "qwen3.5-397b-a17b.json",   "phi-3-mini-4k.json",
+    "gpt-neox-20b.json",        "pythia-160m.json",
+    "falcon-7b.json",           "bloom-176b.json",
+    "gemma-2-9b-it.json",       "gemma-3-1b.json",
+    "gemma-3-27b.json",         "gpt2.json"};
 
 }  // namespace dsp::testing

@@ -62,27 +62,48 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
     return out;
   }
 
-  const double q_cols = static_cast<double>(shape.heads * shape.head_dim);
+  double attention = 0;
+  if (shape.linear_value_cols > 0) {
+    // Gated DeltaNet, replicated over TP: the norm output feeding the projections, the qkvz and
+    // ba outputs, the conv output (q, k, v), the recurrence's output and the gated norm's output
+    // feeding out_proj. Not counted: the chunked kernel's per-chunk states (a d_k x d_v fp32
+    // matrix per chunk and value head, flash-linear-attention chunk_gated_delta_rule).
+    const double k = static_cast<double>(shape.linear_key_cols);
+    const double v = static_cast<double>(shape.linear_value_cols);
+    const double b_a = 2.0 * static_cast<double>(shape.linear_value_heads);
+    attention = kActivationBytes * tokens *
+                (h + (2 * k + 2 * v) + b_a + (2 * k + v) + v + v);
+    attention += Div(mask * tokens * h, replicated);
+    out.attention_bytes = attention;
+    out.norm_bytes = Div(2 * kActivationBytes * tokens * h, replicated);
+  } else {
+  const double d_qk = static_cast<double>(shape.qk_head_dim > 0 ? shape.qk_head_dim : shape.head_dim);
+  const double d_v = static_cast<double>(shape.v_head_dim > 0 ? shape.v_head_dim : shape.head_dim);
   // Ulysses with more ranks than k/v heads replicates k/v heads up to sp (ulysses_sp.py).
   const int64_t kv_heads = shape.ulysses_sp > 1 ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp)
                                                 : shape.kv_heads;
-  const double kv_cols = static_cast<double>(kv_heads * shape.head_dim);
-  double attention = Div(kActivationBytes * tokens * h, replicated);            // q/k/v input
-  attention += Div(kActivationBytes * tokens * (2 * q_cols + 2 * kv_cols), t);  // Q, K, V, output
+  const double a = static_cast<double>(shape.heads), g = static_cast<double>(kv_heads);
+  attention = Div(kActivationBytes * tokens * h, replicated);  // q/k/v input
+  // Q, K, V and the attention output feeding o_proj.
+  attention += Div(kActivationBytes * tokens * (a * d_qk + g * d_qk + g * d_v + a * d_v), t);
+  // MLA's latent path: q_a / kv_a outputs and their norms, on every TP rank.
+  attention += kActivationBytes * tokens * static_cast<double>(shape.latent_cols);
   attention += Div(mask * tokens * h, replicated);                              // output dropout
   if (shape.flash_attention) {
     attention += Div(4.0 * static_cast<double>(shape.heads) * tokens, t);  // logsumexp, fp32
   } else if (recompute != Recompute::kSelective) {
-    // Scores of a heads over the full sequence for this rank's tokens: a·S·T entries. Saved: the
-    // softmax output (16-bit); with dropout also its 1-byte mask and the dropout output (16-bit)
-    // that multiplies V, Korthikanti's 5as²b. Under Ulysses each rank has a/sp heads of all S
-    // tokens, the same a·S·T.
-    const double scores = static_cast<double>(shape.heads) * seq * tokens;
+    // Scores of a heads over the full sequence (or the window) for this rank's tokens: a·S·T
+    // entries. Saved: the softmax output (16-bit); with dropout also its 1-byte mask and the
+    // dropout output (16-bit) that multiplies V, Korthikanti's 5as²b. Under Ulysses each rank has
+    // a/sp heads of all S tokens, the same a·S·T.
+    const double keys = shape.window > 0 ? std::min<double>(seq, static_cast<double>(shape.window)) : seq;
+    const double scores = static_cast<double>(shape.heads) * keys * tokens;
     const double per_score = kActivationBytes + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
     attention += Div(per_score * scores, t);
   }
   out.attention_bytes = attention;
   out.norm_bytes = Div(2 * kActivationBytes * tokens * h, replicated);
+  }
 
   double mlp = Div(kActivationBytes * tokens * h, replicated);  // input of the MLP / MoE block
   mlp += Div(mask * tokens * h, replicated);                    // output dropout

@@ -32,6 +32,17 @@ struct LayerShape {
                                  // statistics (4 bytes per head and query)
   bool vocab_parallel = false;   // Megatron's parallel lm_head: logits split over t
 
+  // Per-layer attention shape where it is not plain (G)QA; 0 means "as heads x head_dim".
+  int64_t qk_head_dim = 0;      // MLA: nope + rope (192 for DeepSeek-V3); q and k widths per head
+  int64_t v_head_dim = 0;       // MLA: v_head_dim (128); v and the attention output per head
+  int64_t latent_cols = 0;      // MLA: q_a and kv_a outputs and their norms, saved per token
+                                // (replicated over TP: the down projections are not split)
+  int64_t window = 0;           // sliding window / chunk: keys per query of materialized scores
+  // Gated DeltaNet layer (qwen3_next) when linear_value_cols > 0: no scores, no KV; replicated.
+  int64_t linear_key_cols = 0;    // linear_num_key_heads x linear_key_head_dim
+  int64_t linear_value_cols = 0;  // linear_num_value_heads x linear_value_head_dim
+  int64_t linear_value_heads = 0;
+
   int tp = 1;                // tensor-parallel size t
   bool megatron_sp = false;  // Megatron sequence parallelism: norms/dropout sharded over t too.
                              // DeepSpeed's AutoTP does not do this; kept for the paper's formulas.

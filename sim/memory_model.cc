@@ -5,6 +5,7 @@
 #include "sim/memory_model.h"
 
 #include <algorithm>
+#include <map>
 #include <array>
 #include <iterator>
 #include <utility>
@@ -134,8 +135,26 @@ LayerShape BaseShape(const SimInput& in) {
 }
 
 LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t layer) {
+  const ModelSpec& m = *in.model;
   LayerShape shape = base;
-  shape.num_experts = in.model->IsMoeLayer(layer) ? in.model->num_experts : 0;
+  shape.num_experts = m.IsMoeLayer(layer) ? m.num_experts : 0;
+  switch (m.LayerAttention(layer)) {
+    case AttentionKind::kSliding: shape.window = m.sliding_window; break;
+    case AttentionKind::kChunked: shape.window = m.attention_chunk_size; break;
+    case AttentionKind::kLinear:
+      shape.linear_key_cols = m.linear_num_key_heads * m.linear_key_head_dim;
+      shape.linear_value_cols = m.linear_num_value_heads * m.linear_value_head_dim;
+      shape.linear_value_heads = m.linear_num_value_heads;
+      break;
+    case AttentionKind::kFull: break;
+  }
+  if (m.mla()) {
+    shape.qk_head_dim = m.qk_head_dim();
+    shape.v_head_dim = m.v_head_dim;
+    shape.kv_heads = m.num_attention_heads;  // kv_b_proj expands the latent to every head
+    shape.latent_cols = 2 * m.q_lora_rank + (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
+  }
+  if (m.attention_output_gate) shape.latent_cols += m.num_attention_heads * m.head_dim / std::max(shape.tp, 1);
   return shape;
 }
 
@@ -143,7 +162,8 @@ LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t laye
 // after; send and receive buffers of the q/k/v block are live together (DeepSpeed-Ulysses
 // DistributedAttention / ulysses_sp.py).
 double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
-  if (shape.ulysses_sp <= 1) return 0;
+  // Gated DeltaNet layers get no all-to-all (AutoSP rewrites only SDPA calls).
+  if (shape.ulysses_sp <= 1 || shape.linear_value_cols > 0) return 0;
   // k/v heads are replicated up to sp when there are fewer of them than ranks.
   const int64_t kv_heads = std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
   const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
@@ -247,16 +267,17 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     in_flight = pp + (pp - 2.0 * stage - 1.0) / v;
   }
   double per_micro_batch = 0, working = 0, all_to_all = 0;
-  // Layers differ only in being MoE or dense: each kind is costed once.
+  // Layers of one kind (ModelSpec::LayerKind) cost the same: each kind is costed once.
   struct LayerMemory {
     bool done = false;
     double saved = 0, working = 0, all_to_all = 0;
     double input = 0;  // full recompute: the checkpointed layer input alone
-  } kinds[2];
+  };
+  std::map<int, LayerMemory> kinds;
   double largest_input = 0;
   r.layer_activations_bytes.reserve(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
   for (int64_t layer = first; layer < end; ++layer) {
-    LayerMemory& k = kinds[m.IsMoeLayer(layer) ? 1 : 0];
+    LayerMemory& k = kinds[m.LayerKind(layer)];
     if (!k.done) {
       const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
       k.saved = LayerActivationBytes(shape, in.workload.recompute).total_bytes();

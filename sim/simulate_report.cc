@@ -72,6 +72,13 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
   out << "  model    " << r.model_type << ", " << HumanCount(static_cast<double>(r.params.total))
       << " parameters, " << HumanCount(static_cast<double>(r.params.active_per_token))
       << " active per token (" << r.model_path << ")\n";
+  for (const std::string& part : r.model_left_out) {
+    out << "  left out " << part;
+    if (r.params.mtp > 0 && part.find("multi-token") != std::string::npos) {
+      out << ": " << HumanCount(static_cast<double>(r.params.mtp)) << " parameters";
+    }
+    out << "\n";
+  }
   out << "  cluster  " << c.name << ": " << r.gpus_per_node << " x " << c.gpu.name << " per node, " << nodes
       << (nodes == 1 ? " node" : " nodes") << "\n";
   out << "  layout   " << LayoutLine(r.layout) << "\n";
@@ -244,6 +251,10 @@ Json SimulateToJson(const SimulateResult& r) {
   root["params"] = {{"total", r.params.total},
                     {"active_per_token", r.params.active_per_token},
                     {"by_family", FamilyCounts(r.params)}};
+  if (!r.model_left_out.empty()) {
+    root["params"]["left_out"] = r.model_left_out;
+    root["params"]["mtp"] = r.params.mtp;
+  }
 
   const MemoryReport& m = r.memory;
   Json families = Json::object();

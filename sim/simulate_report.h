@@ -25,6 +25,7 @@ struct SimulateResult {
   std::string config_path;
   std::string model_path;
   std::string model_type;          // ModelSpec::model_type
+  std::vector<std::string> model_left_out;  // ModelSpec::left_out: parts of the checkpoint not planned
   const Cluster* cluster = nullptr;
   int64_t world_size = 0;
   int64_t gpus_per_node = 0;

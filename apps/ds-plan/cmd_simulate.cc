@@ -29,6 +29,7 @@ int RunSimulate(const SimulateArgs& args) {
   result.config_path = args.sim.config;
   result.model_path = args.sim.model_path;
   result.model_type = s->model.model_type;
+  result.model_left_out = s->model.left_out;
   result.cluster = &s->cluster;
   result.world_size = s->world_size;
   result.gpus_per_node = s->gpus_per_node;

@@ -337,6 +337,33 @@ void CheckSpecsAgainstModel(RuleContext& ctx, const std::vector<LayerSpec>& spec
             std::to_string(params[i].shape[0]));
   }
 
+  // An equal three-way split of a fused qkv weight under GQA (the phi3 preset's shape (3, -1)).
+  const int64_t q_rows = model->num_attention_heads * model->head_dim;
+  const int64_t kv_rows = model->num_key_value_heads * model->head_dim;
+  for (size_t i = 0; i < params.size() && model->fused_qkv && kv_rows != q_rows; ++i) {
+    const ParamTensor& p = params[i];
+    if (!universe[i] || winner[i] < 0 || p.layer != 0) continue;
+    if (!p.name.ends_with("qkv_proj.weight") && !p.name.ends_with("query_key_value.weight")) continue;
+    const LayerSpec& s = specs[winner[i]];
+    if (!s.has_shape || s.shape.empty() || s.kind != PartitionKind::kColumn) continue;
+    const ShapeDim& d = s.shape[static_cast<size_t>(s.partition_dim)];
+    if (d.nested || d.values.empty() || d.values[0] != 3) continue;
+    ctx.Report("tp-fused-qkv-unequal-split", s.from_preset ? s.pointer : PointerJoin(s.pointer, "shape"),
+               s.label + " shape " + ShapeText(s) + " cuts " + p.name + " [" +
+                   std::to_string(p.shape[0]) + ", " + std::to_string(p.shape[1]) +
+                   "] into three equal parts of " + std::to_string(p.shape[0] / 3) +
+                   " rows, but its q, k and v blocks are " + std::to_string(q_rows) + ", " +
+                   std::to_string(kv_rows) + " and " + std::to_string(kv_rows) +
+                   " rows (num_key_value_heads " + std::to_string(model->num_key_value_heads) +
+                   " < num_attention_heads " + std::to_string(model->num_attention_heads) +
+                   "): every rank gets rows across the q/k/v boundaries and DeepSpeed raises "
+                   "nothing",
+               "describe the blocks with a layer spec first in layer_specs: \"shape\": [[" +
+                   std::to_string(q_rows) + ", " + std::to_string(kv_rows) + ", " +
+                   std::to_string(kv_rows) + "], -1]");
+    break;
+  }
+
   CheckPairing(ctx, specs, winner, params, universe);
 }
 

@@ -304,6 +304,18 @@ std::vector<RuleInfo> ModelMatchRuleInfos() {
        "output width; n > 0 at partition_dim must divide that dimension. Any mismatch is a "
        "ValueError while the engine builds the layer.",
        ""},
+      {"tp-fused-qkv-unequal-split", Severity::kError, "tensor_parallel",
+       "an equal sub-parameter split of a fused qkv weight whose q, k and v blocks differ",
+       "A spec shape (3, -1) on a fused qkv_proj / query_key_value weight cuts it into three equal "
+       "sub-parameters before sharding each (module_inject/layers.py, the sub-param path; the "
+       "built-in phi3 preset does this, AutoTPPresets.phi3 in module_inject/autotp_config.py). "
+       "With grouped-query attention the q block has num_attention_heads x head_dim rows and k "
+       "and v num_key_value_heads x head_dim each, so the equal thirds cross the block "
+       "boundaries and every rank gets mixed q/k/v rows; DeepSpeed raises nothing. The fused-QKV "
+       "path that splits phi3 correctly (fusedqkv_utils.py, phi3type) is switched off whenever a "
+       "preset or partition_config is used (auto_tp.py). A nested shape [[q, kv, kv], -1] "
+       "describes the blocks.",
+       ""},
       {"tp-missing-row-partner", Severity::kError, "tensor_parallel",
        "a column-parallel projection whose row-parallel partner is not row-parallel",
        "A column-parallel layer (LinearLayer) splits the weight's output dimension: forward is "

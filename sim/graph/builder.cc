@@ -168,12 +168,13 @@ Result<Graph> BuildModelGraph(const ModelSpec& spec) {
   if (spec.num_hidden_layers <= 0 || spec.hidden_size <= 0 || spec.num_attention_heads <= 0) {
     return Error{"model has no layers, hidden size or attention heads to build a graph from"};
   }
-  if (spec.gpt_style()) {
-    // The graph mirrors the llama-family modules (RMSNorm, rotary, SwiGLU); drawing a GPT-2 or
-    // BLOOM block with those would be wrong, so say so instead (simulate and tune support them).
+  // The graph mirrors the llama-family modules (RMSNorm, rotary, q/k/v projections, SwiGLU or a
+  // routed MoE block); drawing MLA, Gated DeltaNet, fused projections, gemma's four norms or a
+  // GPT block with those would be wrong, so say so instead (simulate and tune support them).
+  if (spec.family != ModelFamily::kLlama || spec.fused_qkv || spec.fused_gate_up) {
     return Error{"model_type '" + spec.model_type +
-                 "' (GPT-style: LayerNorm, GeLU MLP) has no graph view yet; simulate and tune "
-                 "support it"};
+                 "' has no graph view yet (visualize graph draws llama, mistral, qwen2/3, mixtral "
+                 "and qwen2/3 MoE decoders); simulate and tune support it"};
   }
   return Builder(spec).Build();
 }

@@ -53,6 +53,35 @@ TEST_F(TensorParallelModelTest, PatternThatMatchesNothing) {
                  "tp-spec-pattern-unmatched");
 }
 
+TEST_F(TensorParallelModelTest, Phi3PresetCutsAGqaQkvAcrossItsBlocks) {
+  // AutoTPPresets.phi3 (module_inject/autotp_config.py, DeepSpeed 0.19.6) gives qkv_proj the
+  // shape (3, -1): three equal sub-parameters. Phi-3-mini (32 heads, 32 KV heads) has equal
+  // blocks; with 8 KV heads they are 3072, 768 and 768 rows and the thirds cross them.
+  const ModelSpec mini = testing::ParsePresetOrDie("phi-3-mini-4k.json");
+  Json gqa_config = testing::LoadModelPreset("phi-3-mini-4k.json");
+  gqa_config["num_key_value_heads"] = 8;
+  const ModelSpec gqa = *ParseHfConfig(gqa_config);
+  const auto preset = Tp(R"({"autotp_size": 2, "preset_model": "phi3"})");
+  EXPECT_NO_DIAG(Validate(preset, At(4, &mini)), "tp-fused-qkv-unequal-split");
+  auto r = Validate(preset, At(4, &gqa));
+  EXPECT_DIAG(r, "tp-fused-qkv-unequal-split", "/tensor_parallel/preset_model");
+  EXPECT_NE(MessageOf(r, "tp-fused-qkv-unequal-split").find("3072, 768 and 768 rows"),
+            std::string::npos)
+      << testing::Dump(r);
+  EXPECT_NO_DIAG(r, "tp-preset-model-mismatch");  // the preset does match the names
+  // A nested shape that describes the blocks is the fix and is not reported.
+  auto fixed = Validate(
+      Specs(R"json({"patterns": [".*\\.self_attn\\.qkv_proj\\.weight$"], "partition_type": "column",
+                    "shape": [[3072, 768, 768], -1], "partition_dim": 0},
+                   {"patterns": [".*\\.self_attn\\.o_proj\\.weight$"], "partition_type": "row"},
+                   {"patterns": [".*\\.mlp\\.gate_up_proj\\.weight$"], "partition_type": "column",
+                    "shape": [2, -1], "partition_dim": 0},
+                   {"patterns": [".*\\.mlp\\.down_proj\\.weight$"], "partition_type": "row"})json"),
+      At(4, &gqa));
+  EXPECT_NO_DIAG(fixed, "tp-fused-qkv-unequal-split");
+  EXPECT_NO_DIAG(fixed, "tp-spec-shape-mismatch");
+}
+
 TEST_F(TensorParallelModelTest, PresetForAnotherArchitecture) {
   EXPECT_DIAG(Validate(Tp(R"({"autotp_size": 2, "preset_model": "bloom"})"), At(8, &llama_)),
               "tp-preset-model-mismatch", "/tensor_parallel/preset_model");

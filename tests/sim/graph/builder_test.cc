@@ -186,6 +186,18 @@ TEST(GraphBuilderTest, TiedEmbeddingsReadTheEmbeddingWeight) {
   EXPECT_EQ(g->Find("lm_head")->param, "model.embed_tokens.weight");
 }
 
+TEST(GraphBuilderTest, FamiliesWithoutAGraphAreRefusedByName) {
+  // MLA, Gated DeltaNet, fused qkv_proj and gemma's four norms would be drawn wrong as a llama
+  // block: the builder says so (simulate and tune still cover these models).
+  for (const char* file : {"deepseek-v3.json", "qwen3-next-80b-a3b-thinking.json",
+                           "phi-3-mini-4k.json", "gemma-3-1b.json", "gpt2.json"}) {
+    SCOPED_TRACE(file);
+    Result<Graph> g = BuildModelGraph(testing::ParsePresetOrDie(file));
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.error().message.find("has no graph view yet"), std::string::npos);
+  }
+}
+
 TEST(GraphBuilderTest, EmptyModelIsAnError) {
   Result<Graph> g = BuildModelGraph(ModelSpec{});
   ASSERT_FALSE(g.ok());

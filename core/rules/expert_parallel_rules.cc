@@ -164,6 +164,64 @@ void CheckModel(RuleContext& ctx, const EpFacts& f) {
                "disable expert_parallel for dense models");
     return;
   }
+  // Every AutoEP preset detects `model.layers.N.mlp` with a `gate` router and an `experts`
+  // child (module_inject/auto_ep_presets/*.py, auto_ep.py detection). gpt_oss names its router
+  // `router`; llama4 puts the MoE block at `feed_forward`: without custom patterns nothing matches.
+  const ConfigView& cfg = ctx.view();
+  const bool custom_patterns = !IsNull(cfg.Get(Key("moe_layer_pattern"))) ||
+                               !IsNull(cfg.Get(Key("router_pattern")));
+  const Json* preset = cfg.Get(Key("preset_model"));
+  const bool explicit_preset = !IsNull(preset) && preset->is_string();
+  if (!custom_patterns &&
+      (m->family == ModelFamily::kGptOss || m->family == ModelFamily::kLlama4)) {
+    const std::string where = m->family == ModelFamily::kGptOss
+                                  ? "its MoE blocks' router is `mlp.router`, not `mlp.gate`"
+                                  : "its MoE blocks are `feed_forward`, not `mlp`";
+    if (explicit_preset) {
+      ctx.Report("ep-preset-no-moe", Key("preset_model"),
+                 "preset_model '" + preset->get<std::string>() + "' matches no MoE layer of this " +
+                     m->model_type + " model (" + where +
+                     "): DeepSpeed raises ValueError \"AutoEP: no MoE layers detected\"",
+                 "no AutoEP preset supports " + m->model_type +
+                     "; disable expert_parallel or give moe_layer_pattern and router_pattern");
+    } else {
+      ctx.Report("ep-moe-not-detected", Key("enabled"),
+                 "AutoEP is enabled but detects no MoE layer in this " + m->model_type +
+                     " model (" + where + "): DeepSpeed logs \"AutoEP: no MoE layers detected "
+                     "in model.\" and trains without expert parallelism",
+                 "no AutoEP preset supports " + m->model_type +
+                     " (presets: mixtral, qwen3_moe, qwen3_5_moe, deepseek_v2, deepseek_v3)");
+    }
+    return;
+  }
+  // An explicit preset is used as given, without checking the model type (registry.py
+  // resolve_preset_candidates). mixtral, qwen3_moe and qwen3_5_moe route alike (softmax, top-k
+  // renormalised); deepseek_v2 (softmax, no renormalisation, max-group routing) and deepseek_v3
+  // (sigmoid scores, top2-sum group routing) do not: only a preset of another routing family is
+  // reported.
+  if (explicit_preset) {
+    auto routing_family = [](const std::string& type) -> std::string {
+      if (type == "deepseek_v2" || type == "deepseek_v3") return type;
+      if (type == "mixtral" || type == "qwen3_moe" || type == "qwen2_moe" || type == "qwen3_5_moe" ||
+          type == "qwen3_5_moe_text" || type == "qwen3_next") {
+        return "softmax";
+      }
+      return "";
+    };
+    const std::string name = preset->get<std::string>();
+    const std::string want = routing_family(name), have = routing_family(m->model_type);
+    if (!want.empty() && !have.empty() && want != have) {
+      ctx.Report("ep-preset-other-model", Key("preset_model"),
+                 "preset_model '" + name + "' is not this " + m->model_type +
+                     " model's preset: DeepSpeed applies it without checking the model type, so "
+                     "the experts are routed the preset's way (" +
+                     (want == "deepseek_v3" ? std::string("sigmoid scores, group-limited top-k")
+                      : want == "deepseek_v2" ? std::string("softmax without top-k renormalisation")
+                                              : std::string("softmax, top-k renormalised")) +
+                     "), not the way the model was trained",
+                 "use the model's own preset, or drop preset_model so AutoEP detects it");
+    }
+  }
   int64_t first = 0;
   while (first < m->num_hidden_layers && !m->IsMoeLayer(first)) ++first;
   const std::string layer =
@@ -349,6 +407,27 @@ RuleSet ExpertParallelRules() {
        "validate_autoep_post_detection, for every detected MoE layer: autoep_size <= num_experts "
        "and "
        "num_experts % autoep_size == 0 (ValueError listing the divisors).",
+       ""},
+      {"ep-moe-not-detected", Severity::kWarning, "expert_parallel",
+       "AutoEP finds no MoE layer in the model's layout",
+       "Every built-in AutoEP preset detects modules named model.layers.N.mlp with a 'gate' router "
+       "and an 'experts' child (module_inject/auto_ep_presets). gpt_oss's router is mlp.router "
+       "and llama4's MoE block is feed_forward, so without moe_layer_pattern/router_pattern "
+       "AutoEP only logs \"no MoE layers detected in model.\" (auto_ep.py) and the run has no "
+       "expert parallelism.",
+       ""},
+      {"ep-preset-no-moe", Severity::kError, "expert_parallel",
+       "an explicit AutoEP preset that matches no MoE layer of the model",
+       "With expert_parallel.preset_model set, a model in which the preset detects no MoE layer "
+       "is a ValueError \"AutoEP: no MoE layers detected for ...\" (auto_ep.py).",
+       ""},
+      {"ep-preset-other-model", Severity::kWarning, "expert_parallel",
+       "an AutoEP preset written for another model family",
+       "resolve_preset_candidates (auto_ep_presets/registry.py) uses an explicit preset_model "
+       "first, without comparing the preset's hf_model_types with the model's type; every preset "
+       "shares the same module patterns, so another family's preset converts the model with its "
+       "own routing. Reported when the routing differs: mixtral, qwen3_moe and qwen3_5_moe route "
+       "alike (softmax, top-k renormalised), deepseek_v2 and deepseek_v3 each their own way.",
        ""},
       {"ep-dense-model", Severity::kWarning, "expert_parallel",
        "AutoEP on a model without MoE layers",

@@ -275,3 +275,38 @@ TEST(ExpertParallelRulesTest, DenseModel) {
 
 }  // namespace
 }  // namespace dsp
+
+namespace dsp {
+namespace {
+
+TEST(ExpertParallelModelLayoutTest, GptOssAndLlama4AreNotDetected) {
+  // Every AutoEP preset detects model.layers.N.mlp with a `gate` router (auto_ep_presets/*.py,
+  // DeepSpeed 0.19.6): gpt_oss's `mlp.router` and llama4's `feed_forward` match none.
+  const ModelSpec oss = testing::ParsePresetOrDie("gpt-oss-20b.json");
+  const ModelSpec scout = testing::ParsePresetOrDie("llama-4-scout-17b-16e.json");
+  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 4)";
+  auto warned = testing::Validate(ep + "}}", At(8, &oss));
+  EXPECT_DIAG(warned, "ep-moe-not-detected", "/expert_parallel/enabled");
+  EXPECT_NE(testing::Find(warned, "ep-moe-not-detected")->message.find("mlp.router"),
+            std::string::npos);
+  EXPECT_DIAG(testing::Validate(ep + R"(, "preset_model": "mixtral"}})", At(8, &scout)),
+              "ep-preset-no-moe", "/expert_parallel/preset_model");
+  // Custom patterns are the user's own detection: not second-guessed.
+  EXPECT_NO_DIAG(testing::Validate(ep + R"(, "router_pattern": "router"}})", At(8, &oss)),
+                 "ep-moe-not-detected");
+}
+
+TEST(ExpertParallelModelLayoutTest, PresetOfAnotherFamilyIsUsedAsGiven) {
+  // registry.py resolve_preset_candidates takes an explicit preset without a model-type check.
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
+  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8, "preset_model": )";
+  auto other = testing::Validate(ep + R"("mixtral"}})", At(8, &v3));
+  EXPECT_DIAG(other, "ep-preset-other-model", "/expert_parallel/preset_model");
+  EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &v3)),
+                 "ep-preset-other-model");
+}
+
+}  // namespace
+}  // namespace dsp

@@ -187,6 +187,21 @@ void CheckModelAndSequence(RuleContext& ctx) {
                  "use a sequence-parallel size that divides " + Str(kv) +
                      " or is a multiple of it");
     }
+    int64_t linear_layers = 0;
+    for (int64_t i = 0; i < model->num_hidden_layers; ++i) {
+      linear_layers += model->LayerAttention(i) == AttentionKind::kLinear ? 1 : 0;
+    }
+    if (linear_layers > 0) {
+      ctx.Report("sp-linear-attention", at,
+                 "this " + model->model_type + " model has " + Str(linear_layers) +
+                     " Gated DeltaNet (linear attention) layers, which sequence parallelism does "
+                     "not re-shard: AutoSP rewrites only scaled_dot_product_attention calls and "
+                     "Ulysses replaces only the attention function, so each of these layers runs "
+                     "its recurrence over the rank's " + Str(sp) + "th of the sequence and "
+                     "the result is wrong without an error",
+                 "train this model without sequence parallelism (or with a context-parallel "
+                 "scheme that carries the recurrent state between ranks)");
+    }
   }
   if (sp > 1 && seq && *seq > 0 && *seq % sp != 0) {
     ctx.Report("sp-seq-len-divisible", at,
@@ -315,6 +330,15 @@ RuleSet SequenceParallelRules() {
        "attention heads not divisible by the SP size (--model)",
        "Ulysses attention (ulysses_sp.py) raises \"Attention head count H is not divisible by SP "
        "size S\"; AutoSP's all-to-all scatters heads across the SP group the same way.",
+       ""},
+      {"sp-linear-attention", Severity::kError, "sequence_parallel",
+       "sequence parallelism on a model with linear-attention layers (--model)",
+       "DeepSpeed's sequence parallelism moves tokens and heads only around softmax attention: "
+       "the AutoSP compile pass inserts its all-to-alls around scaled_dot_product_attention nodes "
+       "(compile/passes/sp_compile.py) and Ulysses (runtime/sequence_parallel/ulysses_sp.py) "
+       "registers itself as the attention function. A Gated DeltaNet layer (qwen3_next, "
+       "qwen3_5 linear_attn) calls neither, so it sees only the rank's slice of the sequence and "
+       "its recurrence starts from zero at every slice boundary. Nothing raises.",
        ""},
       {"sp-kv-heads", Severity::kError, "sequence_parallel",
        "key/value heads and SP size do not divide each other (--model)",

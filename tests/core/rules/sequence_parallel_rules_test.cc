@@ -109,6 +109,20 @@ TEST(SequenceParallelRulesTest, AttentionHeads) {
   EXPECT_TRUE(MessageHas(kv, "sp-kv-heads", "KV attention head count 8 is not divisible by SP size 6 or vice versa"));
 }
 
+TEST(SequenceParallelRulesTest, LinearAttentionLayersAreNotResharded) {
+  // AutoSP rewrites scaled_dot_product_attention nodes only (compile/passes/sp_compile.py) and
+  // Ulysses replaces the attention function (ulysses_sp.py): Gated DeltaNet calls neither.
+  ModelSpec next = testing::ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");  // 36 of 48
+  auto r = Validate(R"({"sequence_parallel_size": 2})", WithModel(8, &next));
+  EXPECT_DIAG(r, "sp-linear-attention", "/sequence_parallel_size");
+  EXPECT_TRUE(MessageHas(r, "sp-linear-attention", "has 36 Gated DeltaNet"));
+  ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 2})", WithModel(8, &llama)),
+                 "sp-linear-attention");
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 1})", WithModel(8, &next)),
+                 "sp-linear-attention");
+}
+
 TEST(SequenceParallelRulesTest, SequenceLength) {
   ValidateOptions o = World(8);
   o.seq_len = 1020;

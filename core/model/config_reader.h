@@ -152,14 +152,6 @@ class Reader {
   std::string context_;
 };
 
-// Propagates an Error out of the enclosing function returning Result<ModelSpec>.
-#define DSP_ASSIGN_OR_RETURN(lhs, expr)                \
-  do {                                                 \
-    auto dsp_result_ = (expr);                         \
-    if (!dsp_result_.ok()) return dsp_result_.error(); \
-    lhs = std::move(*dsp_result_);                     \
-  } while (false)
-
 // Propagates an Error out of the enclosing function returning Result<T>.
 #define DSP_ASSIGN_OR_RETURN(lhs, expr)                \
   do {                                                 \

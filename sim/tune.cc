@@ -140,10 +140,10 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
 }
 
 // The event simulation of one plan's step, or 0 where the schedule does not cover it (pipeline
-// stages, Megatron engines, a graph the builder cannot draw) or a step fails to build.
+// stages, Megatron engines) or a step fails to build (a pass refuses the plan).
 double ScheduleSeconds(const ModelSpec& model, const Cluster& cluster, const TuneOptions& o,
                        int64_t world, int64_t gpn, const TunedPlan& p) {
-  if (p.pp > 1 || o.engine != Engine::kDeepSpeed || model.gpt_style()) return 0;
+  if (p.pp > 1 || o.engine != Engine::kDeepSpeed) return 0;
   PlanInputs pin;
   pin.world_size = world;
   pin.gpus_per_node = gpn;

@@ -36,7 +36,7 @@ struct TuneOptions {
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where
-  // the schedule covers them (DeepSpeed engine, no pipeline, a llama-family graph) and re-ranked by
+  // the schedule covers them (DeepSpeed engine, no pipeline; every model family has a graph) and re-ranked by
   // that time, so closed form and schedule cannot disagree on the winner. 0 = off.
   int rerank = 10;
   // Precision and activation-offload variants of each config: torch_autocast next to bf16 mixed

@@ -16,6 +16,8 @@ Node* Graph::Create(NodeSpec spec) {
   n->param_shape = std::move(spec.param_shape);
   n->shape = std::move(spec.shape);
   n->group = std::move(spec.group);
+  n->window = spec.window;
+  n->chunk = spec.chunk;
   n->args = std::move(spec.args);
   for (Node* arg : n->args) AddUser(arg, n);
   by_name_.emplace(n->name, n);
@@ -105,19 +107,30 @@ Status Graph::Erase(Node* node) {
   return Status::Ok();
 }
 
-int LayerOfModule(std::string_view module) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (module.substr(0, kPrefix.size()) != kPrefix) return -1;
-  size_t i = kPrefix.size();
-  int layer = 0;
-  size_t digits = 0;
-  while (i < module.size() && module[i] >= '0' && module[i] <= '9' && digits < 7) {
-    layer = layer * 10 + (module[i++] - '0');
-    ++digits;
+LayerPath LayerPathOf(std::string_view module) {
+  // The first "layers.<n>" (llama-style, gpt_neox) or "h.<n>" (GPT-2, BLOOM, Falcon) component
+  // pair: model.layers.3.mlp, language_model.model.layers.3, transformer.h.3.attn.
+  size_t start = 0;
+  while (start < module.size()) {
+    size_t dot = module.find('.', start);
+    if (dot == std::string_view::npos) break;
+    const std::string_view part = module.substr(start, dot - start);
+    if (part == "layers" || part == "h") {
+      size_t i = dot + 1;
+      int layer = 0;
+      size_t digits = 0;
+      while (i < module.size() && module[i] >= '0' && module[i] <= '9' && digits < 7) {
+        layer = layer * 10 + (module[i++] - '0');
+        ++digits;
+      }
+      if (digits > 0 && (i == module.size() || module[i] == '.')) return {layer, i};
+    }
+    start = dot + 1;
   }
-  if (digits == 0 || (i < module.size() && module[i] != '.')) return -1;
-  return layer;
+  return {};
 }
+
+int LayerOfModule(std::string_view module) { return LayerPathOf(module).layer; }
 
 bool IsCollective(std::string_view op) {
   for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,

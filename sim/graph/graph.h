@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,11 +25,20 @@ namespace ops {
 inline constexpr std::string_view kPlaceholder = "placeholder";
 inline constexpr std::string_view kEmbedding = "embedding";
 inline constexpr std::string_view kRmsNorm = "rms_norm";
+inline constexpr std::string_view kLayerNorm = "layer_norm";
 inline constexpr std::string_view kLinear = "linear";
 inline constexpr std::string_view kRotary = "rotary";
 inline constexpr std::string_view kSdpa = "sdpa";
 inline constexpr std::string_view kSilu = "silu";
 inline constexpr std::string_view kSigmoid = "sigmoid";
+inline constexpr std::string_view kGelu = "gelu";
+// One slice of a fused projection's output (qkv, gate_up, MLA's latent kv); no parameter.
+inline constexpr std::string_view kSplit = "split";
+inline constexpr std::string_view kConcat = "concat";
+// Gated DeltaNet: the depthwise causal conv, the decay from A_log, the chunked recurrence.
+inline constexpr std::string_view kConv1d = "conv1d";
+inline constexpr std::string_view kGateDecay = "gate_decay";
+inline constexpr std::string_view kGatedDeltaRule = "gated_delta_rule";
 inline constexpr std::string_view kMul = "mul";
 inline constexpr std::string_view kAdd = "add";
 inline constexpr std::string_view kRouter = "router";
@@ -50,7 +60,13 @@ inline constexpr std::string_view kRelease = "release";
 }  // namespace ops
 
 struct Node;
-// The decoder layer of a module path ("model.layers.12.mlp.up_proj" -> 12), or -1.
+// The decoder layer of a module path ("model.layers.12.mlp.up_proj" -> 12,
+// "transformer.h.3.attn" -> 3), or -1; prefix_len covers "model.layers.12".
+struct LayerPath {
+  int layer = -1;
+  size_t prefix_len = 0;
+};
+LayerPath LayerPathOf(std::string_view module);
 int LayerOfModule(std::string_view module);
 // True for the collective ops above (all_to_all ... combine).
 bool IsCollective(std::string_view op);
@@ -72,6 +88,10 @@ struct Node {
   std::optional<Shape> param_shape;
   std::optional<Shape> shape;  // absent only on the output node; [] is a scalar
   std::string group;           // process group of a collective ("tp", "ep", ...); empty otherwise
+  // sdpa of a sliding-window / chunked layer: the keys a query sees (window) or the chunk it
+  // attends within (chunk); 0 = every earlier token. The schedule prices the scores from them.
+  int64_t window = 0;
+  int64_t chunk = 0;
   std::vector<Node*> args;     // operands, all earlier in the graph
   // Nodes that have this node among their args, each once, in order of first use. The Graph
   // methods keep args and users in step; code that edits args directly must fix users itself
@@ -97,6 +117,8 @@ struct NodeSpec {
   std::optional<Shape> param_shape = {};
   std::optional<Shape> shape = {};
   std::string group = {};
+  int64_t window = 0;
+  int64_t chunk = 0;
 };
 
 class Graph {

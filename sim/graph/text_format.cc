@@ -134,10 +134,14 @@ class LineParser {
         st = ShapeValue(spec.shape);
       } else if (key == "param_shape") {
         st = ShapeValue(spec.param_shape);
+      } else if (key == "window") {
+        st = Count(spec.window);
+      } else if (key == "chunk") {
+        st = Count(spec.chunk);
       } else {
         pos_ = key_at;
         return Fail("unknown attribute '" + key +
-                    "' (expected module, param, param_shape, shape or group)");
+                    "' (expected module, param, param_shape, shape, group, window or chunk)");
       }
       if (!st.ok()) return st;
     } while (Consume(','));
@@ -162,6 +166,23 @@ class LineParser {
     }
     if (pos_ >= line_.size()) return Fail("unterminated string");
     ++pos_;
+    return Status::Ok();
+  }
+
+  // A positive token count (window=, chunk=).
+  Status Count(int64_t& out) {
+    SkipSpaces();
+    const size_t start = pos_;
+    int64_t value = 0;
+    while (pos_ < line_.size() && line_[pos_] >= '0' && line_[pos_] <= '9') {
+      if (value > (int64_t{1} << 50)) return Fail("count too large");
+      value = value * 10 + (line_[pos_++] - '0');
+    }
+    if (pos_ == start || value <= 0) {
+      pos_ = start;
+      return Fail("expected a positive integer");
+    }
+    out = value;
     return Status::Ok();
   }
 
@@ -194,7 +215,10 @@ std::string PrintNode(const Node& node) {
   out += ") {module=" + Quoted(node.module) + ", param=" + Quoted(node.param);
   if (node.param_shape) out += ", param_shape=" + ShapeToString(*node.param_shape);
   if (node.shape) out += ", shape=" + ShapeToString(*node.shape);
-  out += ", group=" + Quoted(node.group) + "}";
+  out += ", group=" + Quoted(node.group);
+  if (node.window > 0) out += ", window=" + std::to_string(node.window);
+  if (node.chunk > 0) out += ", chunk=" + std::to_string(node.chunk);
+  out += "}";
   return out;
 }
 

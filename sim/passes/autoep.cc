@@ -33,6 +33,7 @@ AutoEpOptions AutoEpOptions::ForModel(const ModelSpec& spec, int64_t ep_size, in
   o.ep_size = ep_size;
   o.tp_size = tp_size;
   o.num_experts = spec.num_experts;
+  o.detects_moe = spec.family != ModelFamily::kGptOss && spec.family != ModelFamily::kLlama4;
   return o;
 }
 
@@ -55,7 +56,7 @@ Result<bool> AutoEpPass::Run(Graph& g) {
     return Error{"AutoEP found no MoE layer: the graph has no experts node (is this a dense "
                  "model?)"};
   }
-  if (ep == 1) return false;
+  if (ep == 1 || !options_.detects_moe) return false;
   const int64_t e = options_.num_experts;
   const std::string eps = std::to_string(ep);
   if (e <= 0 || ep > e || e % ep != 0) {

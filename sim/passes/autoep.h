@@ -21,6 +21,11 @@ struct AutoEpOptions {
   std::string symbol = "EP";   // the symbol the expert dimension is divided by: E/EP
   std::string tp_symbol = "T";
   int64_t num_experts = 0;     // E as an integer: experts must split evenly over ep
+  // False when AutoEP's detection finds no MoE block in this model: every preset looks for an
+  // `mlp` module with a `gate` router, which gpt_oss (`mlp.router`) and llama4 (`feed_forward`)
+  // lack unless moe_layer_pattern / router_pattern say otherwise. DeepSpeed then logs "AutoEP:
+  // no MoE layers detected" and trains without expert parallelism: the pass changes nothing.
+  bool detects_moe = true;
 
   static AutoEpOptions ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size);
 };

@@ -33,7 +33,7 @@ struct CompiledSpec {
 
 // The symbols of head counts and MLP widths: what a column linear splits and what stays split
 // until its row partner.
-constexpr const char* kShardedSymbols[] = {"N", "G", "F", "FS", "FE"};
+constexpr const char* kShardedSymbols[] = {"N", "G", "F", "FS", "FE", "QKV"};
 
 std::string LastComponent(const std::string& module) {
   size_t dot = module.rfind('.');
@@ -145,6 +145,14 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   if (tp < 0) return Error{"autotp_size must be >= 0, got " + std::to_string(tp)};
   if (tp <= 1) return false;
 
+  // Training AutoTP asserts on GPT-2 (auto_tp.py AutoTP.supported lists 'gpt2'; its Conv1D
+  // layers are replaced only on the inference path), and a layer_specs entry would wrap a Conv1D
+  // [in, out] weight as an [out, in] Linear.
+  if (options_.model_type == "gpt2") {
+    return Error{"AutoTP does not support gpt2: DeepSpeed's training AutoTP lists it as "
+                 "unsupported (auto_tp.py AutoTP.supported) and its Conv1D weights are stored "
+                 "[in, out], which LinearLayer would split along the wrong dimension"};
+  }
   const Classifier classifier(options_);
   // DeepSpeed's AutoTP skips AutoEP subtrees: the MoE blocks the autoep pass rewrote (the
   // modules of its dispatch nodes) keep router, experts and shared experts replicated over tp.
@@ -169,7 +177,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                 : *k == TpPartition::kColumn   ? Role::kColumn
                                                : Role::kRow;
       // LmHeadLinearAllreduce is neither family: the pass would drop its backward collective.
-      if (role[n] != Role::kReplicated && n->module == "lm_head") role[n] = Role::kUnsupported;
+      if (role[n] != Role::kReplicated && n->name == "lm_head") role[n] = Role::kUnsupported;
     }
     if (role.contains(n) && role[n] == Role::kUnsupported) unsupported.push_back(n);
   }
@@ -217,6 +225,30 @@ Result<bool> AutoTpPass::Run(Graph& g) {
       }
     }
   }
+  // Attention whose q, k and v do not split alike: the heads of one are N/T, of another N (for
+  // example the deepseek_v2 preset on a model without q_lora_rank: it names q_b_proj, and the
+  // plain q_proj stays whole while kv_b_proj splits k and v).
+  std::vector<Node*> uneven_attention, whole_head_params;
+  // AutoTP replaces modules with a 2-D weight only (auto_tp.py AutoTP._replace_module): a raw
+  // per-head parameter read inside a split region (gpt_oss's sinks [N]) keeps all N heads while
+  // the attention runs N/T, and transformers' cat of scores and sinks fails.
+  for (Node* n : g) {
+    if (!region.contains(n) || n->param.empty() || !n->param_shape) continue;
+    for (const SymExpr& d : *n->param_shape) {
+      if (SymbolExponent(d, "N") > 0 || SymbolExponent(d, "G") > 0) {
+        whole_head_params.push_back(n);
+        break;
+      }
+    }
+  }
+  for (Node* n : g) {
+    if (n->op != graph::ops::kSdpa || n->args.size() < 3) continue;
+    int split = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      if (region.contains(n->args[i]) || role_of(n->args[i]) == Role::kColumn) ++split;
+    }
+    if (split != 0 && split != 3) uneven_attention.push_back(n);
+  }
   for (Node* r : rows) {
     if (!fed_rows.contains(r)) unpaired_rows.push_back(r);
   }
@@ -228,6 +260,12 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   add("column-parallel outputs not consumed by a row-parallel linear only", unpaired_columns);
   add("elementwise ops mixing split and whole tensors", mixing);
   add("row-parallel linears without a column-parallel input", unpaired_rows);
+  add("per-head parameters AutoTP does not shard (only modules with a 2-D weight are "
+      "replaced, so they keep every head while the heads split)",
+      whole_head_params);
+  add("attention reading split and whole heads (q, k and v must all come from column-parallel "
+      "projections or none)",
+      uneven_attention);
   add("unsupported layers (neither column nor row family; lm_head would lose its backward "
       "collective)",
       unsupported);

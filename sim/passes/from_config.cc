@@ -141,7 +141,15 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
   for (const PassInfo& info : RegisteredPasses()) {
     if (!Lists(wanted, info.name)) continue;
     if (info.name == "autoep") {
-      pipeline.Add(std::make_unique<AutoEpPass>(AutoEpOptions::ForModel(model, pc.ep, pc.tp)));
+      AutoEpOptions o = AutoEpOptions::ForModel(model, pc.ep, pc.tp);
+      // Custom patterns make AutoEP find the blocks its presets miss (validate:
+      // ep-moe-not-detected).
+      ConfigView v(config);
+      for (const char* key : {"/expert_parallel/moe_layer_pattern", "/expert_parallel/router_pattern"}) {
+        const Json* p = v.Get(key);
+        if (p != nullptr && !p->is_null()) o.detects_moe = true;
+      }
+      pipeline.Add(std::make_unique<AutoEpPass>(std::move(o)));
     } else if (info.name == "autotp") {
       pipeline.Add(std::make_unique<AutoTpPass>(TpOptions(model, config, pc.tp)));
     } else if (info.name == "autosp") {

@@ -21,6 +21,8 @@ Json GraphToJson(const graph::Graph& graph) {
                                          : Json(nullptr)},
                      {"shape", node->shape ? Json(graph::ShapeToString(*node->shape)) : Json(nullptr)},
                      {"group", node->group}});
+    if (node->window > 0) nodes.back()["window"] = node->window;
+    if (node->chunk > 0) nodes.back()["chunk"] = node->chunk;
     // mul(%a, %a) is one dependency, as in Node::users.
     std::set<const graph::Node*> seen;
     for (const graph::Node* arg : node->args) {

@@ -135,10 +135,9 @@ void Set(void* obj, const char* name, const std::string& value) {
 
 // "model.layers.3.self_attn.q_proj" -> "self_attn"; "" when the module is the layer itself.
 std::string SubModule(std::string_view module) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  size_t dot = module.find('.', kPrefix.size());
-  if (dot == std::string_view::npos) return "";
-  std::string_view rest = module.substr(dot + 1);
+  const graph::LayerPath path = graph::LayerPathOf(module);
+  if (path.layer < 0 || path.prefix_len >= module.size()) return "";
+  std::string_view rest = module.substr(path.prefix_len + 1);
   return std::string(rest.substr(0, rest.find('.')));
 }
 
@@ -196,7 +195,7 @@ class Builder {
       int layer = graph::LayerOfModule(node->module);
       std::string sub = SubModule(node->module);
       if (layer < 0 || sub.empty()) continue;
-      std::string prefix = "model.layers." + std::to_string(layer) + "." + sub + ".";
+      std::string prefix = std::string(node->module.substr(0, graph::LayerPathOf(node->module).prefix_len)) + "." + sub + ".";
       if (node->module.compare(0, prefix.size(), prefix) == 0) containers_.insert({layer, sub});
     }
   }

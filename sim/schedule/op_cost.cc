@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/schedule/op_cost.h"
 
+#include <algorithm>
 #include <string>
 
 namespace dsp::sim::schedule {
@@ -82,12 +83,27 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolVal
     }
     c.flops = 2 * rows_times_h * 3 * *width;
   } else if (n.op == ops::kSdpa && n.args.size() >= 2 && n.args[0]->shape &&
-             n.args[0]->shape->size() == 4 && n.args[1]->shape && n.args[1]->shape->size() == 4) {
-    // QK^T and AV over the full (non-causal) square: 2 x 2 x Sq x Sk x D per head.
+             n.args[0]->shape->size() == 4 && n.args[1]->shape && n.args[1]->shape->size() == 4 &&
+             n.shape && !n.shape->empty()) {
+    // QK^T over Dq and AV over Dv per head, in the full (non-causal) square convention:
+    // 2 x Sq x Sk x (Dq + Dv) per head (MLA: Dq 192, Dv 128). A sliding window w is charged
+    // 2w - w^2/Sk keys per query, a chunk c is charged c (the causal half of a chunk's square),
+    // as sim/flops.cc charges them.
     Result<double> q = Numel(*n.args[0]->shape, values);
     Result<double> sk = Dim((*n.args[1]->shape)[2], values);
-    if (!q.ok() || !sk.ok()) return Blame(n, q.ok() ? sk.error() : q.error());
-    c.flops = 4 * *q * *sk;
+    Result<double> dq = Dim(n.args[0]->shape->back(), values);
+    Result<double> dv = Dim(n.shape->back(), values);
+    for (const Result<double>* r : {&q, &sk, &dq, &dv}) {
+      if (!r->ok()) return Blame(n, r->error());
+    }
+    double keys = *sk;
+    if (n.window > 0 && static_cast<double>(n.window) < keys) {
+      const double w = static_cast<double>(n.window);
+      keys = 2 * w - w * w / keys;
+    } else if (n.chunk > 0) {
+      keys = std::min(keys, static_cast<double>(n.chunk));
+    }
+    c.flops = 2 * (*q / *dq) * keys * (*dq + *dv);
     // FlashAttention reads q, k, v and writes o; the mask is not materialised per head.
     double qkvo = *out;
     for (size_t i = 0; i < 3 && i < n.args.size(); ++i) {
@@ -95,6 +111,21 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolVal
       if (v.ok()) qkvo += *v;
     }
     c.bytes = bpe * qkvo;
+  } else if (n.op == ops::kGatedDeltaRule) {
+    // flash-linear-attention's chunked gated delta rule, chunks of C = 64, per value head and
+    // token: 2C(2 dk + dv) for the intra-chunk products, 6 dk dv for the state (as sim/flops.cc).
+    constexpr double kChunk = 64;
+    auto dk = values.find("LKD");
+    auto dv = values.find("LVD");
+    if (dk == values.end() || dv == values.end() || dv->second <= 0) {
+      return Blame(n, Error{"gated_delta_rule needs the LKD and LVD symbols"});
+    }
+    const double k = static_cast<double>(dk->second), v = static_cast<double>(dv->second);
+    c.flops = (*out / v) * (2 * kChunk * (2 * k + v) + 6 * k * v);
+  } else if (n.op == ops::kConv1d && n.param_shape && !n.param_shape->empty()) {
+    Result<double> kernel = Dim(n.param_shape->back(), values);
+    if (!kernel.ok()) return Blame(n, kernel.error());
+    c.flops = 2 * *out * *kernel;  // depthwise: one multiply-add per tap and channel
   } else {
     c.flops = *out;  // elementwise: about one operation per output element
   }

@@ -75,7 +75,10 @@ TEST(TextFormatTest, ErrorsReportLineAndColumn) {
   EXPECT_EQ(ParseError(ok + "%y = add(%)"), "2:11: expected an argument name after '%'");
   EXPECT_EQ(ParseError(ok + "%x = add(%x)"), "2:2: duplicate node name %x");
   EXPECT_EQ(ParseError(ok + "%y = add(%x) {size=1}"),
-            "2:15: unknown attribute 'size' (expected module, param, param_shape, shape or group)");
+            "2:15: unknown attribute 'size' (expected module, param, param_shape, shape, group, window or "
+            "chunk)");
+  EXPECT_EQ(ParseError(ok + "%y = sdpa(%x) {window=0}"), "2:23: expected a positive integer");
+  EXPECT_EQ(ParseError(ok + "%y = sdpa(%x) {chunk=x}"), "2:22: expected a positive integer");
   EXPECT_EQ(ParseError(ok + "%y = add(%x) {group=\"a\", group=\"b\"}"),
             "2:26: attribute group given twice");
   EXPECT_EQ(ParseError(ok + "%y = add(%x) {group=tp}"), "2:21: expected '\"'");

@@ -36,6 +36,50 @@ TEST(OpCostTest, LinearAndAttention) {
   EXPECT_DOUBLE_EQ(att->bytes, 2.0 * 4 * (2 * 2 * 8 * 4));  // q, k, v, o
 }
 
+// MLA's sdpa: QK^T over Dq = 192 and AV over Dv = 128 (2 x Sq x Sk x (Dq + Dv) per head); a
+// sliding window w is charged 2w - w^2/S keys, a chunk c is charged c, as sim/flops.cc does.
+TEST(OpCostTest, AttentionWithUnequalHeadWidthsWindowsAndChunks) {
+  graph::Graph g = Parse(
+      "%q = placeholder() {shape=[B, N, S, DQ]}\n"
+      "%v = placeholder() {shape=[B, N, S, DV]}\n"
+      "%mla = sdpa(%q, %q, %v) {shape=[B, N, S, DV]}\n"
+      "%slide = sdpa(%q, %q, %q) {shape=[B, N, S, DQ], window=2}\n"
+      "%wide = sdpa(%q, %q, %q) {shape=[B, N, S, DQ], window=64}\n"
+      "%chunk = sdpa(%q, %q, %q) {shape=[B, N, S, DQ], chunk=4}\n"
+      "%output = output(%mla)\n");
+  graph::SymbolValues v = kValues;
+  v["DQ"] = 192;
+  v["DV"] = 128;
+  const double heads_rows = 2.0 * 4 * 8;  // B x N x S
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("mla"), v, 2)->flops, 2 * heads_rows * 8 * (192 + 128));
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("slide"), v, 2)->flops,
+                   2 * heads_rows * (2 * 2 - 2.0 * 2 / 8) * (2 * 192));
+  // A window at least the sequence long is full attention.
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("wide"), v, 2)->flops, 2 * heads_rows * 8 * (2 * 192));
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("chunk"), v, 2)->flops, 2 * heads_rows * 4 * (2 * 192));
+}
+
+// Gated DeltaNet's recurrence: per token and value head 2C(2 dk + dv) + 6 dk dv with C = 64,
+// the same formula simulate's FLOPs use; the depthwise conv one multiply-add per tap.
+TEST(OpCostTest, GatedDeltaRuleAndConv) {
+  graph::Graph g = Parse(
+      "%x = placeholder() {shape=[B, S, LC]}\n"
+      "%c = conv1d(%x) {param=\"c.weight\", param_shape=[LC, 1, KC], shape=[B, S, LC]}\n"
+      "%r = gated_delta_rule(%c) {shape=[B, S, LV*LVD]}\n"
+      "%output = output(%r)\n");
+  graph::SymbolValues v = kValues;
+  v["LC"] = 12;
+  v["KC"] = 4;
+  v["LV"] = 2;
+  v["LKD"] = 3;
+  v["LVD"] = 5;
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("c"), v, 2)->flops, 2.0 * (2 * 8 * 12) * 4);
+  EXPECT_DOUBLE_EQ(NodeComputeCost(*g.Find("r"), v, 2)->flops,
+                   (2.0 * 8 * 2) * (2 * 64 * (2 * 3 + 5) + 6 * 3 * 5));
+  v.erase("LKD");
+  EXPECT_FALSE(NodeComputeCost(*g.Find("r"), v, 2).ok());
+}
+
 TEST(OpCostTest, ExpertsCountRoutedRows) {
   graph::Graph g = Parse(
       "%x = placeholder() {shape=[B, S, H]}\n"

@@ -244,6 +244,32 @@ void CheckModel(RuleContext& ctx) {
                    ", and every layer waits for the busiest rank",
                "autotp_size values that split the heads evenly: " + valid);
   }
+  // Models DeepSpeed's training AutoTP cannot partition (0.19.6, module_inject/auto_tp.py).
+  if (m->family == ModelFamily::kGpt2) {
+    ctx.Report("tp-model-unsupported", at,
+               "AutoTP cannot partition this gpt2 model: the training path lists gpt2 as "
+               "unsupported (AutoTP.supported, an assertion in tp_parser) and replaces only "
+               "nn.Linear, while GPT-2's c_attn/c_proj/c_fc are Conv1D layers storing [in, out] "
+               "weights that a layer_specs entry would split along the wrong dimension",
+               "train gpt2 without AutoTP (autotp_size 1); ZeRO or data parallelism covers a "
+               "model of its size");
+  } else if (m->family == ModelFamily::kGptOss) {
+    const ConfigView& v = ctx.view();
+    const Json* pconf = v.Get(kPartitionConfig);
+    const bool custom = pconf != nullptr && pconf->is_object() && !pconf->empty();
+    if (!custom && v.Get(kPresetModel) == nullptr) {
+      ctx.Report("tp-model-unsupported", at,
+                 "AutoTP cannot partition this gpt_oss model as configured: without a "
+                 "partition_config or preset it converts transformers' tp_plan, whose gpt_oss "
+                 "entries use styles TPPlanConverter does not support (local_rowwise, gather, "
+                 "ep_router, grouped_gemm), and DeepSpeed raises ValueError; and the per-head "
+                 "self_attn.sinks [" + S(m->num_attention_heads) + "] is a raw parameter AutoTP "
+                 "never shards, so splitting q/k/v makes the attention's cat of scores and sinks "
+                 "fail",
+                 "give layer_specs that leave self_attn replicated (\"partition_type\": "
+                 "\"skip\") if the MLP alone should split, or train without AutoTP");
+    }
+  }
   if (m->vocab_size > 0 && m->vocab_size % tp != 0) {
     ctx.Report("tp-uneven-vocab", at,
                "vocab_size " + S(m->vocab_size) + " is not a multiple of autotp_size=" + S(tp) +
@@ -366,6 +392,16 @@ RuleSet TensorParallelRules() {
        "get_shard_size gives rank r kv//TP + (r < kv%TP) key-value heads (with their query "
        "groups): legal, but uneven, and every layer waits for the ranks with more heads.",
        ""},
+      {"tp-model-unsupported", Severity::kError, "tensor_parallel",
+       "a model DeepSpeed's training AutoTP cannot partition",
+       "gpt2: AutoTP.supported lists it and tp_parser asserts; the training engine replaces "
+       "nn.Linear and nn.Embedding only (engine.py _apply_autotp_partitioning), never GPT-2's "
+       "Conv1D. gpt_oss without partition_config or preset: TPPlanConverter.convert raises "
+       "ValueError on its tp_plan styles (local_rowwise, gather, ep_router, grouped_gemm are not "
+       "in SUPPORTED_STYLES), and its self_attn.sinks is a raw [num_heads] parameter that "
+       "AutoTP._replace_module never splits, so a q/k/v split breaks eager_attention_forward's "
+       "cat of scores and sinks.",
+       "module_inject/auto_tp.py, module_inject/tp_plan_converter.py (DeepSpeed 0.19.6)."},
       {"tp-uneven-vocab", Severity::kNote, "tensor_parallel", "vocab_size not a multiple of TP",
        "Where the vocabulary dimension is split (a column-parallel lm_head, as the HF tp_plan "
        "does), shards follow get_shard_size and differ by a row; DeepSpeed's default "

@@ -134,6 +134,26 @@ TEST(TensorParallelRulesTest, HeadsAndVocabAgainstTp) {
   EXPECT_NO_DIAG(even, "tp-uneven-vocab");
 }
 
+// auto_tp.py AutoTP.supported (gpt2) and tp_plan_converter.py SUPPORTED_STYLES (gpt_oss's
+// tp_plan), DeepSpeed 0.19.6.
+TEST(TensorParallelRulesTest, ModelsTrainingAutoTpCannotPartition) {
+  const ModelSpec gpt2 = testing::ParsePresetOrDie("gpt2.json");
+  EXPECT_DIAG(Validate(Tp(R"({"autotp_size": 2})"), At(2, &gpt2)), "tp-model-unsupported",
+              "/tensor_parallel/autotp_size");
+  EXPECT_NO_DIAG(Validate(Tp(R"({"autotp_size": 1})"), At(2, &gpt2)), "tp-model-unsupported");
+  const ModelSpec oss = testing::ParsePresetOrDie("gpt-oss-20b.json");
+  auto plan = Validate(Tp(R"({"autotp_size": 2})"), At(2, &oss));
+  EXPECT_DIAG(plan, "tp-model-unsupported", "/tensor_parallel/autotp_size");
+  EXPECT_NE(MessageOf(plan, "tp-model-unsupported").find("sinks [64]"), std::string::npos);
+  // With layer_specs the tp_plan is not converted: no false alarm for an MLP-only split.
+  EXPECT_NO_DIAG(
+      Validate(Tp(R"({"autotp_size": 2, "partition_config": {"layer_specs": [{"patterns": [".*\\.self_attn\\..*"], "partition_type": "skip"}]}})"),
+               At(2, &oss)),
+      "tp-model-unsupported");
+  const ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");
+  EXPECT_NO_DIAG(Validate(Tp(R"({"autotp_size": 2})"), At(2, &llama)), "tp-model-unsupported");
+}
+
 // ---- layer_specs at parse time
 
 TEST(TensorParallelRulesTest, LayerSpecsStructure) {

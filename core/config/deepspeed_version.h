@@ -48,6 +48,8 @@ inline constexpr DeepSpeedVersion kZero3ContiguousGradientsDefault{0, 4, 3}; // 
 inline constexpr DeepSpeedVersion kZero3AllGatherBase{0, 5, 5};  // c0eeb69df (#1188): _all_gather_base per parameter
 inline constexpr DeepSpeedVersion kZero3Coalesced{0, 6, 0};      // 4912e0ad7: one coalesced gather per fetch on its own stream
 // Merged after v0.19.5: in DeepSpeed main (0.19.6 under development), the newest behaviour.
+inline constexpr DeepSpeedVersion kAutoTpHfPlan{0, 18, 9};            // PR #7901: AutoTP converts transformers' tp_plan
+inline constexpr DeepSpeedVersion kAutoTpHfPlanStrict{0, 19, 6};      // PR #8204: an unsupported tp_plan style raises ValueError
 inline constexpr DeepSpeedVersion kCompileAutoTp{0, 19, 6};           // PR #8204: the "autotp" compile pass
 inline constexpr DeepSpeedVersion kAutoTpGradAllreduce{0, 19, 6};     // PR #8204: layer_specs[].grad_allreduce
 inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};     // PR #8232: gradient_allreduce_op

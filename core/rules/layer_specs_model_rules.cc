@@ -2,10 +2,12 @@
 // AutoTP layer specs against a --model: which spec claims each parameter (re.match, first spec
 // wins, model_types filter), what that means for the column/row pairing DeepSpeed's sharded layers
 // rely on, strict_mode, q/k norms, and the build-time shape inference.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/config/package_version.h"
 #include "core/model/model_spec.h"
 #include "core/rules/tensor_parallel_internal.h"
 #include "core/util/text.h"
@@ -270,20 +272,108 @@ std::string ShapeText(const LayerSpec& s) {
 
 }  // namespace
 
-void CheckSpecsAgainstModel(RuleContext& ctx, const std::vector<LayerSpec>& specs) {
+// With neither preset_model nor partition_config, DeepSpeed converts transformers' tp_plan
+// (DeepSpeedEngine._apply_autotp_partitioning, runtime/engine.py 0.19.6). Fills `out` with the
+// converted specs and returns true when the plan converts; reports the plans TPPlanConverter
+// rejects. False when nothing is modelled: releases before PR #7901, transformers before 5.1 (the
+// plans differ), types without a plan (the heuristic parser decides).
+bool HfPlanSpecsFor(RuleContext& ctx, const ModelSpec& model, std::vector<LayerSpec>* out) {
+  if (ctx.version() < ds_release::kAutoTpHfPlan) return false;
+  const auto& tf = ctx.options().transformers_version;
+  if (tf && *tf < *PackageVersion::Parse("5.1.0")) return false;
+  const std::vector<HfTpPlanEntry>* plan = HfTpPlan(model);
+  if (plan == nullptr) return false;
+  const std::string at = ctx.parallel().autotp_size.present() ? ctx.parallel().autotp_size.pointer
+                                                              : std::string(kSection);
+  const std::vector<std::string> bad = UnsupportedHfStyles(*plan, ctx.version());
+  if (bad.empty()) {
+    *out = HfPlanSpecs(*plan, at);
+    return true;
+  }
+  std::vector<std::string> entries, quoted;
+  for (const HfTpPlanEntry& e : *plan) {
+    if (std::find(bad.begin(), bad.end(), e.style) != bad.end())
+      entries.push_back(std::string(e.pattern) + ": " + e.style);
+  }
+  for (const std::string& b : bad) quoted.push_back("'" + b + "'");
+  const std::optional<std::string> preset = PresetFor(model);
+  const std::string hint =
+      (preset ? "set tensor_parallel.preset_model to \"" + *preset + "\" (validate checks it against "
+                "the model), or give"
+              : std::string("give")) +
+      " tensor_parallel.partition_config.layer_specs for this model; AutoTP then ignores the "
+      "transformers plan";
+  const std::string what = "with neither tensor_parallel.preset_model nor a partition_config, "
+                           "AutoTP converts transformers' tp_plan for " + model.model_type +
+                           " (base_model_tp_plan and the lm_head entry), and TPPlanConverter does "
+                           "not support " + JoinList(entries, ", ");
+  if (ctx.version() >= ds_release::kAutoTpHfPlanStrict) {
+    ctx.Report("tp-hf-plan-unsupported", at,
+               what + ": deepspeed.initialize raises ValueError \"HuggingFace tp_plan contains "
+                      "unsupported partition style(s): [" + JoinList(quoted, ", ") +
+                      "]\" (the plan is rejected as a whole)",
+               hint);
+  } else {
+    ctx.ReportAs(Severity::kWarning, "tp-hf-plan-unsupported", at,
+                 what + ": DeepSpeed " + ctx.version().ToString() +
+                     " drops the plan and falls back to the heuristic AutoTP.tp_parser, which "
+                     "shards by module names alone (DeepSpeed 0.19.6 raises ValueError instead)",
+                 hint);
+  }
+  return false;
+}
+
+// gpt_oss's self_attn.sinks [N]: a raw per-head parameter AutoTP never shards (it replaces only
+// modules with a 2-D weight, AutoTP._replace_module in module_inject/auto_tp.py), so with q/k/v
+// column-parallel each rank keeps every head's sink while its attention computes N/TP heads.
+void CheckHeadParams(RuleContext& ctx, const std::vector<LayerSpec>& specs,
+                     const std::vector<int>& winner, const std::vector<ParamTensor>& params,
+                     const ModelSpec& model) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < params.size(); ++i) index[params[i].name] = i;
+  for (const ParamTensor& p : params) {
+    if (!p.name.ends_with(".sinks")) continue;
+    const std::string block = p.name.substr(0, p.name.size() - 6);
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+      auto it = index.find(block + "." + proj + ".weight");
+      if (it == index.end() || winner[it->second] < 0) continue;
+      const LayerSpec& s = specs[winner[it->second]];
+      if (s.kind != PartitionKind::kColumn || s.gather_output) continue;
+      const int64_t n = model.num_attention_heads, tp = ctx.parallel().tp;
+      ctx.Report(
+          "tp-head-params-unsharded", s.pointer,
+          s.label + " makes " + it->first + " column-parallel, but " + p.name + " [" +
+              std::to_string(n) + "] is a per-head parameter AutoTP never shards (it replaces "
+              "only modules with a 2-D weight): each rank keeps all " + std::to_string(n) +
+              " sinks while its attention computes " + std::to_string(n / std::max<int64_t>(tp, 1)) +
+              " heads, and the attention's torch.cat of scores and sinks fails on the head "
+              "dimension",
+          "leave self_attn replicated (a \"skip\" spec for its q/k/v/o_proj, first in layer_specs) "
+          "and shard only the MLP, or train without AutoTP");
+      return;  // one finding: every layer has the same sinks
+    }
+  }
+}
+
+void CheckSpecsAgainstModel(RuleContext& ctx, const std::vector<LayerSpec>& given) {
   const ModelSpec* model = ctx.options().model;
   if (model == nullptr || ctx.parallel().tp <= 1) return;
   const Json* pc = ctx.view().Get(kPartitionConfig);
-  const bool custom = pc != nullptr && pc->is_object() && !pc->empty();
-  if (specs.empty() && !custom) return;  // HF tp_plan or the heuristic parser decide: not modelled
+  const bool custom = HasCustomPartitionConfig(ctx.view());
+  std::vector<LayerSpec> hf_specs;
+  const bool hf_plan = given.empty() && !custom;
+  if (hf_plan && !HfPlanSpecsFor(ctx, *model, &hf_specs)) return;
+  const std::vector<LayerSpec>& specs = hf_plan ? hf_specs : given;
 
   const std::vector<ParamTensor> params = ParameterTensors(*model);
   Matcher m(params, specs, model->model_type);
-  CheckUnmatched(ctx, m, specs, params, *model);
+  // transformers' plan names every architecture of its family: unmatched entries are normal.
+  if (!hf_plan) CheckUnmatched(ctx, m, specs, params, *model);
 
   std::vector<int> winner(params.size());
   for (size_t i = 0; i < params.size(); ++i) winner[i] = m.Winner(i);
-  CheckShadowed(ctx, m, specs, winner, params);
+  if (!hf_plan) CheckShadowed(ctx, m, specs, winner, params);
+  CheckHeadParams(ctx, specs, winner, params, *model);
 
   // The modules AutoTP replaces: 2-D weights, minus the embedding (sliced separately) and, with
   // AutoEP on, the MoE blocks AutoEP has already replaced (AutoTP skips AutoEP subtrees).

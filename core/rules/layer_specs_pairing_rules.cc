@@ -334,6 +334,30 @@ std::vector<RuleInfo> ModelMatchRuleInfos() {
        "deliver. If o_proj is row-parallel, q_proj, k_proj and v_proj all have to be column-"
        "parallel; likewise gate/up for down_proj and w1/w3 for w2.",
        ""},
+      {"tp-hf-plan-unsupported", Severity::kError, "tensor_parallel",
+       "AutoTP would convert a transformers tp_plan that DeepSpeed rejects",
+       "With autotp_size > 1 and neither tensor_parallel.preset_model nor a non-empty "
+       "partition_config, DeepSpeedEngine._apply_autotp_partitioning (runtime/engine.py) merges the "
+       "model config's base_model_tp_plan with the CausalLM class's _tp_plan (_get_hf_tp_plan) and "
+       "converts it with TPPlanConverter.convert (module_inject/tp_plan_converter.py). Since 0.19.6 "
+       "(PR #8204) any style outside colwise, colwise_rep, colwise_gather_output, rowwise and "
+       "replicated_with_grad_allreduce raises ValueError for the whole plan (the docstring still "
+       "describes skipping such entries; the code raises). transformers 5 plans MoE experts as "
+       "packed_colwise / moe_tp_experts (mixtral, qwen3_moe, deepseek_v2/v3, qwen3_next, "
+       "qwen3_5_moe), llama4's experts as packed_rowwise, DeepSeek-V2's latent projection as "
+       "mla_kv_a_proj and phi3's row layers as rowwise_split_input. Releases 0.18.9 to 0.19.5 log "
+       "the styles and fall back to the heuristic AutoTP.tp_parser instead (a warning).",
+       "Modelled for transformers >= 5.1 (PR #42809 renamed colwise_rep) and single-model "
+       "checkpoints; with --transformers-version below 5.1, or a multimodal checkpoint, the plan "
+       "is not checked."},
+      {"tp-head-params-unsharded", Severity::kError, "tensor_parallel",
+       "per-head parameters AutoTP leaves whole while the heads split",
+       "AutoTP replaces modules with a 2-D weight only (AutoTP._replace_module in "
+       "module_inject/auto_tp.py). gpt_oss's self_attn.sinks [num_attention_heads] is a raw "
+       "parameter of the attention module, so with q/k/v column-parallel each rank computes "
+       "num_attention_heads / TP heads but keeps every sink, and the eager attention's torch.cat "
+       "of the [B, N/TP, S, S] scores with the [B, N, S, 1] sinks fails.",
+       ""},
       {"tp-qk-norm-grad-allreduce", Severity::kError, "tensor_parallel",
        "q/k norms over sharded heads without grad_allreduce",
        "Qwen3-style q_norm/k_norm weights are shared by all heads. When q_proj/k_proj are "

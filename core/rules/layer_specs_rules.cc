@@ -258,7 +258,7 @@ void ReportSpec(RuleContext& ctx, std::string_view id, const std::string& pointe
 std::vector<LayerSpec> CheckLayerSpecs(RuleContext& ctx) {
   std::vector<LayerSpec> specs;
   const Json* pc = ctx.view().Get(kPartitionConfig);
-  const bool custom = pc != nullptr && pc->is_object() && !pc->empty();
+  const bool custom = HasCustomPartitionConfig(ctx.view());
   bool use_default_specs = true;
   if (custom) {
     if (pc->contains("use_default_specs")) {

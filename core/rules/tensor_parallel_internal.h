@@ -81,6 +81,28 @@ void CheckSpecPatterns(RuleContext& ctx, const std::string& pointer, const Json&
 // The built-in preset's specs (AutoTPPresets), for matching.
 std::vector<LayerSpec> PresetSpecs(const std::string& preset, const std::string& pointer);
 
+// transformers' tensor-parallel plan for the model (autotp_hf_plan.cc): what DeepSpeed converts
+// when neither preset_model nor partition_config is given. One entry of the merged dict.
+struct HfTpPlanEntry {
+  const char* pattern;  // "layers.*.self_attn.q_proj"
+  const char* style;    // "colwise", "rowwise", "packed_colwise", ...
+};
+// nullptr when the model type has no plan (DeepSpeed's heuristic parser then decides) or the plan
+// is not modelled (multimodal checkpoints).
+const std::vector<HfTpPlanEntry>* HfTpPlan(const ModelSpec& model);
+// The styles TPPlanConverter.convert rejects at `version`, sorted (empty: the plan converts).
+std::vector<std::string> UnsupportedHfStyles(const std::vector<HfTpPlanEntry>& plan,
+                                             const DeepSpeedVersion& version);
+// TPPlanConverter's regex for a plan pattern ("layers.*.q_proj" -> ".*layers\..*\.q_proj\.weight$").
+std::string HfPatternRegex(const std::string& pattern);
+// TPPlanConverter.convert: one spec per entry, reported at `pointer`.
+std::vector<LayerSpec> HfPlanSpecs(const std::vector<HfTpPlanEntry>& plan,
+                                   const std::string& pointer);
+// tensor_parallel.partition_config is a non-empty object (get_partition_config_object's test).
+bool HasCustomPartitionConfig(const ConfigView& view);
+// The built-in preset that fits the model type, for hints.
+std::optional<std::string> PresetFor(const ModelSpec& model);
+
 // With --model: patterns against the parameter names, column/row pairing, strict_mode, q/k norms.
 void CheckSpecsAgainstModel(RuleContext& ctx, const std::vector<LayerSpec>& specs);
 std::vector<RuleInfo> ModelMatchRuleInfos();

@@ -123,7 +123,7 @@ void CheckPresetsAndSettings(RuleContext& ctx) {
   const int64_t tp = ctx.parallel().tp;
   const Json* preset = v.Get(kPresetModel);
   const Json* pconf = v.Get(kPartitionConfig);
-  const bool custom = pconf != nullptr && pconf->is_object() && !pconf->empty();
+  const bool custom = autotp::HasCustomPartitionConfig(v);
   auto known = autotp::KnownPreset(v);
 
   if (ctx.version() < autotp::kPartitionConfigRelease) {
@@ -255,9 +255,7 @@ void CheckModel(RuleContext& ctx) {
                "model of its size");
   } else if (m->family == ModelFamily::kGptOss) {
     const ConfigView& v = ctx.view();
-    const Json* pconf = v.Get(kPartitionConfig);
-    const bool custom = pconf != nullptr && pconf->is_object() && !pconf->empty();
-    if (!custom && v.Get(kPresetModel) == nullptr) {
+    if (!autotp::HasCustomPartitionConfig(v) && v.Get(kPresetModel) == nullptr) {
       ctx.Report("tp-model-unsupported", at,
                  "AutoTP cannot partition this gpt_oss model as configured: without a "
                  "partition_config or preset it converts transformers' tp_plan, whose gpt_oss "

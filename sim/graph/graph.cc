@@ -133,7 +133,7 @@ LayerPath LayerPathOf(std::string_view module) {
 int LayerOfModule(std::string_view module) { return LayerPathOf(module).layer; }
 
 bool IsCollective(std::string_view op) {
-  for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kAllGather,
+  for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kGatherFromTp, ops::kAllGather,
                              ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {
     if (op == c) return true;
   }

@@ -50,6 +50,9 @@ inline constexpr std::string_view kOutput = "output";
 inline constexpr std::string_view kAllToAll = "all_to_all";
 inline constexpr std::string_view kCopyToTp = "copy_to_tp";
 inline constexpr std::string_view kReduceFromTp = "reduce_from_tp";
+// A column linear's gather_output: all-gather of the feature shards forward, split backward
+// (Megatron's gather_from_tensor_model_parallel_region).
+inline constexpr std::string_view kGatherFromTp = "gather_from_tp";
 inline constexpr std::string_view kAllGather = "all_gather";
 inline constexpr std::string_view kReduceScatter = "reduce_scatter";
 inline constexpr std::string_view kAllReduce = "all_reduce";

@@ -23,10 +23,13 @@ using graph::Graph;
 using graph::Node;
 using graph::SymExpr;
 
-enum class Role { kReplicated, kColumn, kRow, kExperts, kUnsupported };
+// kGathered: a column linear whose output is all-gathered over tp (gather_output): its weight is
+// split but its readers see whole features.
+enum class Role { kReplicated, kColumn, kGathered, kRow, kExperts, kUnsupported };
 
 struct CompiledSpec {
   TpPartition partition;
+  bool gather_output = false;
   std::vector<PythonRegex> regexes;
   std::optional<std::vector<std::string>> model_types;
 };
@@ -49,7 +52,7 @@ class Classifier {
  public:
   explicit Classifier(const AutoTpOptions& o) : model_type_(o.model_type) {
     for (const TpLayerSpec& s : o.layer_specs) {
-      CompiledSpec c{s.partition, {}, s.model_types};
+      CompiledSpec c{s.partition, s.gather_output, {}, s.model_types};
       for (const std::string& p : s.patterns) c.regexes.push_back(CompilePythonRegex(p));
       specs_.push_back(std::move(c));
     }
@@ -58,6 +61,7 @@ class Classifier {
         CompiledSpec c{s.kind == autotp::PartitionKind::kColumn ? TpPartition::kColumn
                        : s.kind == autotp::PartitionKind::kRow  ? TpPartition::kRow
                                                                 : TpPartition::kSkip,
+                       false,
                        {},
                        s.model_types};
         for (const autotp::SpecPattern& p : s.patterns) c.regexes.push_back(p.regex);
@@ -68,21 +72,31 @@ class Classifier {
 
   // nullopt: no spec (or, without specs, no default-plan entry) claims the parameter.
   std::optional<TpPartition> Classify(const std::string& param) const {
+    const CompiledSpec* s = Winner(param);
     if (specs_.empty()) return DefaultPlan(param);
+    return s == nullptr ? std::nullopt : std::optional<TpPartition>(s->partition);
+  }
+  bool GathersOutput(const std::string& param) const {
+    const CompiledSpec* s = Winner(param);
+    return s != nullptr && s->partition == TpPartition::kColumn && s->gather_output;
+  }
+
+ private:
+  // DeepSpeed's heuristic AutoTP.tp_parser, by the projection's own name.
+  // AutoTPConfig.find_matching_spec: the first spec (of the model's types) with a matching pattern.
+  const CompiledSpec* Winner(const std::string& param) const {
     for (const CompiledSpec& s : specs_) {
       if (s.model_types && std::find(s.model_types->begin(), s.model_types->end(),
                                      model_type_) == s.model_types->end()) {
         continue;
       }
       for (const PythonRegex& r : s.regexes) {
-        if (r.usable() && r.MatchPrefix(param)) return s.partition;
+        if (r.usable() && r.MatchPrefix(param)) return &s;
       }
     }
-    return std::nullopt;
+    return nullptr;
   }
 
- private:
-  // transformers' base_model_tp_plan, by the projection's own name.
   static std::optional<TpPartition> DefaultPlan(const std::string& param) {
     const std::string leaf = LastComponent(Parent(param));  // ".../q_proj.weight" -> q_proj
     static const std::set<std::string> column = {"q_proj",    "k_proj", "v_proj", "gate_proj",
@@ -129,6 +143,32 @@ std::string JoinNames(const std::vector<Node*>& nodes) {
 
 }  // namespace
 
+void AutoTpOptions::UseTransformersPlan(const ModelSpec& spec) {
+  const std::vector<autotp::HfTpPlanEntry>* plan = autotp::HfTpPlan(spec);
+  if (plan == nullptr) return;
+  const std::vector<std::string> bad =
+      autotp::UnsupportedHfStyles(*plan, DeepSpeedVersion::Newest());
+  if (!bad.empty()) {
+    std::string styles;
+    for (const std::string& b : bad) styles += (styles.empty() ? "'" : ", '") + b + "'";
+    refusal = "DeepSpeed rejects transformers' tp_plan for " + spec.model_type +
+              " (TPPlanConverter raises ValueError on the unsupported style(s) " + styles +
+              "); give tensor_parallel.preset_model or partition_config.layer_specs";
+    return;
+  }
+  for (const autotp::HfTpPlanEntry& e : *plan) {
+    const std::string pattern = e.pattern, style = e.style;
+    if (pattern == "lm_head" || pattern == "embed_out") continue;
+    TpLayerSpec s;
+    s.partition = style.starts_with("colwise") ? TpPartition::kColumn
+                  : style == "rowwise"         ? TpPartition::kRow
+                                               : TpPartition::kSkip;
+    s.gather_output = s.partition == TpPartition::kColumn && style != "colwise";
+    s.patterns.push_back(autotp::HfPatternRegex(pattern));
+    layer_specs.push_back(std::move(s));
+  }
+}
+
 AutoTpOptions AutoTpOptions::ForModel(const ModelSpec& spec, int64_t tp_size) {
   AutoTpOptions o;
   o.tp_size = tp_size;
@@ -144,6 +184,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   const int64_t tp = options_.tp_size;
   if (tp < 0) return Error{"autotp_size must be >= 0, got " + std::to_string(tp)};
   if (tp <= 1) return false;
+  if (!options_.refusal.empty()) return Error{options_.refusal};
 
   // Training AutoTP asserts on GPT-2 (auto_tp.py AutoTP.supported lists 'gpt2'; its Conv1D
   // layers are replaced only on the inference path), and a layer_specs entry would wrap a Conv1D
@@ -173,11 +214,16 @@ Result<bool> AutoTpPass::Run(Graph& g) {
       role[n] = ClassifyExperts(classifier, *n);
     } else if (n->op == graph::ops::kLinear) {
       auto k = classifier.Classify(n->param);
-      role[n] = !k || *k == TpPartition::kSkip ? Role::kReplicated
-                : *k == TpPartition::kColumn   ? Role::kColumn
-                                               : Role::kRow;
-      // LmHeadLinearAllreduce is neither family: the pass would drop its backward collective.
-      if (role[n] != Role::kReplicated && n->name == "lm_head") role[n] = Role::kUnsupported;
+      role[n] = !k || *k == TpPartition::kSkip        ? Role::kReplicated
+                : classifier.GathersOutput(n->param) ? Role::kGathered
+                : *k == TpPartition::kColumn          ? Role::kColumn
+                                                      : Role::kRow;
+      // LmHeadLinearAllreduce is neither family: the pass would drop its backward collective;
+      // a plain column lm_head leaves the loss 1/TP of the vocabulary. A column lm_head with
+      // gather_output (LinearLayer gathering the logits) is what DeepSpeed builds and is drawn.
+      if ((role[n] == Role::kColumn || role[n] == Role::kRow) && n->name == "lm_head") {
+        role[n] = Role::kUnsupported;
+      }
     }
     if (role.contains(n) && role[n] == Role::kUnsupported) unsupported.push_back(n);
   }
@@ -215,11 +261,22 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     }
     if (leaked) unpaired_columns.push_back(c);
   }
-  // Elementwise mixing of a split and a whole tensor (gate column but up replicated).
+  // Elementwise mixing of a split and a whole tensor (gate column but up replicated). An operand
+  // without head or width dimensions (llama4's attn_temperature scale from the positions)
+  // broadcasts over the split heads and mixes nothing.
+  auto has_split_dims = [](const Node* a) {
+    if (!a->shape) return false;
+    for (const SymExpr& d : *a->shape) {
+      for (const char* s : kShardedSymbols) {
+        if (SymbolExponent(d, s) > 0) return true;
+      }
+    }
+    return false;
+  };
   for (Node* n : g) {
     if (!region.contains(n) || (n->op != graph::ops::kMul && n->op != graph::ops::kAdd)) continue;
     for (Node* a : n->args) {
-      if (!region.contains(a) && role_of(a) != Role::kColumn) {
+      if (!region.contains(a) && role_of(a) != Role::kColumn && has_split_dims(a)) {
         mixing.push_back(n);
         break;
       }
@@ -266,13 +323,17 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   add("attention reading split and whole heads (q, k and v must all come from column-parallel "
       "projections or none)",
       uneven_attention);
-  add("unsupported layers (neither column nor row family; lm_head would lose its backward "
-      "collective)",
+  add("unsupported layers (a row or column lm_head without gather_output; experts with mixed "
+      "specs)",
       unsupported);
   if (!problems.empty()) return Error{"AutoTP cannot rewrite this graph: " + problems};
   const bool has_experts = std::any_of(role.begin(), role.end(),
                                        [](const auto& kv) { return kv.second == Role::kExperts; });
-  if (columns.empty() && !has_experts) return false;
+  std::vector<Node*> gathered;
+  for (Node* n : g) {
+    if (role_of(n) == Role::kGathered) gathered.push_back(n);
+  }
+  if (columns.empty() && gathered.empty() && !has_experts) return false;
   const std::string tps = std::to_string(tp);
   if (options_.num_heads <= 0 || options_.num_heads % tp != 0) {
     return Error{"attention heads (" + std::to_string(options_.num_heads) +
@@ -285,6 +346,9 @@ Result<bool> AutoTpPass::Run(Graph& g) {
 
   // Rewrite. Shapes first: column outputs and the region between column and row.
   const SymExpr t = SymExpr::Symbol(options_.symbol);
+  for (Node* c : gathered) {
+    if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = c->param_shape->front() / t;
+  }
   for (Node* c : columns) {
     c->shape->back() = c->shape->back() / t;
     // [out, in]: a column linear keeps out/T rows of the weight, a row linear in/T columns.
@@ -316,7 +380,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   std::vector<Node*> order;
   for (Node* n : g) {
     const Role r = role_of(n);
-    if (r != Role::kColumn && r != Role::kExperts) continue;
+    if (r != Role::kColumn && r != Role::kGathered && r != Role::kExperts) continue;
     if (!by_input.contains(n->args[0])) order.push_back(n->args[0]);
     by_input[n->args[0]].push_back(n);
   }
@@ -342,6 +406,15 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                                      .shape = n->shape,
                                      .group = "tp"});
     g.ReplaceAllUsesWith(n, reduce);
+  }
+  for (Node* n : gathered) {
+    Node* gather = g.InsertAfter(n, {.name = n->name + "_gather_from_tp",
+                                     .op = std::string(graph::ops::kGatherFromTp),
+                                     .args = {n},
+                                     .module = Parent(n->module),
+                                     .shape = n->shape,
+                                     .group = "tp"});
+    g.ReplaceAllUsesWith(n, gather);
   }
   g.EliminateDeadCode();
   return true;

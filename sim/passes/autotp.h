@@ -25,6 +25,9 @@ struct TpLayerSpec {
   std::vector<std::string> patterns;
   // Lower-cased model types the spec applies to; nullopt = every model.
   std::optional<std::vector<std::string>> model_types;
+  // Column specs: the output is all-gathered over tp (LinearLayer(gather_output=True)), so the
+  // layer's readers see whole features and no row partner is needed.
+  bool gather_output = false;
 };
 
 struct AutoTpOptions {
@@ -33,17 +36,24 @@ struct AutoTpOptions {
   std::string model_type;      // for the model_types filter and the default plan
   int64_t num_heads = 0;       // N and G as integers: heads must split evenly over tp
   int64_t num_kv_heads = 0;
-  // partition_config.layer_specs, in DeepSpeed's matching order (first match wins). When empty
-  // the model's Hugging Face default TP plan is used (llama/mistral/qwen2/qwen3: q/k/v/gate/up
-  // column, o/down row; MoE experts gate/up (w1/w3) column, down (w2) row; router replicated;
-  // lm_head excluded).
+  // partition_config.layer_specs, in DeepSpeed's matching order (first match wins), or the
+  // converted transformers tp_plan (ForModelPlan). When empty, the leaf names DeepSpeed's heuristic
+  // AutoTP.tp_parser shards (q/k/v/gate/up and w1/w3 column, o/down and w2 row), for model types
+  // transformers gives no plan.
   std::vector<TpLayerSpec> layer_specs;
+  // Non-empty: DeepSpeed refuses this model's plan (TPPlanConverter's ValueError) and the pass
+  // fails with this message.
+  std::string refusal;
   // partition_config.use_default_specs: append the preset's specs (tensor_parallel.preset_model,
   // lower-cased) after layer_specs.
   bool use_default_specs = false;
   std::string preset;
 
   static AutoTpOptions ForModel(const ModelSpec& spec, int64_t tp_size);
+  // With neither preset_model nor partition_config: the model's transformers tp_plan as DeepSpeed
+  // 0.19.6 converts it (layer_specs, minus the lm_head / embed_out entries: the head's gathered
+  // logits are not drawn), or its refusal; nothing when the type has no plan.
+  void UseTransformersPlan(const ModelSpec& spec);
 };
 
 // Classifies every linear (and every MoE `experts` node, as a column+row pair of its own), checks

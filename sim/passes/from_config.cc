@@ -7,6 +7,7 @@
 
 #include "core/config/config_view.h"
 #include "core/config/parallel_config.h"
+#include "core/rules/tensor_parallel_internal.h"
 #include "sim/graph/builder.h"
 #include "sim/passes/autoep.h"
 #include "sim/passes/autosp.h"
@@ -34,6 +35,10 @@ AutoTpOptions TpOptions(const ModelSpec& model, const Json& config, int64_t tp) 
       v.Bool("/tensor_parallel/partition_config/use_default_specs").or_default(true);
   auto preset = v.String("/tensor_parallel/preset_model");
   if (preset.present()) o.preset = Lower(preset.value);
+  if (!autotp::HasCustomPartitionConfig(v) && !autotp::KnownPreset(v)) {
+    o.UseTransformersPlan(model);
+    return o;
+  }
   const Json* specs = v.Get("/tensor_parallel/partition_config/layer_specs");
   if (specs == nullptr || !specs->is_array()) return o;
   for (const Json& spec : *specs) {
@@ -43,6 +48,9 @@ AutoTpOptions TpOptions(const ModelSpec& model, const Json& config, int64_t tp) 
     s.partition = type == "row"    ? TpPartition::kRow
                   : type == "skip" ? TpPartition::kSkip
                                    : TpPartition::kColumn;
+    if (auto it = spec.find("gather_output"); it != spec.end() && it->is_boolean()) {
+      s.gather_output = it->get<bool>();
+    }
     for (const Json& p : spec.value("patterns", Json::array())) {
       if (p.is_string()) s.patterns.push_back(p.get<std::string>());
     }

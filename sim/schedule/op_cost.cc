@@ -164,6 +164,9 @@ Result<std::optional<CollectiveCost>> NodeCollectiveCost(const graph::Node& n, b
   } else if (n.op == ops::kReduceFromTp) {
     if (backward) return std::optional<CollectiveCost>{};
     c.kind = CollectiveKind::kAllReduce;
+  } else if (n.op == ops::kGatherFromTp) {
+    if (backward) return std::optional<CollectiveCost>{};  // each rank keeps its slice
+    c.kind = CollectiveKind::kAllGather;
   } else if (n.op == ops::kAllToAll || n.op == ops::kDispatch || n.op == ops::kCombine) {
     c.kind = CollectiveKind::kAllToAll;
   } else if (n.op == ops::kAllGather) {

@@ -26,7 +26,8 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& node, const graph::Symbol
                                     double bytes_per_element);
 
 // A collective as it runs: kind, group and nccl-tests S. Forward and backward differ: copy_to_tp
-// is free forward and an all-reduce backward, reduce_from_tp the reverse, all-to-alls run both
+// is free forward and an all-reduce backward, reduce_from_tp the reverse (gather_from_tp is an
+// all-gather forward and free backward), all-to-alls run both
 // ways, the folded restore all-gather all-reduces in backward (ep_tp_dispatch.py).
 struct CollectiveCost {
   CollectiveKind kind = CollectiveKind::kAllReduce;

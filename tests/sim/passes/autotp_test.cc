@@ -160,12 +160,45 @@ TEST(AutoTpTest, Rejections) {
 
   AutoTpOptions lm_head = Options("tiny-llama.json", 2);
   lm_head.layer_specs = {{TpPartition::kRow, {"lm_head"}, std::nullopt}};
-  ExpectRejected(lm_head, "unsupported layers (neither column nor row family; lm_head would "
-                          "lose its backward collective): %lm_head");
+  ExpectRejected(lm_head, "unsupported layers (a row or column lm_head without gather_output; "
+                          "experts with mixed specs): %lm_head");
+
+  AutoTpOptions refused = Options("tiny-llama.json", 2);
+  refused.refusal = "DeepSpeed rejects this plan";
+  ExpectRejected(refused, "DeepSpeed rejects this plan");
 
   AutoTpOptions mixed_experts = Options("mixtral-8x7b.json", 2);
   mixed_experts.layer_specs = {{TpPartition::kColumn, {R"(.*\.w[123]\.)"}, std::nullopt}};
   ExpectRejected(mixed_experts, "%layers_0_block_sparse_moe_experts", "mixtral-8x7b.json");
+}
+
+// gather_output (LinearLayer(gather_output=True), module_inject/layers.py): the weight keeps
+// out/T rows, the output is all-gathered over tp, and the readers see whole features, so no row
+// partner is needed. A gathered lm_head is what transformers' plan asks for
+// ("lm_head": "colwise_gather_output", DeepSpeed PR #8146).
+TEST(AutoTpPassTest, GatherOutputShardsTheWeightAndGathersTheOutput) {
+  graph::Graph g = BuildPreset("tiny-llama.json");
+  AutoTpOptions o = Options("tiny-llama.json", 2);
+  TpLayerSpec gathered{TpPartition::kColumn, {R"(.*\.mlp\.(gate|up|down)_proj\.weight$)", "lm_head"},
+                       std::nullopt};
+  gathered.gather_output = true;
+  o.layer_specs = {gathered};
+  Result<bool> r = AutoTpPass(o).Run(g);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(*r);
+  ASSERT_TRUE(graph::VerifyGraph(g).ok());
+  const graph::Node* up = g.Find("layers_0_mlp_up_proj");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(graph::ShapeToString(*up->param_shape), "[F/T, H]");
+  EXPECT_EQ(graph::ShapeToString(*up->shape), "[B, S, F]");
+  EXPECT_EQ(CountOp(g, graph::ops::kGatherFromTp, "model.layers.0.mlp"), 3);
+  EXPECT_EQ(CountOp(g, graph::ops::kReduceFromTp, "model.layers.0"), 0);
+  // One copy_to_tp for gate and up (they share their input), one for down.
+  EXPECT_EQ(CountOp(g, graph::ops::kCopyToTp, "model.layers.0.mlp"), 2);
+  const graph::Node* head = g.Find("lm_head_gather_from_tp");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(graph::ShapeToString(*head->shape), "[B, S, V]");
+  EXPECT_EQ(graph::ShapeToString(*g.Find("lm_head")->param_shape), "[V/T, H]");
 }
 
 }  // namespace

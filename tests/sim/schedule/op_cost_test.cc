@@ -100,6 +100,7 @@ TEST(OpCostTest, CollectivesInBothDirections) {
       "%c = copy_to_tp(%x) {shape=[B, S, H], group=\"tp\"}\n"
       "%r = reduce_from_tp(%c) {shape=[B, S, H], group=\"tp\"}\n"
       "%a = all_to_all(%r) {shape=[B, S, H], group=\"sp\"}\n"
+      "%go = gather_from_tp(%a) {shape=[B, S, H], group=\"tp\"}\n"
       "%w = all_gather() {param=\"w\", param_shape=[H*H/DP], shape=[H, H], group=\"dp\"}\n"
       "%y = linear(%a, %w) {param=\"w\", param_shape=[H, H], shape=[B, S, H]}\n"
       "%g = reduce_scatter(%y) {param=\"w\", param_shape=[H, H], shape=[H*H/DP], group=\"dp\"}\n"
@@ -116,6 +117,10 @@ TEST(OpCostTest, CollectivesInBothDirections) {
   EXPECT_EQ(cost("r", false)->kind, CollectiveKind::kAllReduce);
   EXPECT_FALSE(cost("r", true).has_value());  // reduce_from_tp: identity backward
   EXPECT_EQ(cost("a", true)->kind, CollectiveKind::kAllToAll);
+  // gather_from_tp (gather_output): the gathered features forward, a local slice backward.
+  EXPECT_EQ(cost("go", false)->kind, CollectiveKind::kAllGather);
+  EXPECT_DOUBLE_EQ(cost("go", false)->bytes, act);
+  EXPECT_FALSE(cost("go", true).has_value());
   EXPECT_EQ(cost("w", false)->kind, CollectiveKind::kAllGather);
   EXPECT_DOUBLE_EQ(cost("w", false)->bytes, 2.0 * 16 * 16);  // S = the gathered weight
   EXPECT_EQ(cost("w", true)->kind, CollectiveKind::kAllGather);  // gathered again for backward

@@ -16,16 +16,6 @@ bool GptStyle(const ModelSpec& s) {
          s.family == ModelFamily::kGptNeox || s.family == ModelFamily::kFalcon;
 }
 
-// The base-model attribute of the *ForCausalLM class, dropped from node names the way the
-// existing names drop "model.": layers_3_..., h_3_... .
-std::string_view BasePrefix(std::string_view path) {
-  for (std::string_view p : {"language_model.model.", "model.language_model.", "model.",
-                             "transformer.", "gpt_neox."}) {
-    if (path.starts_with(p)) return p;
-  }
-  return {};
-}
-
 std::string StripWeight(const std::string& tensor) {
   constexpr std::string_view kWeight = ".weight";
   return tensor.ends_with(kWeight) ? tensor.substr(0, tensor.size() - kWeight.size()) : tensor;
@@ -34,12 +24,7 @@ std::string StripWeight(const std::string& tensor) {
 }  // namespace
 
 std::string NameOf(const std::string& module, std::string_view suffix) {
-  std::string_view path = module;
-  path.remove_prefix(BasePrefix(path).size());
-  std::string name(path);
-  for (char& c : name) {
-    if (c == '.') c = '_';
-  }
+  std::string name = NodeNameOfPath(module);
   if (!suffix.empty()) {
     if (!name.empty()) name += '_';
     name += suffix;

@@ -107,6 +107,31 @@ Status Graph::Erase(Node* node) {
   return Status::Ok();
 }
 
+std::string ModuleParent(std::string_view module) {
+  size_t dot = module.rfind('.');
+  return dot == std::string_view::npos ? std::string() : std::string(module.substr(0, dot));
+}
+
+std::string ModuleLeaf(std::string_view module) {
+  size_t dot = module.rfind('.');
+  return std::string(dot == std::string_view::npos ? module : module.substr(dot + 1));
+}
+
+std::string NodeNameOfPath(std::string_view path) {
+  for (std::string_view p : {"language_model.model.", "model.language_model.", "model.",
+                             "transformer.", "gpt_neox."}) {
+    if (path.starts_with(p)) {
+      path.remove_prefix(p.size());
+      break;
+    }
+  }
+  std::string name(path);
+  for (char& c : name) {
+    if (c == '.') c = '_';
+  }
+  return name;
+}
+
 LayerPath LayerPathOf(std::string_view module) {
   // The first "layers.<n>" (llama-style, gpt_neox) or "h.<n>" (GPT-2, BLOOM, Falcon) component
   // pair: model.layers.3.mlp, language_model.model.layers.3, transformer.h.3.attn.

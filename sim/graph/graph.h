@@ -70,6 +70,13 @@ struct LayerPath {
   size_t prefix_len = 0;
 };
 LayerPath LayerPathOf(std::string_view module);
+// Module path helpers: "model.layers.0.mlp.up_proj" -> "model.layers.0.mlp" / "up_proj".
+std::string ModuleParent(std::string_view module);
+std::string ModuleLeaf(std::string_view module);
+// A node name from a module or parameter path: the base-model prefix ("model.", "transformer.",
+// "gpt_neox.", "language_model.model.", "model.language_model.") dropped and dots turned into
+// underscores, so "transformer.h.0.attn" and "model.layers.0.mlp" name "h_0_attn", "layers_0_mlp".
+std::string NodeNameOfPath(std::string_view path);
 int LayerOfModule(std::string_view module);
 // True for the collective ops above (all_to_all ... combine).
 bool IsCollective(std::string_view op);

@@ -14,11 +14,6 @@ using graph::Node;
 using graph::Shape;
 using graph::SymExpr;
 
-std::string Parent(const std::string& module) {
-  const size_t dot = module.rfind('.');
-  return dot == std::string::npos ? "" : module.substr(0, dot);
-}
-
 // layers_3_mlp_experts -> layers_3_mlp_<suffix>
 std::string BlockName(const std::string& experts_name, const std::string& suffix) {
   std::string base = experts_name;
@@ -77,7 +72,7 @@ Result<bool> AutoEpPass::Run(Graph& g) {
     Node* x = n->args[0];
     Node* topk = n->args[1];
     const Shape& in = *x->shape;  // [B, S, H] (S/P after AutoSP)
-    const std::string block = Parent(n->module);
+    const std::string block = graph::ModuleParent(n->module);
     const SymExpr tokens = in[0] * in[1];  // B*S
     SymExpr rows = tokens * k * x_ep / sym_e;  // expected rows per local expert
     if (folded) rows = rows / t;

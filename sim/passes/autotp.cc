@@ -38,16 +38,6 @@ struct CompiledSpec {
 // until its row partner.
 constexpr const char* kShardedSymbols[] = {"N", "G", "F", "FS", "FE", "QKV"};
 
-std::string LastComponent(const std::string& module) {
-  size_t dot = module.rfind('.');
-  return dot == std::string::npos ? module : module.substr(dot + 1);
-}
-
-std::string Parent(const std::string& module) {
-  size_t dot = module.rfind('.');
-  return dot == std::string::npos ? "" : module.substr(0, dot);
-}
-
 class Classifier {
  public:
   explicit Classifier(const AutoTpOptions& o) : model_type_(o.model_type) {
@@ -98,7 +88,7 @@ class Classifier {
   }
 
   static std::optional<TpPartition> DefaultPlan(const std::string& param) {
-    const std::string leaf = LastComponent(Parent(param));  // ".../q_proj.weight" -> q_proj
+    const std::string leaf = graph::ModuleLeaf(graph::ModuleParent(param));  // ".../q_proj.weight" -> q_proj
     static const std::set<std::string> column = {"q_proj",    "k_proj", "v_proj", "gate_proj",
                                                  "up_proj",   "w1",     "w3"};
     static const std::set<std::string> row = {"o_proj", "down_proj", "w2"};
@@ -391,7 +381,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                                  .op = std::string(graph::ops::kCopyToTp),
                                  .args = {act},
                                  // the block that reads it: model.layers.0.self_attn
-                                 .module = Parent(readers.front()->module),
+                                 .module = graph::ModuleParent(readers.front()->module),
                                  .shape = act->shape,
                                  .group = "tp"});
     for (Node* r : readers) g.SetArg(r, 0, copy);
@@ -402,7 +392,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     Node* reduce = g.InsertAfter(n, {.name = n->name + "_reduce_from_tp",
                                      .op = std::string(graph::ops::kReduceFromTp),
                                      .args = {n},
-                                     .module = Parent(n->module),
+                                     .module = graph::ModuleParent(n->module),
                                      .shape = n->shape,
                                      .group = "tp"});
     g.ReplaceAllUsesWith(n, reduce);
@@ -411,7 +401,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     Node* gather = g.InsertAfter(n, {.name = n->name + "_gather_from_tp",
                                      .op = std::string(graph::ops::kGatherFromTp),
                                      .args = {n},
-                                     .module = Parent(n->module),
+                                     .module = graph::ModuleParent(n->module),
                                      .shape = n->shape,
                                      .group = "tp"});
     g.ReplaceAllUsesWith(n, gather);

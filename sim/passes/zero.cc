@@ -19,12 +19,12 @@ using graph::SymExpr;
 
 // "model.layers.0.self_attn.q_proj.weight" -> "layers_0_self_attn_q_proj_weight", the way the
 // builder names nodes; the experts glob "....experts.*" -> "..._experts".
+// The parameter's path named as the builder names its nodes (graph::NodeNameOfPath), so the
+// gathers of transformer.h.0.attn.c_attn.weight sit next to %h_0_attn_c_attn.
 std::string ParamTag(std::string_view param) {
-  if (param.starts_with("model.")) param.remove_prefix(6);
   std::string out;
-  for (char c : param) {
-    if (c == '*') continue;
-    out += c == '.' ? '_' : c;
+  for (char c : graph::NodeNameOfPath(param)) {
+    if (c != '*') out += c;
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
   return out;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/graph/text_format.h"
 #include "sim/graph/verifier.h"
@@ -209,6 +211,24 @@ TEST(PassesOnFamiliesTest, ZeroThreeGathersTheNewParameters) {
   ASSERT_TRUE(ZeroPass(o).Run(g).ok());
   EXPECT_EQ(ParamShapeOf(g, "allgather_layers_3_self_attn_kv_a_proj_with_mqa_weight"), "[KLR*H/DP]");
   EXPECT_EQ(ParamShapeOf(g, "allgather_layers_3_mlp_gate_e_score_correction_bias"), "[E/DP]");
+}
+
+// Gathers are named as the builder names nodes (graph::NodeNameOfPath): the base-model prefix of
+// GPT-style and multimodal checkpoints is dropped, so %allgather_h_0_... sits next to %h_0_....
+TEST(PassesOnFamiliesTest, ZeroThreeGathersAreNamedLikeTheirNodes) {
+  for (const auto& [file, gather] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"pythia-160m.json", "allgather_layers_0_attention_query_key_value_weight"},
+           {"bloom-176b.json", "allgather_h_0_self_attention_query_key_value_weight"},
+           {"llama-4-scout-17b-16e.json", "allgather_layers_0_self_attn_q_proj_weight"}}) {
+    SCOPED_TRACE(file);
+    graph::Graph g = BuildPreset(file);
+    ZeroOptions o;
+    o.stage = 3;
+    o.dense = {"dp", "DP", 8};
+    ASSERT_TRUE(ZeroPass(o).Run(g).ok());
+    EXPECT_NE(g.Find(gather), nullptr);
+  }
 }
 
 }  // namespace

@@ -386,26 +386,21 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                                  .group = "tp"});
     for (Node* r : readers) g.SetArg(r, 0, copy);
   }
+  // The tp collective every reader of `n` then reads instead.
+  auto follow_with = [&](Node* n, std::string_view op) {
+    Node* c = g.InsertAfter(n, {.name = n->name + "_" + std::string(op),
+                                .op = std::string(op),
+                                .args = {n},
+                                .module = graph::ModuleParent(n->module),
+                                .shape = n->shape,
+                                .group = "tp"});
+    g.ReplaceAllUsesWith(n, c);
+  };
   for (Node* n : g) {
     const Role r = role_of(n);
-    if (r != Role::kRow && r != Role::kExperts) continue;
-    Node* reduce = g.InsertAfter(n, {.name = n->name + "_reduce_from_tp",
-                                     .op = std::string(graph::ops::kReduceFromTp),
-                                     .args = {n},
-                                     .module = graph::ModuleParent(n->module),
-                                     .shape = n->shape,
-                                     .group = "tp"});
-    g.ReplaceAllUsesWith(n, reduce);
+    if (r == Role::kRow || r == Role::kExperts) follow_with(n, graph::ops::kReduceFromTp);
   }
-  for (Node* n : gathered) {
-    Node* gather = g.InsertAfter(n, {.name = n->name + "_gather_from_tp",
-                                     .op = std::string(graph::ops::kGatherFromTp),
-                                     .args = {n},
-                                     .module = graph::ModuleParent(n->module),
-                                     .shape = n->shape,
-                                     .group = "tp"});
-    g.ReplaceAllUsesWith(n, gather);
-  }
+  for (Node* n : gathered) follow_with(n, graph::ops::kGatherFromTp);
   g.EliminateDeadCode();
   return true;
 }

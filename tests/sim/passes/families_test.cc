@@ -192,23 +192,25 @@ TEST(PassesOnFamiliesTest, AutoEpDetectsNothingOnGptOssAndLlama4) {
   EXPECT_EQ(ShapeOf(g, "layers_0_mlp_dispatch"), "[E/EP, B*S*K*EP/E, H]");
 }
 
+// ZeRO-3 with dense parameters partitioned over a dp group of 8.
+Result<bool> RunZero3(graph::Graph& g) {
+  ZeroOptions o;
+  o.stage = 3;
+  o.dense = {"dp", "DP", 8};
+  return ZeroPass(o).Run(g);
+}
+
 // ZeRO-3 gathers what each node reads: MLA's latent projections, DeepSeek's score-correction
 // bias on top_k, Gated DeltaNet's conv and A_log.
 TEST(PassesOnFamiliesTest, ZeroThreeGathersTheNewParameters) {
   for (const char* file : {"deepseek-v3.json", "qwen3-next-80b-a3b-thinking.json"}) {
     SCOPED_TRACE(file);
     graph::Graph g = BuildPreset(file);
-    ZeroOptions o;
-    o.stage = 3;
-    o.dense = {"dp", "DP", 8};
-    ASSERT_TRUE(ZeroPass(o).Run(g).ok());
+    ASSERT_TRUE(RunZero3(g).ok());
     ASSERT_TRUE(graph::VerifyGraph(g).ok());
   }
   graph::Graph g = BuildPreset("deepseek-v3.json");
-  ZeroOptions o;
-  o.stage = 3;
-  o.dense = {"dp", "DP", 8};
-  ASSERT_TRUE(ZeroPass(o).Run(g).ok());
+  ASSERT_TRUE(RunZero3(g).ok());
   EXPECT_EQ(ParamShapeOf(g, "allgather_layers_3_self_attn_kv_a_proj_with_mqa_weight"), "[KLR*H/DP]");
   EXPECT_EQ(ParamShapeOf(g, "allgather_layers_3_mlp_gate_e_score_correction_bias"), "[E/DP]");
 }
@@ -223,10 +225,7 @@ TEST(PassesOnFamiliesTest, ZeroThreeGathersAreNamedLikeTheirNodes) {
            {"llama-4-scout-17b-16e.json", "allgather_layers_0_self_attn_q_proj_weight"}}) {
     SCOPED_TRACE(file);
     graph::Graph g = BuildPreset(file);
-    ZeroOptions o;
-    o.stage = 3;
-    o.dense = {"dp", "DP", 8};
-    ASSERT_TRUE(ZeroPass(o).Run(g).ok());
+    ASSERT_TRUE(RunZero3(g).ok());
     EXPECT_NE(g.Find(gather), nullptr);
   }
 }

@@ -2,6 +2,7 @@
 // ds-plan-exec: the half of `ds-plan run` that links LibTorch. ds-plan re-executes itself as this
 // binary (same arguments) once `run` is parsed, so only run pays the ~0.45 s of loading libtorch.
 // It accepts exactly `ds-plan run ...`'s command line.
+#include <csignal>
 #include <iostream>
 
 #include "apps/ds-plan/command.h"
@@ -9,6 +10,10 @@
 
 int main(int argc, char** argv) {
   using namespace dsp::app;
+  // A peer that dies closes its Gloo TCP connections; a write to one must come back as EPIPE (Gloo
+  // throws, and the run names the dead rank), not kill this rank with SIGPIPE (exit 141) before it
+  // can say anything: RunCliTest.WithoutTorchrunTheSurvivorsNameTheKilledRank caught that race.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"ds-plan-exec: the LibTorch executor behind `ds-plan run`", "ds-plan"};
   app.require_subcommand(1);
   std::string color = "auto";

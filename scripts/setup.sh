@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev help2man zsh
           libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
+# `ds-plan explore`: ncurses for the full-screen UI, libedit (BSD) for the line mode's editing,
+# history and completion; tmux drives the full-screen UI in the tests.
+packages+=(libncurses-dev libedit-dev tmux)
 # help2man generates the man page from --help; zsh checks the generated zsh completion in the tests.
 # `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
 # headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.

@@ -30,21 +30,18 @@ int RunSimulate(const SimulateArgs& args) {
   result.model_path = args.sim.model_path;
   result.model_type = s->model.model_type;
   result.model_left_out = s->model.left_out;
-  result.cluster = &s->cluster;
-  result.world_size = s->world_size;
-  result.gpus_per_node = s->gpus_per_node;
-  result.layout = s->report.layout;
-  result.workload = s->input.workload;
-  result.zero = s->input.zero;
-  result.engine = s->input.engine;
-  result.samples_per_step = s->micro_batch * s->grad_accum * s->plan.derived.dp;
+  result.cluster = &s->eval->cluster;
+  result.world_size = s->eval->world_size;
+  result.gpus_per_node = s->eval->gpus_per_node;
+  result.layout = s->eval->report.layout;
+  result.workload = s->eval->input.workload;
+  result.zero = s->eval->input.zero;
+  result.engine = s->eval->input.engine;
+  result.samples_per_step = s->eval->samples_per_step();
   result.params = CountParameters(s->model);
-  result.memory = sim::EstimateMemory(s->input);
-  result.time = sim::EstimateStepTime(s->input);
+  result.memory = s->eval->memory;
+  result.time = s->eval->time;
   result.notes = s->notes;
-  if (Status finite = EstimatesAreFinite(result.memory, result.time); !finite.ok()) {
-    return UsageError(finite.error().message);
-  }
 
   if (args.format == "json") {
     std::cout << sim::SimulateToJson(result).dump(2) << "\n";

@@ -124,28 +124,28 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   std::string shown = args.ranks;
   if (args.full && !args.ranks_given) {
     shown.clear();
-    for (int64_t r = 0; r < s->world_size; ++r) shown += (r ? "," : "") + std::to_string(r);
+    for (int64_t r = 0; r < s->eval->world_size; ++r) shown += (r ? "," : "") + std::to_string(r);
   }
-  auto ranks = ParseRanks(shown, static_cast<int>(s->world_size));
+  auto ranks = ParseRanks(shown, static_cast<int>(s->eval->world_size));
   if (!ranks.ok()) return UsageError(ranks.error().message);
 
   auto graph = sim::graph::BuildModelGraph(s->model);
   if (!graph.ok()) return UsageError("--model: " + graph.error().message);
-  auto pipeline = sim::passes::PipelineForConfig({.model = &s->model, .config = &s->config, .plan = &s->plan});
+  auto pipeline = sim::passes::PipelineForConfig({.model = &s->model, .config = &s->eval->config, .plan = &s->eval->plan});
   if (!pipeline.ok()) return UsageError(pipeline.error().message);
   if (auto r = pipeline->Run(*graph); !r.ok()) {
     std::cerr << args.sim.config << ": error: " << r.error().message << "\n";
     return kExitFindings;
   }
-  auto program = sim::schedule::BuildProgram(*graph, s->input, {.micro_steps = args.micro_steps});
+  auto program = sim::schedule::BuildProgram(*graph, s->eval->input, {.micro_steps = args.micro_steps});
   if (!program.ok()) {
     std::cerr << args.sim.config << ": error: " << program.error().message << "\n";
     return kExitFindings;
   }
   std::optional<StatusLine> status;
   status.emplace("simulating " + std::to_string(program->tasks.size()) + " tasks per rank" +
-                 (args.full ? " on all " + std::to_string(s->world_size) + " ranks" : ""));
-  auto schedule = sim::schedule::Simulate(*program, s->input, {.full = args.full, .slow_ranks = *slow});
+                 (args.full ? " on all " + std::to_string(s->eval->world_size) + " ranks" : ""));
+  auto schedule = sim::schedule::Simulate(*program, s->eval->input, {.full = args.full, .slow_ranks = *slow});
   status.reset();
   if (!schedule.ok()) return UsageError(schedule.error().message);
   if (!std::isfinite(schedule->step_seconds)) {
@@ -156,8 +156,8 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   // cpu_checkpointing: the same step without it, for the memory curve it saves against.
   std::optional<sim::schedule::Program> base_program;
   std::optional<sim::schedule::Schedule> base_schedule;
-  if (s->input.checkpointing.cpu_checkpointing && s->input.workload.recompute == sim::Recompute::kFull) {
-    sim::SimInput without = s->input;
+  if (s->eval->input.checkpointing.cpu_checkpointing && s->eval->input.workload.recompute == sim::Recompute::kFull) {
+    sim::SimInput without = s->eval->input;
     without.checkpointing.cpu_checkpointing = false;
     without.checkpointing.async_copy = false;
     auto p = sim::schedule::BuildProgram(*graph, without, {.micro_steps = args.micro_steps});
@@ -172,11 +172,11 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   const sim::render::MemoryBaseline baseline{base_schedule ? &*base_schedule : nullptr,
                                              "without cpu_checkpointing"};
 
-  const std::string title = args.sim.config + " - " + s->model.model_type + " on " + std::to_string(s->world_size) +
-                            " GPUs (" + s->cluster.name + "), " + std::to_string(program->micro_steps) + " micro-step" +
+  const std::string title = args.sim.config + " - " + s->model.model_type + " on " + std::to_string(s->eval->world_size) +
+                            " GPUs (" + s->eval->cluster.name + "), " + std::to_string(program->micro_steps) + " micro-step" +
                             (program->micro_steps == 1 ? "" : "s");
   const std::string contents =
-      svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline, s->cluster.gpu.hbm_bytes)
+      svg ? sim::render::ScheduleToSvg(*program, *schedule, *ranks, title, baseline, s->eval->cluster.gpu.hbm_bytes)
           : sim::render::ScheduleToTrace(*program, *schedule, *ranks).dump() + "\n";
   if (contents.size() > kLargeOutputBytes) {
     std::cerr << "ds-plan: warning: the " << (svg ? "timeline" : "trace") << " is " << contents.size() / 1000000
@@ -188,11 +188,11 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
 
   // The summary, next to the cost model's closed-form figures for the same inputs.
   const sim::schedule::ScheduleSummary sum = sim::schedule::Summarize(*program, *schedule, ranks->front());
-  const sim::TimeReport model_time = sim::EstimateStepTime(s->input);
-  const sim::MemoryReport model_memory = sim::EstimateMemory(s->input);
+  const sim::TimeReport& model_time = s->eval->time;
+  const sim::MemoryReport& model_memory = s->eval->memory;
   std::ostringstream out;
   const size_t classes = schedule->representative.size();
-  out << "schedule: " << args.sim.config << ", " << s->world_size << (s->world_size == 1 ? " rank (" : " ranks (")
+  out << "schedule: " << args.sim.config << ", " << s->eval->world_size << (s->eval->world_size == 1 ? " rank (" : " ranks (")
       << (args.full ? "all simulated" : std::to_string(classes) + " rank class" + (classes == 1 ? "" : "es") + " simulated")
       << "), " << program->micro_steps << " micro-step" << (program->micro_steps == 1 ? "" : "s") << ", "
       << program->tasks.size() << " tasks per rank\n";
@@ -212,8 +212,8 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   out << "exposed by kind    " << ranked(sum.exposed_by_kind) << "\n";
   out << "communication      " << ranked(sum.communication_by_kind) << "\n";
   out << "memory peak        " << Gb(sum.peak_bytes) << " at " << Ms(sum.peak_at)
-      << "   (cost model: " << Gb(model_memory.peak_bytes) << "; HBM " << Gb(s->cluster.gpu.hbm_bytes)
-      << (sum.peak_bytes <= s->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
+      << "   (cost model: " << Gb(model_memory.peak_bytes) << "; HBM " << Gb(s->eval->cluster.gpu.hbm_bytes)
+      << (sum.peak_bytes <= s->eval->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
   if (base_schedule) {
     const sim::schedule::ScheduleSummary b = sim::schedule::Summarize(*base_program, *base_schedule, ranks->front());
     out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << Gb(b.peak_bytes) << ": copies "

@@ -9,8 +9,7 @@
 #include "core/json/hjson_parser.h"
 #include "core/util/file_io.h"
 #include "core/util/sha256.h"
-#include "sim/memory_model.h"
-#include "sim/step_time.h"
+#include "sim/session/snapshot_of.h"
 
 namespace dsp::app {
 namespace {
@@ -43,8 +42,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   std::unique_ptr<SimSetup> s = PrepareSimulation(args, exit_code);
   if (!s) return std::nullopt;
 
-  sim::PlanSnapshot snap;
-  sim::PlanSnapshotInputs& in = snap.inputs;
+  sim::PlanSnapshotInputs in;
   // PrepareSimulation read every file successfully a moment ago; reading again for the hash keeps
   // SimSetup free of raw bytes it does not need.
   for (auto [file, path] : {std::pair{&in.config, &args.config}, {&in.model, &args.model_path},
@@ -67,22 +65,8 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.sets = args.sets;
   in.ds_plan_version = kVersion;
 
-  snap.plan = &s->plan;
-  snap.layout = s->report.layout;
-  snap.world_size = s->world_size;
-  snap.gpus_per_node = s->gpus_per_node;
-  snap.seq_len = s->input.workload.seq_len;
-  snap.micro_batch = s->micro_batch;
-  snap.grad_accum = s->grad_accum;
-  snap.samples_per_step = s->micro_batch * s->grad_accum * s->plan.derived.dp;
-  snap.memory = sim::EstimateMemory(s->input);
-  snap.time = sim::EstimateStepTime(s->input);
-  if (Status finite = EstimatesAreFinite(snap.memory, snap.time); !finite.ok()) {
-    *exit_code = UsageError(finite.error().message);
-    return std::nullopt;
-  }
   *exit_code = kExitOk;
-  return sim::PlanSnapshotToJson(snap);
+  return sim::PlanSnapshotToJson(sim::SnapshotOf(*s->eval, std::move(in)));
 }
 
 SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {

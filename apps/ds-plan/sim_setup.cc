@@ -1,56 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "apps/ds-plan/sim_setup.h"
 
-#include <cmath>
-
-#include <algorithm>
 #include <iostream>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "core/json/hjson_parser.h"
-#include "core/config/batch_triple.h"
-#include "core/config/config_view.h"
 #include "core/report/validate_report.h"
-#include "core/rules/ds_semantics.h"
 #include "core/util/file_io.h"
 
 namespace dsp::app {
 namespace {
-
-constexpr int64_t kDefaultSeqLen = 4096;
-
-struct Batch {
-  int64_t micro = 0;
-  int64_t accum = 0;
-};
-
-// DeepSpeed's batch fill-in (runtime/config.py _set_batch_related_parameters) with the
-// world size DeepSpeedConfig divides by: the full world with AutoTP, world / sequence_parallel_size
-// when that key is set, the pipeline data-parallel size with pp. Validation already checked the
-// triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.
-Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp) {
-  ConfigView v(config);
-  auto b = v.Int("/train_batch_size"), m = v.Int("/train_micro_batch_size_per_gpu"),
-       g = v.Int("/gradient_accumulation_steps");
-  for (const auto* s : {&b, &m, &g}) {
-    if (s->is_auto()) {
-      return Error{DottedName(s->pointer) + " is \"auto\": simulate needs the value the Trainer would fill in "
-                   "(--set " + DottedName(s->pointer) + "=N)"};
-    }
-  }
-  if (!b.present() && !m.present()) {
-    return Error{"the config sets neither train_batch_size nor train_micro_batch_size_per_gpu "
-                 "(elasticity?): pass --set train_micro_batch_size_per_gpu=N"};
-  }
-  auto ws = BatchWorldSize(v, world, pp, mpu_tp);
-  if (!ws) return Error{"no world size for the batch triple"};
-  const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), ws->ws);
-  Batch out{static_cast<int64_t>(t.micro), static_cast<int64_t>(t.gas)};
-  if (out.micro <= 0 || out.accum <= 0) return Error{"the batch triple does not resolve to positive sizes"};
-  return out;
-}
 
 }  // namespace
 
@@ -91,35 +52,6 @@ void SimArgs::AddTo(CLI::App* app) {
 }
 
 namespace {
-
-// The engine flags, checked against each other and the world.
-Result<sim::EngineSettings> ReadEngine(const SimArgs& args) {
-  sim::EngineSettings e;
-  e.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
-  if (!e.megatron()) {
-    if (args.megatron_tp > 0) {
-      return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
-                   "megatron-deepspeed (DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
-    }
-    if (args.megatron_sp) return Error{"--megatron-sp needs --engine megatron-lm or megatron-deepspeed"};
-  }
-  if (args.virtual_stages > 1 && e.engine != sim::Engine::kMegatronLm) {
-    return Error{"--virtual-stages needs --engine megatron-lm (DeepSpeed's PipelineEngine has no "
-                 "interleaved schedule)"};
-  }
-  if (args.megatron_sp && args.megatron_tp <= 1) {
-    return Error{"--megatron-sp needs --tp of 2 or more"};
-  }
-  e.megatron_sp = args.megatron_sp;
-  e.virtual_stages = args.virtual_stages;
-  e.flash_attention = args.attention != "materialized";
-  if (!args.deepspeed_version.empty()) {
-    auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
-    if (!v.ok()) return v.error();
-    e.deepspeed_version = *v;
-  }
-  return e;
-}
 
 bool GivenOnCommandLine(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 // --recompute and --pp: a plan snapshot records them as simulated, so its replay gives them.
@@ -193,6 +125,29 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
 
 }  // namespace
 
+Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
+  sim::PlanKnobs k;
+  k.world_size = args.world.world_size;
+  k.nodes = args.world.nodes;
+  k.gpus_per_node = args.world.gpus_per_node;
+  k.pp = args.world.pp;
+  k.seq_len = args.seq_len;
+  k.recompute = sim::ParseRecompute(args.recompute).value_or(sim::Recompute::kNone);
+  k.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator
+                                                : sim::MemoryConvention::kZeroPaper;
+  k.engine.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
+  k.engine.megatron_sp = args.megatron_sp;
+  k.engine.virtual_stages = args.virtual_stages;
+  k.engine.flash_attention = args.attention != "materialized";
+  if (!args.deepspeed_version.empty()) {
+    auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
+    if (!v.ok()) return v.error();
+    k.engine.deepspeed_version = *v;
+  }
+  k.megatron_tp = args.megatron_tp;
+  return k;
+}
+
 std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit_code) {
   auto fail = [exit_code](int code) {
     *exit_code = code;
@@ -211,150 +166,37 @@ std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& given_args, int* exit
   const SimArgs& args = s->effective;
   auto cluster = LoadCluster(args.cluster_path);
   if (!cluster.ok()) return fail(UsageError("--cluster: " + cluster.error().message));
-  s->cluster = std::move(cluster).value();
   auto model = LoadModel(args.model_path);
   if (!model.ok()) return fail(UsageError("--model: " + model.error().message));
   s->model = std::move(model).value();
-
-  // The cluster supplies the node size unless the command line does.
-  WorldOptions world_opts = args.world;
-  if (world_opts.gpus_per_node == 0) world_opts.gpus_per_node = s->cluster.gpus_per_node;
-  auto world = world_opts.Resolve();
-  if (!world.ok()) return fail(UsageError(world.error().message));
-  // --gpus-per-node describes the machines actually used: the cost model reads the node size from
-  // the cluster, so both must agree on which groups cross a node boundary.
-  s->cluster.gpus_per_node = static_cast<int>(*world->gpus_per_node);
-  s->gpus_per_node = *world->gpus_per_node;
-  s->world_size = world->world_size.value_or(*world->gpus_per_node);
-  if (!world->world_size) {
-    s->notes.push_back("no --world-size or --nodes: simulating one node of " + std::to_string(s->world_size) +
-                       " GPUs");
-  }
-  const int64_t seq_len =
-      args.seq_len > 0 ? args.seq_len : std::min(kDefaultSeqLen, s->model.max_position_embeddings);
-  auto engine = ReadEngine(args);
-  if (!engine.ok()) return fail(UsageError(engine.error().message));
-  const int64_t mpu_tp = engine->megatron() ? std::max<int64_t>(args.megatron_tp, 1) : 0;
-  if (engine->virtual_stages > 1 &&
-      (world->pp <= 1 || s->model.num_hidden_layers % (world->pp * engine->virtual_stages) != 0)) {
-    return fail(UsageError("--virtual-stages " + std::to_string(engine->virtual_stages) +
-                           " needs --pp > 1 and the layers (" +
-                           std::to_string(s->model.num_hidden_layers) +
-                           ") divisible by pp x virtual stages"));
-  }
-
+  auto knobs = KnobsOf(args);
+  if (!knobs.ok()) return fail(UsageError(knobs.error().message));
   std::vector<Override> overrides;
   for (const auto& set : args.sets) {
     auto o = ParseOverride(set);
     if (!o.ok()) return fail(UsageError(o.error().message));
     overrides.push_back(std::move(o).value());
   }
-
-  ValidateOptions options;
-  options.world_size = s->world_size;
-  options.gpus_per_node = world->gpus_per_node;
-  options.pp = world->pp;
-  options.mpu_tp = std::max<int64_t>(mpu_tp, 1);
-  options.seq_len = seq_len;
-  options.version = engine->deepspeed_version;
-  options.model = &s->model;
-  s->report = ValidateText(args.config, text.value(), options, overrides);
-  DiagnosticCounts counts = Count(s->report.diagnostics);
-  if (counts.errors > 0) {
-    // Same rendering as validate; stderr, so stdout only ever carries the command's report.
-    std::cerr << RenderText({s->report}, StyleFor(stderr));
-    return fail(kExitFindings);
+  s->eval = sim::Evaluate(s->model, *cluster, args.config, std::move(text).value(), overrides, *knobs);
+  const sim::Evaluation& e = *s->eval;
+  switch (e.outcome) {
+    case sim::Evaluation::Outcome::kNumbers:
+      break;
+    case sim::Evaluation::Outcome::kConfigErrors:
+      // Same rendering as validate; stderr, so stdout only ever carries the command's report.
+      std::cerr << RenderText({e.report}, StyleFor(stderr));
+      return fail(kExitFindings);
+    case sim::Evaluation::Outcome::kNoPlan:
+      std::cerr << args.config << ": error: " << e.message << "\n";
+      return fail(kExitFindings);
+    case sim::Evaluation::Outcome::kBadBatch:
+      return fail(UsageError(args.config + ": " + e.message));
+    case sim::Evaluation::Outcome::kBadKnobs:
+      return fail(UsageError(e.message));
   }
-  if (counts.warnings > 0) {
-    s->notes.push_back("the config has " + std::to_string(counts.warnings) + " warning" +
-                       (counts.warnings == 1 ? "" : "s") + ": run ds-plan validate for details");
-  }
-
-  // ValidateText keeps no document; parse again and apply --set the same way.
-  ParsedJson parsed = ParseDeepSpeedConfig(args.config, std::move(text).value());
-  for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
-  s->config = std::move(parsed.doc.root);
-
-  PlanInputs inputs;
-  inputs.world_size = s->world_size;
-  inputs.gpus_per_node = world->gpus_per_node;
-  inputs.pp = world->pp;
-  inputs.mpu_tp = mpu_tp;
-  // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
-  if (engine->megatron()) inputs.layout = RankLayout::kMegatron;
-  auto plan = BuildPlan(s->config, inputs);
-  if (!plan.ok()) {
-    std::cerr << args.config << ": error: " << plan.error().message << "\n";
-    return fail(kExitFindings);
-  }
-  s->plan = std::move(plan).value();
-  auto batch = FillBatch(s->config, s->world_size, world->pp, std::max<int64_t>(mpu_tp, 1));
-  if (!batch.ok()) return fail(UsageError(args.config + ": " + batch.error().message));
-  // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
-  // micro-batch they would not.
-  if (batch->micro > (int64_t{1} << 30) || batch->accum > (int64_t{1} << 30) ||
-      batch->micro > (int64_t{1} << 40) / std::max<int64_t>(seq_len, 1)) {
-    return fail(UsageError(args.config + ": micro-batch " + std::to_string(batch->micro) + " x sequence length " +
-                           std::to_string(seq_len) + " (accumulation " + std::to_string(batch->accum) +
-                           ") is beyond what the cost model handles (2^40 tokens per micro-batch, 2^30 "
-                           "micro-batches)"));
-  }
-  s->micro_batch = batch->micro;
-  s->grad_accum = batch->accum;
-
-  ConfigView view(s->config);
-  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
-      !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
-    s->notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
-  }
-  if (s->model.assumed_llama_like) {
-    s->notes.push_back("model_type \"" + s->model.model_type + "\" is unknown: counted as a llama-like decoder");
-  }
-
-  sim::SimInput& input = s->input;
-  input.plan = &s->plan;
-  input.model = &s->model;
-  input.cluster = &s->cluster;
-  input.workload.seq_len = seq_len;
-  input.workload.micro_batch = batch->micro;
-  input.precision = sim::ReadPrecisionSettings(s->config);
-  input.workload.optimizer_state_bytes_per_param = sim::ReadOptimizerStateBytes(s->config, input.precision);
-  input.workload.grad_accum = batch->accum;
-  input.workload.recompute = args.recompute == "full"        ? sim::Recompute::kFull
-                             : args.recompute == "selective" ? sim::Recompute::kSelective
-                                                             : sim::Recompute::kNone;
-  input.workload.convention = args.convention == "deepspeed" ? sim::MemoryConvention::kDeepSpeedEstimator
-                                                             : sim::MemoryConvention::kZeroPaper;
-  input.engine = *engine;
-  input.zero = sim::ReadZeroSettings(s->config, engine->deepspeed_version);
-  input.checkpointing = sim::ReadCheckpointSettings(s->config, engine->deepspeed_version);
-  // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
-  // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
-  // fp32 asks for it explicitly.
-  {
-    const bool bf16 = ds_semantics::Bf16Enabled(view);
-    const auto accum = view.String("/data_types/grad_accum_dtype");
-    const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
-    if (sim::Fp32GradientBuffer(engine->engine, bf16, input.zero.stage) || fp32_accum) {
-      input.workload.gradient_bytes_per_element = 4;
-    }
-  }
+  s->notes.insert(s->notes.end(), e.notes.begin(), e.notes.end());
   *exit_code = kExitOk;
   return s;
-}
-
-Status EstimatesAreFinite(const sim::MemoryReport& memory, const sim::TimeReport& time) {
-  const std::pair<const char*, double> figures[] = {
-      {"peak memory", memory.peak_bytes},       {"host memory", memory.cpu_bytes},
-      {"step time", time.step_seconds},         {"tokens per second", time.tokens_per_second},
-      {"MFU", time.mfu},                        {"compute time", time.compute_seconds}};
-  for (const auto& [name, value] : figures) {
-    if (!std::isfinite(value)) {
-      return Error{std::string("the estimated ") + name + " is not a finite number: the inputs (sequence "
-                   "length, batch, model or cluster figures) are outside what the cost model handles"};
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace dsp::app

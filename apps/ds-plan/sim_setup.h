@@ -16,10 +16,7 @@
 #include "core/model/model_spec.h"
 #include "core/plan/plan.h"
 #include "core/validate/validator.h"
-#include "sim/cluster.h"
-#include "sim/memory_model.h"
-#include "sim/step_time.h"
-#include "sim/sim_input.h"
+#include "sim/session/evaluation.h"
 
 namespace dsp::app {
 
@@ -56,25 +53,17 @@ struct SimArgs {
 
 struct SimSetup {
   ModelSpec model;
-  sim::Cluster cluster;
-  Json config;  // as validated, with --set applied
-  Plan plan;
-  FileReport report;  // validate's findings (warnings only: errors stop the setup)
-  int64_t world_size = 0;
-  int64_t gpus_per_node = 0;
-  int64_t micro_batch = 0;
-  int64_t grad_accum = 0;
-  std::vector<std::string> notes;  // assumptions (no world size given, warnings, fp32, ...)
+  std::unique_ptr<sim::Evaluation> eval;  // points into `model`: SimSetup never moves
+  std::vector<std::string> notes;  // the config's _ds_plan note, then the evaluation's assumptions
   SimArgs effective;               // the flags after the config's _ds_plan filled the ones not given
-  sim::SimInput input;             // points into this struct: SimSetup never moves
 };
+
+// The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
+// the flags' own checks cannot catch (an unknown DeepSpeed version).
+Result<sim::PlanKnobs> KnobsOf(const SimArgs& args);
 
 // Loads, validates and plans. On failure prints the errors (validate's rendering for config
 // errors) and returns nullptr with `exit_code` set: 1 for config errors, 2 for usage and IO.
 std::unique_ptr<SimSetup> PrepareSimulation(const SimArgs& args, int* exit_code);
-
-// A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
-// batch) must never reach a report or a renderer: the error names it.
-Status EstimatesAreFinite(const sim::MemoryReport& memory, const sim::TimeReport& time);
 
 }  // namespace dsp::app

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim/session/evaluation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/config/batch_triple.h"
+#include "core/config/config_view.h"
+#include "core/json/hjson_parser.h"
+#include "core/rules/ds_semantics.h"
+
+namespace dsp::sim {
+namespace {
+
+struct Batch {
+  int64_t micro = 0;
+  int64_t accum = 0;
+};
+
+// DeepSpeed's batch fill-in (runtime/config.py _set_batch_related_parameters) with the
+// world size DeepSpeedConfig divides by: the full world with AutoTP, world / sequence_parallel_size
+// when that key is set, the pipeline data-parallel size with pp. Validation already checked the
+// triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.
+Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp) {
+  ConfigView v(config);
+  auto b = v.Int("/train_batch_size"), m = v.Int("/train_micro_batch_size_per_gpu"),
+       g = v.Int("/gradient_accumulation_steps");
+  for (const auto* s : {&b, &m, &g}) {
+    if (s->is_auto()) {
+      return Error{DottedName(s->pointer) + " is \"auto\": simulate needs the value the Trainer would fill in "
+                   "(--set " + DottedName(s->pointer) + "=N)"};
+    }
+  }
+  if (!b.present() && !m.present()) {
+    return Error{"the config sets neither train_batch_size nor train_micro_batch_size_per_gpu "
+                 "(elasticity?): pass --set train_micro_batch_size_per_gpu=N"};
+  }
+  auto ws = BatchWorldSize(v, world, pp, mpu_tp);
+  if (!ws) return Error{"no world size for the batch triple"};
+  const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), ws->ws);
+  Batch out{static_cast<int64_t>(t.micro), static_cast<int64_t>(t.gas)};
+  if (out.micro <= 0 || out.accum <= 0) return Error{"the batch triple does not resolve to positive sizes"};
+  return out;
+}
+
+Status CheckEngine(const PlanKnobs& k) {
+  const EngineSettings& e = k.engine;
+  if (!e.megatron()) {
+    if (k.megatron_tp > 0) {
+      return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
+                   "megatron-deepspeed (DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
+    }
+    if (e.megatron_sp) return Error{"--megatron-sp needs --engine megatron-lm or megatron-deepspeed"};
+  }
+  if (e.virtual_stages > 1 && e.engine != Engine::kMegatronLm) {
+    return Error{"--virtual-stages needs --engine megatron-lm (DeepSpeed's PipelineEngine has no "
+                 "interleaved schedule)"};
+  }
+  if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
+  return Status::Ok();
+}
+
+// A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
+// batch) must never reach a report or a renderer: the error names it.
+Status EstimatesAreFinite(const MemoryReport& memory, const TimeReport& time) {
+  const std::pair<const char*, double> figures[] = {
+      {"peak memory", memory.peak_bytes},       {"host memory", memory.cpu_bytes},
+      {"step time", time.step_seconds},         {"tokens per second", time.tokens_per_second},
+      {"MFU", time.mfu},                        {"compute time", time.compute_seconds}};
+  for (const auto& [name, value] : figures) {
+    if (!std::isfinite(value)) {
+      return Error{std::string("the estimated ") + name + " is not a finite number: the inputs (sequence "
+                   "length, batch, model or cluster figures) are outside what the cost model handles"};
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool PlanKnobs::operator==(const PlanKnobs& o) const {
+  return world_size == o.world_size && nodes == o.nodes && gpus_per_node == o.gpus_per_node && pp == o.pp &&
+         seq_len == o.seq_len && recompute == o.recompute && convention == o.convention &&
+         engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
+         engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
+         engine.deepspeed_version == o.engine.deepspeed_version && megatron_tp == o.megatron_tp;
+}
+
+std::optional<Recompute> ParseRecompute(std::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  return std::nullopt;
+}
+
+Result<ResolvedWorld> ResolveWorld(const PlanKnobs& k, const Cluster& cluster) {
+  ResolvedWorld r;
+  r.gpus_per_node = k.gpus_per_node > 0 ? k.gpus_per_node : cluster.gpus_per_node;
+  if (r.gpus_per_node <= 0) return Error{"the cluster names no GPUs per node: give --gpus-per-node"};
+  if (k.pp < 1) return Error{"pp must be at least 1"};
+  if (k.nodes > 0) {
+    const int64_t from_nodes = k.nodes * r.gpus_per_node;
+    if (k.world_size > 0 && k.world_size != from_nodes) {
+      return Error{"--world-size " + std::to_string(k.world_size) + " contradicts --nodes " +
+                   std::to_string(k.nodes) + " x --gpus-per-node " + std::to_string(r.gpus_per_node) + " = " +
+                   std::to_string(from_nodes)};
+    }
+    if (from_nodes > (int64_t{1} << 20)) {
+      return Error{"--nodes " + std::to_string(k.nodes) + " x --gpus-per-node " + std::to_string(r.gpus_per_node) +
+                   " = " + std::to_string(from_nodes) + " ranks: at most 1048576 are supported"};
+    }
+    r.world_size = from_nodes;
+    r.world_given = true;
+  } else if (k.world_size > 0) {
+    r.world_size = k.world_size;
+    r.world_given = true;
+  } else {
+    r.world_size = r.gpus_per_node;
+  }
+  if (r.world_size % k.pp != 0) {
+    return Error{"--pp " + std::to_string(k.pp) + " does not divide the world size " + std::to_string(r.world_size)};
+  }
+  return r;
+}
+
+std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& given_cluster,
+                                     const std::string& config_path, std::string text,
+                                     const std::vector<Override>& overrides, const PlanKnobs& knobs) {
+  auto e = std::make_unique<Evaluation>();
+  auto stop = [&e](Evaluation::Outcome outcome, std::string message) {
+    e->outcome = outcome;
+    e->message = std::move(message);
+    return std::move(e);
+  };
+  e->cluster = given_cluster;
+  auto world = ResolveWorld(knobs, given_cluster);
+  if (!world.ok()) return stop(Evaluation::Outcome::kBadKnobs, world.error().message);
+  // The node size the command line gives describes the machines actually used: the cost model
+  // reads it from the cluster, so both must agree on which groups cross a node boundary.
+  e->cluster.gpus_per_node = static_cast<int>(world->gpus_per_node);
+  e->gpus_per_node = world->gpus_per_node;
+  e->world_size = world->world_size;
+  if (!world->world_given) {
+    e->notes.push_back("no --world-size or --nodes: simulating one node of " + std::to_string(e->world_size) +
+                       " GPUs");
+  }
+  const int64_t seq_len = knobs.seq_len > 0 ? knobs.seq_len : std::min(kDefaultSeqLen, model.max_position_embeddings);
+  if (Status engine = CheckEngine(knobs); !engine.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, engine.error().message);
+  }
+  const EngineSettings& engine = knobs.engine;
+  const int64_t mpu_tp = engine.megatron() ? std::max<int64_t>(knobs.megatron_tp, 1) : 0;
+  if (engine.virtual_stages > 1 &&
+      (knobs.pp <= 1 || model.num_hidden_layers % (knobs.pp * engine.virtual_stages) != 0)) {
+    return stop(Evaluation::Outcome::kBadKnobs,
+                "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and the layers (" +
+                    std::to_string(model.num_hidden_layers) + ") divisible by pp x virtual stages");
+  }
+
+  ValidateOptions options;
+  options.world_size = e->world_size;
+  options.gpus_per_node = world->gpus_per_node;
+  options.pp = knobs.pp;
+  options.mpu_tp = std::max<int64_t>(mpu_tp, 1);
+  options.seq_len = seq_len;
+  options.version = engine.deepspeed_version;
+  options.model = &model;
+  // ValidateText keeps no document: parse the same text again and apply the overrides the same way.
+  ParsedJson parsed = ParseDeepSpeedConfig(config_path, text);
+  for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
+  e->config = std::move(parsed.doc.root);
+  e->report = ValidateText(config_path, std::move(text), options, overrides);
+  const DiagnosticCounts counts = Count(e->report.diagnostics);
+  if (counts.errors > 0) return stop(Evaluation::Outcome::kConfigErrors, "");
+  if (counts.warnings > 0) {
+    e->notes.push_back("the config has " + std::to_string(counts.warnings) + " warning" +
+                       (counts.warnings == 1 ? "" : "s") + ": run ds-plan validate for details");
+  }
+
+  PlanInputs inputs;
+  inputs.world_size = e->world_size;
+  inputs.gpus_per_node = world->gpus_per_node;
+  inputs.pp = knobs.pp;
+  inputs.mpu_tp = mpu_tp;
+  // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
+  if (engine.megatron()) inputs.layout = RankLayout::kMegatron;
+  auto plan = BuildPlan(e->config, inputs);
+  if (!plan.ok()) return stop(Evaluation::Outcome::kNoPlan, plan.error().message);
+  e->plan = std::move(plan).value();
+  auto batch = FillBatch(e->config, e->world_size, knobs.pp, std::max<int64_t>(mpu_tp, 1));
+  if (!batch.ok()) return stop(Evaluation::Outcome::kBadBatch, batch.error().message);
+  // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
+  // micro-batch they would not.
+  if (batch->micro > (int64_t{1} << 30) || batch->accum > (int64_t{1} << 30) ||
+      batch->micro > (int64_t{1} << 40) / std::max<int64_t>(seq_len, 1)) {
+    return stop(Evaluation::Outcome::kBadBatch,
+                "micro-batch " + std::to_string(batch->micro) + " x sequence length " + std::to_string(seq_len) +
+                    " (accumulation " + std::to_string(batch->accum) +
+                    ") is beyond what the cost model handles (2^40 tokens per micro-batch, 2^30 micro-batches)");
+  }
+  e->micro_batch = batch->micro;
+  e->grad_accum = batch->accum;
+
+  ConfigView view(e->config);
+  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
+      !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
+    e->notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
+  }
+  if (model.assumed_llama_like) {
+    e->notes.push_back("model_type \"" + model.model_type + "\" is unknown: counted as a llama-like decoder");
+  }
+
+  SimInput& input = e->input;
+  input.plan = &e->plan;
+  input.model = &model;
+  input.cluster = &e->cluster;
+  input.workload.seq_len = seq_len;
+  input.workload.micro_batch = batch->micro;
+  input.precision = ReadPrecisionSettings(e->config);
+  input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e->config, input.precision);
+  input.workload.grad_accum = batch->accum;
+  input.workload.recompute = knobs.recompute;
+  input.workload.convention = knobs.convention;
+  input.engine = engine;
+  input.zero = ReadZeroSettings(e->config, engine.deepspeed_version);
+  input.checkpointing = ReadCheckpointSettings(e->config, engine.deepspeed_version);
+  // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
+  // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
+  // fp32 asks for it explicitly.
+  {
+    const bool bf16 = ds_semantics::Bf16Enabled(view);
+    const auto accum = view.String("/data_types/grad_accum_dtype");
+    const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
+    if (Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) || fp32_accum) {
+      input.workload.gradient_bytes_per_element = 4;
+    }
+  }
+  e->memory = EstimateMemory(input);
+  e->time = EstimateStepTime(input);
+  if (Status finite = EstimatesAreFinite(e->memory, e->time); !finite.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, finite.error().message);
+  }
+  e->outcome = Evaluation::Outcome::kNumbers;
+  return e;
+}
+
+}  // namespace dsp::sim

@@ -359,6 +359,20 @@ void CheckFieldSpellings(RuleContext& ctx) {
   }
 }
 
+// PipelineEngine.__init__ (runtime/pipe/engine.py, 0.19.6) asserts
+// zero_optimization_stage() < ZeroStageEnum.gradients: "ZeRO-2 and ZeRO-3 are incompatible with
+// pipeline parallelism". The pipeline stages come from the command line (--pp), not the config.
+void CheckPipeline(RuleContext& ctx, std::optional<int64_t> stage) {
+  const int64_t pp = ctx.options().pp;
+  if (!stage || *stage < 2 || pp <= 1) return;
+  ctx.Report("zero-stage-pipeline", ctx.parallel().zero_stage.present() ? ctx.parallel().zero_stage.pointer : kZero,
+             "ZeRO stage " + std::to_string(*stage) + " with " + std::to_string(pp) +
+                 " pipeline stages: DeepSpeed's PipelineEngine asserts \"ZeRO-2 and ZeRO-3 are incompatible "
+                 "with pipeline parallelism\" when the engine is built",
+             "use ZeRO stage 0 or 1 with pipeline parallelism (DeepSpeed partitions optimizer states "
+             "over each stage's data-parallel group), or drop the pipeline stages");
+}
+
 void CheckMisc(RuleContext& ctx, std::optional<int64_t> stage) {
   const ConfigView& v = ctx.view();
   if (PydanticBool(v, ZeroKey("legacy_stage1"), false).value_or(false) && stage && *stage >= 1) {
@@ -510,6 +524,11 @@ RuleSet ZeroRules() {
        "optimizer\"; at stage 3 it builds an inference-only engine whose backward() asserts. Fine "
        "when the script passes a client optimizer (the Hugging Face Trainer does).",
        ""},
+      {"zero-stage-pipeline", Severity::kError, "zero", "ZeRO stage 2 or 3 with pipeline stages",
+       "PipelineEngine.__init__ (runtime/pipe/engine.py) asserts that the ZeRO stage is below "
+       "ZeroStageEnum.gradients: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+       "parallelism\". Pipeline stages are not part of the config; ds-plan reads them from --pp.",
+       ""},
       {"zero-overlap-comm-default", Severity::kNote, "zero",
        "overlap_comm's stage-dependent default",
        "overlap_comm defaults to None and the overlap_comm_valid validator turns that into "
@@ -525,6 +544,7 @@ RuleSet ZeroRules() {
     CheckOptimizerCompat(ctx, stage);
     CheckFieldSpellings(ctx);
     CheckMisc(ctx, stage);
+    CheckPipeline(ctx, stage);
   };
   return set;
 }

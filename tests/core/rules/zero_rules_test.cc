@@ -221,5 +221,21 @@ TEST(ZeroRulesTest, OverlapCommDefault) {
   EXPECT_TRUE(MessageHas(piped, "zero-overlap-comm-default", "will be disabled"));
 }
 
+// runtime/pipe/engine.py PipelineEngine.__init__ (0.19.6): assert self.zero_optimization_stage() <
+// ZeroStageEnum.gradients, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+TEST(ZeroRulesTest, StageTwoAndThreeAreRefusedWithPipelineStages) {
+  ValidateOptions pp;
+  pp.pp = 2;
+  for (const char* zero : {R"({"stage": 2})", R"({"stage": 3})"}) {
+    auto r = Validate(Cfg(zero), pp);
+    EXPECT_DIAG(r, "zero-stage-pipeline", "/zero_optimization/stage");
+    EXPECT_TRUE(MessageHas(r, "zero-stage-pipeline", "incompatible with pipeline parallelism"));
+    EXPECT_FALSE(r.valid());
+    EXPECT_NO_DIAG(Validate(Cfg(zero)), "zero-stage-pipeline");  // no pipeline
+  }
+  EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 1})"), pp), "zero-stage-pipeline");
+  EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 0})"), pp), "zero-stage-pipeline");
+}
+
 }  // namespace
 }  // namespace dsp

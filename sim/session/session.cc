@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim/session/session.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/config/batch_triple.h"
+#include "core/config/config_view.h"
+#include "core/util/file_io.h"
+#include "core/validate/validator.h"
+
+namespace dsp::sim {
+namespace {
+
+constexpr size_t kMaxHistory = 10000;
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// The JSON pointer of a dotted key or pointer, as --set reads it.
+Result<std::string> PointerOf(const std::string& key) {
+  auto o = ParseOverride(key + "=null");
+  if (!o.ok()) return o.error();
+  return o->pointer;
+}
+
+Json ValueOf(std::string_view text) {
+  Json v = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) return Json(std::string(text));
+  return v;
+}
+
+Result<int64_t> IntegerKnob(const std::string& key, const Json& v, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    return Error{key + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                 v.dump().substr(0, 40)};
+  }
+  return v.get<int64_t>();
+}
+
+void SetEnabled(Json& config, const char* section, bool on, bool create) {
+  if (config.contains(section) && config[section].is_object()) {
+    config[section]["enabled"] = on;
+  } else if (create) {
+    config[section] = {{"enabled", on}};
+  } else {
+    config.erase(section);
+  }
+}
+
+// Applies one knob; the config changes only for `precision`.
+Status ApplyKnob(const std::string& key, const Json& v, PlanKnobs& k, Json& config) {
+  if (key == "world_size") {
+    auto n = IntegerKnob(key, v, 1, int64_t{1} << 20);
+    if (!n.ok()) return n.error();
+    k.world_size = *n;
+    k.nodes = 0;  // the world is given directly now
+  } else if (key == "nodes") {
+    auto n = IntegerKnob(key, v, 1, int64_t{1} << 16);
+    if (!n.ok()) return n.error();
+    k.nodes = *n;
+    k.world_size = 0;
+  } else if (key == "gpus_per_node") {
+    auto n = IntegerKnob(key, v, 1, 1024);
+    if (!n.ok()) return n.error();
+    k.gpus_per_node = *n;
+  } else if (key == "pp") {
+    auto n = IntegerKnob(key, v, 1, int64_t{1} << 16);
+    if (!n.ok()) return n.error();
+    k.pp = *n;
+  } else if (key == "seq_len") {
+    auto n = IntegerKnob(key, v, 1, int64_t{1} << 26);
+    if (!n.ok()) return n.error();
+    k.seq_len = *n;
+  } else if (key == "recompute") {
+    auto r = v.is_string() ? ParseRecompute(v.get<std::string>()) : std::nullopt;
+    if (!r) return Error{"recompute must be none, selective or full, got " + v.dump().substr(0, 40)};
+    k.recompute = *r;
+  } else if (key == "precision") {
+    const std::string p = v.is_string() ? v.get<std::string>() : "";
+    if (p != "bf16" && p != "fp16" && p != "fp32") {
+      return Error{"precision must be bf16, fp16 or fp32, got " + v.dump().substr(0, 40)};
+    }
+    // DeepSpeed refuses bf16 and fp16 enabled together (runtime/config.py): one turns the other off.
+    SetEnabled(config, "bf16", p == "bf16", p == "bf16");
+    SetEnabled(config, "fp16", p == "fp16", p == "fp16");
+    if (p != "fp32" && config.contains("torch_autocast") && config["torch_autocast"].is_object()) {
+      config["torch_autocast"]["enabled"] = false;
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  return buf;
+}
+
+std::string Delta(double now, double before) {
+  if (before == 0 || now == before) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%+.1f %%)", 100 * (now - before) / before);
+  return buf;
+}
+
+// The findings an edit of `pointer` brought: diagnostics at it or below it, warnings and errors.
+std::string FindingsAt(const Evaluation& e, const std::string& pointer) {
+  std::string out;
+  for (const Diagnostic& d : e.report.diagnostics) {
+    if (d.severity == Severity::kNote) continue;
+    const bool at = d.pointer == pointer || (d.pointer.rfind(pointer + "/", 0) == 0 && !pointer.empty());
+    if (!at) continue;
+    out += std::string("\n  ") + (d.severity == Severity::kError ? "error" : "warning") + "[" + d.rule_id +
+           "]: " + d.message;
+    if (!d.hint.empty()) out += " (" + d.hint + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnobKeys() {
+  static const std::vector<std::string> keys = {"world_size", "nodes",     "gpus_per_node", "pp",
+                                                "seq_len",    "recompute", "precision"};
+  return keys;
+}
+
+bool IsKnobKey(std::string_view key) {
+  for (const std::string& k : KnobKeys()) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+Session::Session(std::string config_path, std::string config_text, ModelSpec model, Cluster cluster,
+                 PlanKnobs knobs)
+    : config_path_(std::move(config_path)),
+      original_text_(std::move(config_text)),
+      model_(std::move(model)),
+      cluster_(std::move(cluster)) {
+  Entry first;
+  first.knobs = knobs;
+  first.what = "open " + config_path_;
+  first.evaluation = Evaluate(model_, cluster_, config_path_, original_text_, {}, knobs);
+  first.config = first.evaluation->config;
+  history_.push_back(std::move(first));
+  saved_config_ = ConfigToWrite();
+  saved_knobs_ = knobs;
+}
+
+std::shared_ptr<const Evaluation> Session::EvaluateState(const Json& config, const PlanKnobs& knobs) const {
+  // Diagnostics point into the document as `show config` prints it.
+  return Evaluate(model_, cluster_, config_path_, config.dump(2) + "\n", {}, knobs);
+}
+
+const Evaluation* Session::last_good() const {
+  for (size_t i = at_ + 1; i-- > 0;) {
+    if (history_[i].evaluation->has_numbers()) return history_[i].evaluation.get();
+  }
+  return nullptr;
+}
+
+Result<std::string> Session::Commit(Json config, PlanKnobs knobs, std::string what) {
+  if (config == entry().config && knobs == entry().knobs) return what + ": no change";
+  Entry next{std::move(config), knobs, what, nullptr};
+  next.evaluation = EvaluateState(next.config, next.knobs);
+  // The numbers the edit is compared with stay alive while history is trimmed.
+  std::shared_ptr<const Evaluation> before;
+  for (size_t i = at_ + 1; i-- > 0 && !before;) {
+    if (history_[i].evaluation->has_numbers()) before = history_[i].evaluation;
+  }
+  history_.resize(at_ + 1);
+  history_.push_back(std::move(next));
+  if (history_.size() > kMaxHistory) history_.erase(history_.begin());
+  at_ = history_.size() - 1;
+  return what + " -> " + OneLineVerdict(now(), before.get());
+}
+
+Result<std::string> Session::Set(std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos) return Error{"expected KEY=VALUE, got \"" + std::string(assignment) + "\""};
+  const std::string key = Trim(assignment.substr(0, eq));
+  const std::string value = Trim(assignment.substr(eq + 1));
+  if (key.empty()) return Error{"expected KEY=VALUE: the key is empty"};
+  return SetAll({{key, ValueOf(value)}}, "set " + key + "=" + value);
+}
+
+Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what) {
+  Json config = entry().config;
+  PlanKnobs knobs = entry().knobs;
+  std::string findings_pointer;
+  for (const auto& [key, value] : assignments) {
+    if (IsKnobKey(key)) {
+      if (Status s = ApplyKnob(key, value, knobs, config); !s.ok()) return s.error();
+      continue;
+    }
+    auto pointer = PointerOf(key);
+    if (!pointer.ok()) return pointer.error();
+    if (pointer->empty()) return Error{"the whole config cannot be replaced by set: name a key"};
+    ApplyOverride(config, Override{*pointer, value});
+    if (assignments.size() == 1) findings_pointer = *pointer;
+  }
+  auto done = Commit(std::move(config), knobs, std::move(what));
+  if (done.ok() && !findings_pointer.empty()) *done += FindingsAt(now(), findings_pointer);
+  return done;
+}
+
+Result<std::string> Session::Unset(std::string_view key_text) {
+  const std::string key = Trim(key_text);
+  PlanKnobs knobs = entry().knobs;
+  Json config = entry().config;
+  if (IsKnobKey(key)) {
+    const PlanKnobs defaults;
+    if (key == "world_size" || key == "nodes") {
+      knobs.world_size = 0;
+      knobs.nodes = 0;
+    } else if (key == "gpus_per_node") {
+      knobs.gpus_per_node = 0;
+    } else if (key == "pp") {
+      knobs.pp = 1;
+    } else if (key == "seq_len") {
+      knobs.seq_len = 0;
+    } else if (key == "recompute") {
+      knobs.recompute = Recompute::kNone;
+    } else {
+      config.erase("bf16");
+      config.erase("fp16");
+    }
+    return Commit(std::move(config), knobs, "unset " + key);
+  }
+  auto pointer = PointerOf(key);
+  if (!pointer.ok()) return pointer.error();
+  if (pointer->empty()) return Error{"unset needs a key"};
+  const Json::json_pointer ptr(*pointer);
+  if (!config.contains(ptr)) return Error{key + " is not set"};
+  config[ptr.parent_pointer()].erase(ptr.back());
+  return Commit(std::move(config), knobs, "unset " + key);
+}
+
+Result<std::string> Session::Undo() {
+  if (!can_undo()) return Error{"nothing to undo"};
+  const std::string what = entry().what;
+  --at_;
+  return "undid " + what + " -> " + OneLineVerdict(now(), nullptr);
+}
+
+Result<std::string> Session::Redo() {
+  if (!can_redo()) return Error{"nothing to redo"};
+  ++at_;
+  return "redid " + entry().what + " -> " + OneLineVerdict(now(), nullptr);
+}
+
+void Session::Pin() { baseline_ = std::make_shared<const Entry>(entry()); }
+
+Json Session::ConfigToWrite() const {
+  Json config = entry().config;
+  Json note = config.contains("_ds_plan") && config["_ds_plan"].is_object() ? config["_ds_plan"] : Json::object();
+  const PlanKnobs& k = entry().knobs;
+  if (k.recompute != Recompute::kNone) {
+    note["recompute"] = RecomputeName(k.recompute);
+  } else {
+    note.erase("recompute");
+  }
+  if (k.pp > 1) {
+    note["pipeline_stages"] = k.pp;
+  } else {
+    note.erase("pipeline_stages");
+  }
+  if (note.empty()) {
+    config.erase("_ds_plan");
+  } else {
+    config["_ds_plan"] = note;
+  }
+  return config;
+}
+
+std::string Session::ConfigTextToWrite() const {
+  // Unchanged since it was opened: the file as the user wrote it, comments and key order kept.
+  if (at_ == 0 || (entry().config == history_[0].config && entry().knobs == history_[0].knobs)) {
+    if (ConfigToWrite() == saved_config_ && written_path_.empty()) return original_text_;
+  }
+  return ConfigToWrite().dump(2) + "\n";
+}
+
+bool Session::dirty() const { return ConfigToWrite() != saved_config_ || !(entry().knobs == saved_knobs_); }
+
+Status Session::Write(const std::string& path, bool force) {
+  const DiagnosticCounts counts = Count(now().report.diagnostics);
+  if (counts.errors > 0) {
+    return Error{"the config has " + std::to_string(counts.errors) + " error" + (counts.errors == 1 ? "" : "s") +
+                 " (show diagnostics): fix or undo them first; ds-plan never writes a config DeepSpeed rejects"};
+  }
+  std::error_code ec;
+  if (!force && std::filesystem::exists(path, ec)) {
+    return Error{path + " exists: write " + path + " --force replaces it"};
+  }
+  if (Status s = WriteFileAtomic(path, ConfigTextToWrite()); !s.ok()) return s;
+  saved_config_ = ConfigToWrite();
+  saved_knobs_ = entry().knobs;
+  written_path_ = path;
+  return Status::Ok();
+}
+
+Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int64_t)>& progress) const {
+  const PlanKnobs& k = entry().knobs;
+  auto world = ResolveWorld(k, cluster_);
+  if (!world.ok()) return world.error();
+  TuneOptions o;
+  o.world_size = world->world_size;
+  o.gpus_per_node = world->gpus_per_node;
+  o.seq_len = k.seq_len > 0 ? k.seq_len : std::min(kDefaultSeqLen, model_.max_position_embeddings);
+  // The batch the user plans for, when the config has one that resolves.
+  if (const Evaluation* good = last_good()) o.global_batch = good->samples_per_step();
+  o.top = top;
+  o.convention = k.convention;
+  o.engine = k.engine.engine;
+  o.flash_attention = k.engine.flash_attention;
+  o.deepspeed_version = k.engine.deepspeed_version;
+  return sim::Tune(model_, cluster_, o, progress);
+}
+
+Result<std::string> Session::Apply(const TunedPlan& plan) {
+  Json c = entry().config;
+  PlanKnobs k = entry().knobs;
+  const bool megatron = k.engine.megatron();
+  // The batch triple: micro and accumulation from the plan, train_batch_size kept consistent when
+  // the config states it (tune's own config carries the value DeepSpeed checks against).
+  c["train_micro_batch_size_per_gpu"] = plan.micro_batch;
+  c["gradient_accumulation_steps"] = plan.grad_accum;
+  if (c.contains("train_batch_size")) c["train_batch_size"] = plan.config.value("train_batch_size", Json());
+  // Precision.
+  if (plan.torch_autocast) {
+    c["torch_autocast"] = {{"enabled", true}, {"dtype", "bfloat16"}};
+    c.erase("bf16");
+    c.erase("fp16");
+  } else {
+    SetEnabled(c, "bf16", true, true);
+    SetEnabled(c, "fp16", false, false);
+    if (c.contains("torch_autocast") && c["torch_autocast"].is_object()) c["torch_autocast"]["enabled"] = false;
+  }
+  // ZeRO and offload.
+  if (!c.contains("zero_optimization") || !c["zero_optimization"].is_object()) c["zero_optimization"] = Json::object();
+  Json& z = c["zero_optimization"];
+  z["stage"] = plan.zero_stage;
+  auto offload = [&z](const char* section, bool on) {
+    if (on) {
+      if (!z.contains(section) || !z[section].is_object()) z[section] = {{"pin_memory", true}};
+      z[section]["device"] = "cpu";
+    } else if (z.contains(section) && z[section].is_object()) {
+      z[section]["device"] = "none";
+    }
+  };
+  offload("offload_optimizer", plan.offload != Offload::kNone);
+  offload("offload_param", plan.offload == Offload::kOptimizerAndParams);
+  if (plan.cpu_checkpointing) {
+    c["activation_checkpointing"]["cpu_checkpointing"] = true;
+  } else if (c.contains("activation_checkpointing") && c["activation_checkpointing"].is_object()) {
+    c["activation_checkpointing"].erase("cpu_checkpointing");
+  }
+  // Parallel sizes.
+  if (!megatron && plan.tp > 1) {
+    c["tensor_parallel"]["autotp_size"] = plan.tp;
+  } else {
+    c.erase("tensor_parallel");
+  }
+  if (plan.sp > 1) {
+    c["sequence_parallel_size"] = plan.sp;
+  } else {
+    c.erase("sequence_parallel_size");
+  }
+  if (plan.config.contains("expert_parallel")) {
+    if (c.contains("expert_parallel") && c["expert_parallel"].is_object()) {
+      c["expert_parallel"]["enabled"] = true;
+      c["expert_parallel"]["autoep_size"] = plan.ep;
+    } else {
+      c["expert_parallel"] = plan.config["expert_parallel"];
+    }
+  }
+  k.pp = plan.pp;
+  k.recompute = plan.recompute;
+  if (megatron) {
+    k.megatron_tp = plan.tp;
+    k.engine.megatron_sp = plan.megatron_sp;
+    k.engine.virtual_stages = plan.virtual_stages;
+  }
+  const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +
+                           " ep=" + std::to_string(plan.ep) + " pp=" + std::to_string(plan.pp) +
+                           " zero=" + std::to_string(plan.zero_stage) + " micro=" + std::to_string(plan.micro_batch) +
+                           " accum=" + std::to_string(plan.grad_accum) + " recompute=" +
+                           std::string(RecomputeName(plan.recompute));
+  return Commit(std::move(c), k, what);
+}
+
+std::string OneLineVerdict(const Evaluation& now, const Evaluation* before) {
+  switch (now.outcome) {
+    case Evaluation::Outcome::kConfigErrors: {
+      const int n = Count(now.report.diagnostics).errors;
+      return "invalid: " + std::to_string(n) + " error" + (n == 1 ? "" : "s") + " (show diagnostics)";
+    }
+    case Evaluation::Outcome::kNoPlan:
+    case Evaluation::Outcome::kBadBatch:
+    case Evaluation::Outcome::kBadKnobs:
+      return "no plan: " + now.message;
+    case Evaluation::Outcome::kNumbers:
+      break;
+  }
+  const DiagnosticCounts counts = Count(now.report.diagnostics);
+  const bool compare = before != nullptr && before != &now && before->has_numbers();
+  std::string out = counts.warnings ? "valid, " + std::to_string(counts.warnings) + " warning" +
+                                          (counts.warnings == 1 ? "" : "s")
+                                    : std::string("valid");
+  out += std::string("; ") + (now.memory.fits ? "FITS" : "DOES NOT FIT") + " peak " + Gb(now.memory.peak_bytes) +
+         (compare ? Delta(now.memory.peak_bytes, before->memory.peak_bytes) : "");
+  char step[64];
+  std::snprintf(step, sizeof step, "; step %.3f s", now.time.step_seconds);
+  out += step;
+  if (compare) out += Delta(now.time.step_seconds, before->time.step_seconds);
+  char mfu[32];
+  std::snprintf(mfu, sizeof mfu, ", MFU %.1f %%", 100 * now.time.mfu);
+  return out + mfu;
+}
+
+}  // namespace dsp::sim

@@ -10,15 +10,16 @@
 #include "core/util/text.h"
 
 namespace dsp::app {
-namespace {
 
-std::string Explain(const RuleInfo& r) {
+std::string ExplainRule(const RuleInfo& r) {
   std::string out = std::string(r.id) + " (" + std::string(SeverityName(r.severity)) + ", " +
                     std::string(r.category) + ")\n\n" + std::string(r.summary) + ".\n\n" +
                     std::string(r.details) + "\n";
   if (!r.history.empty()) out += "\nHistory: " + std::string(r.history) + "\n";
   return out;
 }
+
+namespace {
 
 std::string Markdown() {
   std::string out =
@@ -80,7 +81,7 @@ Command AddExplainCommand(CLI::App& root) {
   app->add_option("rule", *id, "rule id, as printed in brackets by validate")->required();
   return Command{app, [id] {
                    if (const RuleInfo* r = FindRule(*id)) {
-                     std::cout << Explain(*r);
+                     std::cout << ExplainRule(*r);
                      return kExitOk;
                    }
                    std::vector<std::string> ids;

@@ -8,6 +8,10 @@
 
 #include <CLI/CLI.hpp>
 
+namespace dsp {
+struct RuleInfo;
+}  // namespace dsp
+
 namespace dsp::app {
 
 // Exit codes shared by every subcommand.
@@ -38,6 +42,11 @@ Command AddVisualizeScheduleCommand(CLI::App& visualize);
 Command AddRunCommand(CLI::App& root);
 // `completion bash|zsh`: walks the whole tree at run time, so it is registered last.
 Command AddCompletionCommand(CLI::App& root);
+
+Command AddExploreCommand(CLI::App& root);
+
+// `explain RULE`'s text (explore's `explain` prints the same).
+std::string ExplainRule(const RuleInfo& rule);
 
 // Prints "ds-plan: error: MESSAGE" to stderr and returns kExitUsage.
 int UsageError(const std::string& message);

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
                                    AddPlanCommand(app), AddCheckCommand(app),
                                    AddTuneCommand(app), AddCalibrateCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
-                                   AddRunCommand(app),
+                                   AddRunCommand(app), AddExploreCommand(app),
                                    AddRulesCommand(app), AddExplainCommand(app), AddCompletionCommand(app)};
 
   // An unknown subcommand gets an edit-distance suggestion before CLI11's generic message.

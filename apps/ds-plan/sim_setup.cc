@@ -59,6 +59,8 @@ bool GivenOrRecorded(const CLI::Option* option, const SimArgs& args) {
   return args.flags_are_explicit || GivenOnCommandLine(option);
 }
 
+}  // namespace
+
 // tune writes what a plan needs beyond DeepSpeed's config under "_ds_plan" (a key DeepSpeed
 // ignores): recompute, pipeline stages and Megatron's engine settings. Each flag the command line
 // did not give takes the note's value, so an emitted plan simulates as tune ranked it.
@@ -122,8 +124,6 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   sim::PlanKnobs k;

@@ -58,6 +58,11 @@ struct SimSetup {
   SimArgs effective;               // the flags after the config's _ds_plan filled the ones not given
 };
 
+// tune writes what a plan needs beyond DeepSpeed's config under "_ds_plan" (a key DeepSpeed
+// ignores): recompute, pipeline stages and Megatron's engine settings. Each flag the command line
+// did not give takes the note's value; `notes` says which were taken.
+Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>* notes);
+
 // The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
 // the flags' own checks cannot catch (an unknown DeepSpeed version).
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args);

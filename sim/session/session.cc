@@ -190,7 +190,8 @@ Result<std::string> Session::Set(std::string_view assignment) {
   return SetAll({{key, ValueOf(value)}}, "set " + key + "=" + value);
 }
 
-Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what) {
+Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what,
+                                    const Adjust& adjust) {
   Json config = entry().config;
   PlanKnobs knobs = entry().knobs;
   std::string findings_pointer;
@@ -205,6 +206,7 @@ Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Jso
     ApplyOverride(config, Override{*pointer, value});
     if (assignments.size() == 1) findings_pointer = *pointer;
   }
+  if (adjust) adjust(config, knobs, cluster_);
   auto done = Commit(std::move(config), knobs, std::move(what));
   if (done.ok() && !findings_pointer.empty()) *done += FindingsAt(now(), findings_pointer);
   return done;
@@ -420,6 +422,12 @@ std::string OneLineVerdict(const Evaluation& now, const Evaluation* before) {
   std::snprintf(step, sizeof step, "; step %.3f s", now.time.step_seconds);
   out += step;
   if (compare) out += Delta(now.time.step_seconds, before->time.step_seconds);
+  // Tokens per second too: a layout that changes dp changes the samples per step, so step time
+  // alone would mislead.
+  char tokens[64];
+  std::snprintf(tokens, sizeof tokens, ", %.0f tokens/s", now.time.tokens_per_second);
+  out += tokens;
+  if (compare) out += Delta(now.time.tokens_per_second, before->time.tokens_per_second);
   char mfu[32];
   std::snprintf(mfu, sizeof mfu, ", MFU %.1f %%", 100 * now.time.mfu);
   return out + mfu;

@@ -46,6 +46,9 @@ class Session {
   const ModelSpec& model() const { return model_; }
   const Cluster& cluster() const { return cluster_; }
   const std::string& config_path() const { return config_path_; }
+  // The text the current diagnostics' line:column point into: the file as opened, or the edited
+  // document printed with two-space indent.
+  std::string ConfigText() const { return at_ == 0 ? original_text_ : config().dump(2) + "\n"; }
   // The config as `write` would save it (the knobs DeepSpeed's config lacks go under "_ds_plan").
   Json ConfigToWrite() const;
   std::string ConfigTextToWrite() const;
@@ -55,8 +58,12 @@ class Session {
   // be applied at all (not KEY=VALUE, a knob out of range) is an error and changes nothing. The
   // result says what changed.
   Result<std::string> Set(std::string_view assignment);
-  // Several assignments as one edit (one undo step).
-  Result<std::string> SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what);
+  // Several assignments as one edit (one undo step). `adjust` sees the result before it is
+  // evaluated and may change the config further in the same edit (a dial keeps train_batch_size
+  // consistent with the new layout).
+  using Adjust = std::function<void(Json& config, const PlanKnobs& knobs, const Cluster& cluster)>;
+  Result<std::string> SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what,
+                             const Adjust& adjust = {});
   Result<std::string> Unset(std::string_view key);
   Result<std::string> Undo();
   Result<std::string> Redo();

@@ -105,11 +105,12 @@ std::string RenderMemory(const Session& s) {
     out += "  (pipeline stage " + std::to_string(m.pipeline_stage) + ", the most loaded; " +
            std::to_string(m.in_flight_micro_batches) + " micro-batches in flight)\n";
   }
-  bool experts = false;
-  for (const auto& [family, fm] : m.by_family) experts |= family == ParamFamily::kRoutedExperts;
-  if (experts) {
-    out += "  by family          parameters   gradients   optimizer\n";
+  // Ranks differ by family only when routed experts are partitioned over their own group.
+  if (s.model().is_moe()) {
+    out += "  by family          parameters   gradients   optimizer   (experts over edp " +
+           std::to_string(m.expert_zero_group_size) + ", dense over " + std::to_string(m.zero_group_size) + ")\n";
     for (const auto& [family, fm] : m.by_family) {
+      if (fm.parameters_bytes + fm.gradients_bytes + fm.optimizer_states_bytes == 0) continue;
       out += "  " + Pad(std::string(ParamFamilyName(family)), 18) + Format("%10.2f", fm.parameters_bytes / 1e9) +
              Format("%12.2f", fm.gradients_bytes / 1e9) + Format("%12.2f", fm.optimizer_states_bytes / 1e9) + "\n";
     }
@@ -138,11 +139,12 @@ std::string RenderTime(const Session& s) {
   }
   auto row = [&](const std::string& name, double secs) {
     auto it = before.find(name);
-    const double* b = base ? (it != before.end() ? &it->second : nullptr) : nullptr;
-    double zero = 0;
-    if (base && b == nullptr) b = &zero;
-    out += "  " + Pad(name, 26) + WithDelta(secs, b, "%10.3f") + " s" +
-           Format("%8.1f %%", t.step_seconds > 0 ? 100 * secs / t.step_seconds : 0) + "\n";
+    const double b = it != before.end() ? it->second : 0;
+    if (secs == 0 && b == 0 && name != "step") return;  // a kind this plan and the baseline lack
+    out += "  " + Pad(name, 26) + Format("%10.3f s", secs) +
+           Format("%8.1f %%", t.step_seconds > 0 ? 100 * secs / t.step_seconds : 0);
+    if (base && b != secs) out += Format("   (%+.3f s)", secs - b);
+    out += "\n";
   };
   out += "step time" + std::string(base ? " (delta against the baseline)" : "") + "\n";
   row("compute", t.compute_seconds);

@@ -169,8 +169,10 @@ Result<std::string> Session::Commit(Json config, PlanKnobs knobs, std::string wh
   if (config == entry().config && knobs == entry().knobs) return what + ": no change";
   Entry next{std::move(config), knobs, what, nullptr};
   next.evaluation = EvaluateState(next.config, next.knobs);
-  // The numbers the edit is compared with stay alive while history is trimmed.
+  // The numbers the edit is compared with (the pinned baseline, else the last good state before
+  // the edit) stay alive while history is trimmed.
   std::shared_ptr<const Evaluation> before;
+  if (baseline_ && baseline_->evaluation->has_numbers()) before = baseline_->evaluation;
   for (size_t i = at_ + 1; i-- > 0 && !before;) {
     if (history_[i].evaluation->has_numbers()) before = history_[i].evaluation;
   }

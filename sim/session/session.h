@@ -56,7 +56,7 @@ class Session {
   // "KEY=VALUE": a config key (JSON pointer or dotted name) or a knob. VALUE is JSON, or a bare
   // string. An edit that makes the config invalid is applied (undo takes it back); one that cannot
   // be applied at all (not KEY=VALUE, a knob out of range) is an error and changes nothing. The
-  // result says what changed.
+  // result says what changed, with deltas against the pinned baseline (else the state before).
   Result<std::string> Set(std::string_view assignment);
   // Several assignments as one edit (one undo step). `adjust` sees the result before it is
   // evaluated and may change the config further in the same edit (a dial keeps train_batch_size

@@ -235,15 +235,18 @@ std::string RenderTune(const TuneResult& r) {
                     std::to_string(r.valid) + " valid; global batch " + std::to_string(r.global_batch) +
                     " samples\n";
   if (r.plans.empty()) return out + "no plan fits: more GPUs, offload or a shorter sequence\n";
-  out += "   #  tp  sp  ep  pp zero offload           micro accum recompute   peak GB    step s  tokens/s   MFU\n";
+  // As `ds-plan tune` prints them: "full+cpu" is full recompute with the checkpointed layer inputs
+  // in host memory (activation_checkpointing.cpu_checkpointing); autocast is torch_autocast.
+  out += "   #  tp  sp  ep  pp zero offload           prec     micro accum recompute   peak GB    step s  tokens/s   MFU\n";
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const TunedPlan& p = r.plans[i];
     char buf[256];
-    std::snprintf(buf, sizeof buf, "  %2zu %3lld %3lld %3lld %3lld %4d %-17s %5lld %5lld %-9s %9.2f %9.3f %9.0f %5.1f%%\n",
+    const std::string recompute = std::string(RecomputeName(p.recompute)) + (p.cpu_checkpointing ? "+cpu" : "");
+    std::snprintf(buf, sizeof buf, "  %2zu %3lld %3lld %3lld %3lld %4d %-17s %-8s %5lld %5lld %-9s %9.2f %9.3f %9.0f %5.1f%%\n",
                   i + 1, static_cast<long long>(p.tp), static_cast<long long>(p.sp), static_cast<long long>(p.ep),
                   static_cast<long long>(p.pp), p.zero_stage, std::string(OffloadName(p.offload)).c_str(),
-                  static_cast<long long>(p.micro_batch), static_cast<long long>(p.grad_accum),
-                  std::string(RecomputeName(p.recompute)).c_str(), p.peak_bytes / 1e9, p.rank_seconds(),
+                  p.torch_autocast ? "autocast" : "bf16", static_cast<long long>(p.micro_batch),
+                  static_cast<long long>(p.grad_accum), recompute.c_str(), p.peak_bytes / 1e9, p.rank_seconds(),
                   p.tokens_per_second, 100 * p.mfu);
     out += buf;
   }

@@ -2,57 +2,20 @@
 // explore's full-screen UI driven for real: ds-plan runs in a detached tmux session of a fixed size
 // (its own server socket), keys go in with send-keys and the screen comes back with capture-pane.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
 
 #include "tests/apps/cli_test_util.h"
+#include "tests/apps/tmux_test_util.h"
 
 namespace dsp {
 namespace {
 
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
-class Tmux {
- public:
-  Tmux(int cols, int lines, const std::string& command)
-      : socket_("dsp-explore-" + std::to_string(getpid()) + "-" + std::to_string(++count_)) {
-    Run("new-session -d -s t -x " + std::to_string(cols) + " -y " + std::to_string(lines) + " '" + command + "'");
-    Run("set-option -t t remain-on-exit on");
-  }
-  ~Tmux() { Run("kill-server"); }
-
-  std::string Run(const std::string& args) { return Shell("tmux -L " + socket_ + " " + args); }
-  void Keys(const std::string& keys) { Run("send-keys -t t " + keys); }
-  std::string Screen() { return Run("capture-pane -p -t t"); }
-  // The screen once it shows `text` (10 s at most; the last screen otherwise, for the failure).
-  std::string WaitFor(const std::string& text) {
-    std::string screen;
-    for (int i = 0; i < 200; ++i) {
-      screen = Screen();
-      if (screen.find(text) != std::string::npos) return screen;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ADD_FAILURE() << "the screen never showed \"" << text << "\":\n" << screen;
-    return screen;
-  }
-
- private:
-  static inline int count_ = 0;
-  std::string socket_;
-};
+using testing::Shell;
+using testing::Tmux;
 
 std::string Explore(const std::string& flags) {
   return "cd " + std::string(DSP_SOURCE_DIR) + " && TERM=xterm-256color exec " + DSP_BINARY +
@@ -108,12 +71,7 @@ TEST(ExploreTuiTest, WriteProducesAConfigThatValidates) {
   EXPECT_NE(v.output.find("tp=2 dp=32"), std::string::npos) << v.output;
   // Written: quitting does not ask.
   tmux.Keys("q");
-  std::string screen;
-  for (int i = 0; i < 100 && screen.find("Pane is dead") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    screen = tmux.Screen();
-  }
-  EXPECT_NE(screen.find("Pane is dead"), std::string::npos) << screen;
+  EXPECT_TRUE(tmux.WaitForExit()) << tmux.Screen();
 }
 
 TEST(ExploreTuiTest, QuitAsksWhenEditsAreNotWritten) {
@@ -124,8 +82,12 @@ TEST(ExploreTuiTest, QuitAsksWhenEditsAreNotWritten) {
   tmux.Keys("q");
   tmux.WaitFor("edits are not written: quit anyway? [y/N]");
   tmux.Keys("n Enter");
-  std::string screen = tmux.WaitFor(kAfter);
-  EXPECT_EQ(screen.find("Pane is dead"), std::string::npos);
+  tmux.WaitFor(kAfter);
+  EXPECT_FALSE(tmux.Exited());
+  tmux.Keys("q");
+  tmux.WaitFor("quit anyway?");
+  tmux.Keys("y Enter");
+  EXPECT_TRUE(tmux.WaitForExit()) << tmux.Screen();
 }
 
 TEST(ExploreTuiTest, ATinyTerminalSaysSoInsteadOfDrawing) {

@@ -25,6 +25,11 @@ echo
 echo "\$ ds-plan tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5"
 "$bin" tune --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8 --top 5
 echo
+# explore's line mode on a bundled script (on a terminal, the same command without --script opens
+# the full-screen UI).
+echo "\$ ds-plan explore samples/configs/zero3-offload.json --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --script samples/explore/tp2.txt"
+"$bin" explore samples/configs/zero3-offload.json --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --script samples/explore/tp2.txt
+echo
 # The picture goes to a fresh temporary folder: the demo never overwrites anything of yours.
 out=$(mktemp -d)/mixtral-folding.svg
 echo "\$ ds-plan visualize graph samples/configs/folding-tp2-ep4.json --model samples/models/mixtral-8x7b.json --world-size 8 --layers 0-1 -o $out"

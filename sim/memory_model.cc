@@ -411,4 +411,9 @@ MemoryReport EstimateMemory(const SimInput& input) {
   return best;
 }
 
+MemoryReport EstimateStageMemory(const SimInput& input, int stage) {
+  if (input.plan == nullptr || input.model == nullptr) return MemoryReport{};
+  return EstimateStage(input, std::clamp(stage, 0, std::max(input.plan->sizes.pp, 1) - 1));
+}
+
 }  // namespace dsp::sim

@@ -60,4 +60,9 @@ struct MemoryReport {
 // input.model; fits is false without input.cluster.
 MemoryReport EstimateMemory(const SimInput& input);
 
+// Memory of one pipeline stage (0 .. pp-1) of one rank: the ranks of different stages hold
+// different layers, in-flight micro-batches and (the last) the lm_head. EstimateMemory reports the
+// larger of the first and the last.
+MemoryReport EstimateStageMemory(const SimInput& input, int stage);
+
 }  // namespace dsp::sim

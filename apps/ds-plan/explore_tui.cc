@@ -143,7 +143,10 @@ struct Ui {
                 Delta(e.memory.peak_bytes, base, nullptr, base && base->has_numbers() ? base->memory.peak_bytes : 0) +
                 " | step " + Fmt("%.3f s", e.time.step_seconds) +
                 Delta(e.time.step_seconds, base, nullptr, base && base->has_numbers() ? base->time.step_seconds : 0) +
-                " | " + Fmt("%.0f tok/s", e.time.tokens_per_second) + " | MFU " + Fmt("%.1f%%", 100 * e.time.mfu);
+                " | " + Fmt("%.0f tok/s", e.time.tokens_per_second) +
+                Delta(e.time.tokens_per_second, base, nullptr,
+                      base && base->has_numbers() ? base->time.tokens_per_second : 0) +
+                " | MFU " + Fmt("%.1f%%", 100 * e.time.mfu);
       attr |= COLOR_PAIR(e.memory.fits ? kPairGood : kPairBad);
     }
     Put(2, 0, verdict, COLS, attr);
@@ -204,12 +207,12 @@ struct Ui {
         width);
     int y = top + 4;
     std::string classes;
-    if (e.plan.sizes.pp > 1) {
-      classes += "stage " + std::to_string(m.pipeline_stage) + " of " + std::to_string(e.plan.sizes.pp) +
-                 " (the most loaded), " + std::to_string(m.in_flight_micro_batches) + " micro-batches in flight";
+    if (!e.stage_peak_bytes.empty()) {
+      classes += "peak by stage (GB):";
+      for (size_t i = 0; i < e.stage_peak_bytes.size(); ++i) classes += Fmt(" %.1f", e.stage_peak_bytes[i] / 1e9);
     }
     for (const auto& [family, fm] : m.by_family) {
-      if (family != ParamFamily::kRoutedExperts) continue;
+      if (family != ParamFamily::kRoutedExperts || !s().model().is_moe()) continue;
       classes += std::string(classes.empty() ? "" : "; ") + "experts " +
                  Fmt("%.2f GB", (fm.parameters_bytes + fm.gradients_bytes + fm.optimizer_states_bytes) / 1e9) +
                  " of the states (over edp " + std::to_string(m.expert_zero_group_size) + ")";

@@ -236,6 +236,9 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
     }
   }
   e->memory = EstimateMemory(input);
+  for (int stage = 0; knobs.pp > 1 && stage < knobs.pp; ++stage) {
+    e->stage_peak_bytes.push_back(EstimateStageMemory(input, stage).peak_bytes);
+  }
   e->time = EstimateStepTime(input);
   if (Status finite = EstimatesAreFinite(e->memory, e->time); !finite.ok()) {
     return stop(Evaluation::Outcome::kBadKnobs, finite.error().message);

@@ -72,6 +72,9 @@ struct Evaluation {
   Plan plan;
   SimInput input;                // points into this object and the model: an Evaluation never moves
   MemoryReport memory;
+  // With pipeline stages: every stage's peak memory per rank, stage 0 first (ranks of different
+  // stages differ); empty without a pipeline.
+  std::vector<double> stage_peak_bytes;
   TimeReport time;
 
   bool has_numbers() const { return outcome == Outcome::kNumbers; }

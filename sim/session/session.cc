@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/session/session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/config/batch_triple.h"
 #include "core/config/config_view.h"
+#include "core/schema/schema_check.h"
 #include "core/util/file_io.h"
+#include "core/util/text.h"
 #include "core/validate/validator.h"
 
 namespace dsp::sim {
@@ -108,18 +111,32 @@ std::string Delta(double now, double before) {
   return buf;
 }
 
-// The findings an edit of `pointer` brought: diagnostics at it or below it, warnings and errors.
-std::string FindingsAt(const Evaluation& e, const std::string& pointer) {
+// The findings an edit brought: warnings and errors of `now` that `before` did not have (same rule,
+// pointer and message), wherever they point (a misspelt section is reported at the section).
+std::string NewFindings(const Evaluation* before, const Evaluation& now) {
   std::string out;
-  for (const Diagnostic& d : e.report.diagnostics) {
+  for (const Diagnostic& d : now.report.diagnostics) {
     if (d.severity == Severity::kNote) continue;
-    const bool at = d.pointer == pointer || (d.pointer.rfind(pointer + "/", 0) == 0 && !pointer.empty());
-    if (!at) continue;
+    const bool known = before != nullptr && std::any_of(before->report.diagnostics.begin(),
+                                                        before->report.diagnostics.end(), [&](const Diagnostic& b) {
+                                                          return b.rule_id == d.rule_id && b.pointer == d.pointer &&
+                                                                 b.message == d.message;
+                                                        });
+    if (known) continue;
     out += std::string("\n  ") + (d.severity == Severity::kError ? "error" : "warning") + "[" + d.rule_id +
            "]: " + d.message;
     if (!d.hint.empty()) out += " (" + d.hint + ")";
   }
   return out;
+}
+
+// A bare word that is neither a knob nor a top-level DeepSpeed key but close to a knob.
+std::string KnobSuggestion(const std::string& key) {
+  if (key.find_first_of("./") != std::string::npos) return "";
+  const Json& properties = DeepSpeedConfigSchema()["properties"];
+  if (properties.contains(key)) return "";
+  const std::string guess = ClosestMatch(key, KnobKeys());
+  return guess.empty() ? "" : "\n  note: \"" + key + "\" is not a knob: did you mean " + guess + "?";
 }
 
 }  // namespace
@@ -196,7 +213,7 @@ Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Jso
                                     const Adjust& adjust) {
   Json config = entry().config;
   PlanKnobs knobs = entry().knobs;
-  std::string findings_pointer;
+  std::string suggestions;
   for (const auto& [key, value] : assignments) {
     if (IsKnobKey(key)) {
       if (Status s = ApplyKnob(key, value, knobs, config); !s.ok()) return s.error();
@@ -206,11 +223,12 @@ Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Jso
     if (!pointer.ok()) return pointer.error();
     if (pointer->empty()) return Error{"the whole config cannot be replaced by set: name a key"};
     ApplyOverride(config, Override{*pointer, value});
-    if (assignments.size() == 1) findings_pointer = *pointer;
+    suggestions += KnobSuggestion(key);
   }
   if (adjust) adjust(config, knobs, cluster_);
+  const std::shared_ptr<const Evaluation> before = entry().evaluation;
   auto done = Commit(std::move(config), knobs, std::move(what));
-  if (done.ok() && !findings_pointer.empty()) *done += FindingsAt(now(), findings_pointer);
+  if (done.ok() && before != history_[at_].evaluation) *done += NewFindings(before.get(), now()) + suggestions;
   return done;
 }
 

@@ -101,9 +101,13 @@ std::string RenderMemory(const Session& s) {
     const double before = b ? (*b).*field : 0;
     out += "  " + Pad(name, 20) + WithDelta(m.*field, b ? &before : nullptr, "%8.2f", 1e9) + "\n";
   }
-  if (m.pipeline_stage > 0 || e->plan.sizes.pp > 1) {
+  if (!e->stage_peak_bytes.empty()) {
     out += "  (pipeline stage " + std::to_string(m.pipeline_stage) + ", the most loaded; " +
-           std::to_string(m.in_flight_micro_batches) + " micro-batches in flight)\n";
+           std::to_string(m.in_flight_micro_batches) + " micro-batches in flight)\n  peak by stage:";
+    for (size_t i = 0; i < e->stage_peak_bytes.size(); ++i) {
+      out += " " + std::to_string(i) + ":" + Format("%.2f", e->stage_peak_bytes[i] / 1e9);
+    }
+    out += " GB\n";
   }
   // Ranks differ by family only when routed experts are partitioned over their own group.
   if (s.model().is_moe()) {

@@ -83,6 +83,22 @@ TEST(SessionTest, AnInvalidEditIsAppliedWithItsDiagnosticsAndTheLastGoodNumbersS
   EXPECT_TRUE(s->now().has_numbers());
 }
 
+TEST(SessionTest, AnEditAnswersWithTheFindingsItBroughtAndKnobTypos) {
+  auto s = Llama70b();
+  // A misspelt section is reported at the section, not at the key that was set.
+  auto section = s->Set("zero_optimisation.stage=2");
+  ASSERT_TRUE(section.ok());
+  EXPECT_NE(section->find("warning[unknown-key]"), std::string::npos) << *section;
+  EXPECT_NE(section->find("did you mean \"zero_optimization\"?"), std::string::npos) << *section;
+  // Findings already there are not repeated.
+  auto next = s->Set("gradient_accumulation_steps=8");
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->find("unknown-key"), std::string::npos) << *next;
+  auto knob = s->Set("seq_length=8192");
+  ASSERT_TRUE(knob.ok());
+  EXPECT_NE(knob->find("\"seq_length\" is not a knob: did you mean seq_len?"), std::string::npos) << *knob;
+}
+
 TEST(SessionTest, AnEditThatCannotBeAppliedChangesNothing) {
   auto s = Llama70b();
   EXPECT_FALSE(s->Set("no equals sign").ok());
@@ -109,6 +125,12 @@ TEST(SessionTest, KnobsOutsideTheConfigMoveTheWorldAndPipeline) {
   ASSERT_TRUE(s->now().has_numbers()) << RenderDiagnostics(*s);
   EXPECT_EQ(s->now().plan.sizes.pp, 4);
   EXPECT_EQ(s->now().plan.derived.dp, 32);
+  // Ranks of different stages differ: every stage's peak, the reported one the larger of the ends.
+  const std::vector<double>& stages = s->now().stage_peak_bytes;
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(std::max(stages.front(), stages.back()), s->now().memory.peak_bytes);
+  EXPECT_GT(stages[0], stages[2]);  // stage 0 holds the most micro-batches in flight
+  EXPECT_NE(RenderMemory(*s).find("peak by stage: 0:"), std::string::npos) << RenderMemory(*s);
   ASSERT_TRUE(s->Set("seq_len=8192").ok());
   EXPECT_EQ(s->now().input.workload.seq_len, 8192);
   ASSERT_TRUE(s->Set("recompute=full").ok());

@@ -90,6 +90,28 @@ TEST(ExploreTuiTest, QuitAsksWhenEditsAreNotWritten) {
   EXPECT_TRUE(tmux.WaitForExit()) << tmux.Screen();
 }
 
+TEST(ExploreTuiTest, PinShowsDeltasAndTuneAppliesTheChosenPlan) {
+  Tmux tmux(120, 40, Explore("--nodes 8"));
+  tmux.WaitFor(kBefore);
+  tmux.Keys("p");
+  tmux.WaitFor("baseline: " + std::string(kBefore));
+  tmux.Keys("Down Down Right");
+  std::string screen = tmux.WaitFor(kAfter);
+  EXPECT_NE(screen.find("FITS 62.28 GB (-35.5%)"), std::string::npos) << screen;
+  // tune lists the best plans for the same world and the current batch (dp 32 x 16 x 1 = 512
+  // samples); Down, Enter applies the second (sp 2, micro 16, torch_autocast).
+  tmux.Keys("t");
+  screen = tmux.WaitFor("[ tune ]");
+  EXPECT_NE(screen.find("global batch 512 samples"), std::string::npos) << screen;
+  tmux.Keys("Down Enter");
+  screen = tmux.WaitFor("apply tp=");
+  EXPECT_NE(screen.find("apply tp=1 sp=2 ep=1 pp=1 zero=3 micro=16 accum=1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("world 64 (8 x 8): tp=1 dp=32 sp=2"), std::string::npos) << screen;
+  // One edit: undo goes back to tp=2.
+  tmux.Keys("u");
+  tmux.WaitFor(kAfter);
+}
+
 TEST(ExploreTuiTest, ATinyTerminalSaysSoInsteadOfDrawing) {
   Tmux tmux(60, 20, Explore("--nodes 8"));
   const std::string screen = tmux.WaitFor("terminal too small: 60x20");

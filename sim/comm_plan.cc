@@ -353,6 +353,11 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
              critical);
     plan.Add("ep_combine", CollectiveKind::kAllToAll, GroupKind::kEp, a2a_bytes, a2a_calls,
              critical);
+    // Before the dispatch, one all_to_all_single exchanges the [ep, E/ep] int32 count matrix and
+    // the host reads it back (auto_ep_layer.py _split_plan_from_expert_counts): latency, not
+    // bandwidth, and nothing in backward.
+    plan.Add("ep_split_counts", CollectiveKind::kAllToAll, GroupKind::kEp, 4.0 * m.num_experts,
+             moe_layers * fwd_passes, critical);
     if (folding) {
       // restore_combined all-gathers the k x tokens expert rows over TP; its backward all-reduces.
       const double rows_bytes = tokens * top_k * h * bpe;
@@ -360,6 +365,14 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
                moe_layers * fwd_passes, critical);
       plan.Add("fold_restore_backward_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
                rows_bytes, moe_layers, critical);
+      // ... and with each of its four _all_gather_variable_rows calls (outputs, token indices,
+      // capacity slots, weights) a row-count all_gather first; the three small ones carry one
+      // int64, int64 or fp32 per assignment (ep_tp_dispatch.py restore_combined): seven latency-
+      // bound all-gathers per layer and forward beside the rows.
+      plan.Add("fold_restore_count_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, 8.0 * sizes.tp,
+               4.0 * moe_layers * fwd_passes, critical);
+      plan.Add("fold_restore_index_all_gather", CollectiveKind::kAllGather, GroupKind::kTp,
+               tokens * top_k * (8.0 + 8.0 + 4.0) / 3.0, 3.0 * moe_layers * fwd_passes, critical);
     }
   }
 

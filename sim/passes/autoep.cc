@@ -88,24 +88,40 @@ Result<bool> AutoEpPass::Run(Graph& g) {
     if (n->param_shape && !n->param_shape->empty()) {
       n->param_shape->front() = n->param_shape->front() / x_ep;
     }
+    // The combine all-to-all reverses the dispatch splits: it returns the routed rows, one per
+    // (token, choice), not tokens (auto_ep_layer.py AutoEPMoELayer.forward: _AllToAllV.apply(
+    // self.ep_group, expert_output, plan.output_splits, plan.input_splits)). Folded, each TP peer
+    // holds its 1/T of the assignments (ep_tp_dispatch.py partition_assignments).
+    const SymExpr routed_rows = tokens * k;
     Node* combine = g.InsertAfter(n, {.name = BlockName(n->name, "combine"),
                                       .op = std::string(graph::ops::kCombine),
                                       .args = {n, topk},
                                       .module = block,
-                                      .shape = folded ? Shape{tokens * k / t, in[2]} : in,
+                                      .shape = Shape{folded ? routed_rows / t : routed_rows, in[2]},
                                       .group = "ep"});
     g.ReplaceAllUsesWith(n, combine);
+    Node* gathered = combine;
     if (folded) {
-      // restore_combined: all-gather the TP peers' rows back to the replicated view (its
-      // backward all-reduce is the tp factor the gradient contract cancels, auto_ep_folding.py).
-      Node* restore = g.InsertAfter(combine, {.name = BlockName(n->name, "restore"),
-                                              .op = std::string(graph::ops::kAllGather),
-                                              .args = {combine},
-                                              .module = block,
-                                              .shape = in,
-                                              .group = "tp"});
-      g.ReplaceAllUsesWith(combine, restore);
+      // restore_combined (ep_tp_dispatch.py) all-gathers every TP peer's expert rows, so each
+      // rank holds all B*S*K of them before the weighted sum; its backward all-reduces the
+      // gathered gradient over tp (_AllGatherVariableRows.backward).
+      gathered = g.InsertAfter(combine, {.name = BlockName(n->name, "restore"),
+                                     .op = std::string(graph::ops::kAllGather),
+                                     .args = {combine},
+                                     .module = block,
+                                     .shape = Shape{routed_rows, in[2]},
+                                     .group = "tp"});
+      g.ReplaceAllUsesWith(combine, gathered);
     }
+    // The weighted sum over the K choices runs after the exchange (auto_ep_layer.py
+    // combine_from_routed: [T*K, H] -> [T, K, H] x top_scores, summed over K; restore_combined
+    // does the same with index_add_ when folded): [B*S*K, H] -> [B, S, H].
+    Node* weighted = g.InsertAfter(gathered, {.name = BlockName(n->name, "weighted_sum"),
+                                              .op = std::string(graph::ops::kMul),
+                                              .args = {gathered, topk},
+                                          .module = block,
+                                          .shape = in});
+    g.ReplaceAllUsesWith(gathered, weighted);
   }
   return true;
 }

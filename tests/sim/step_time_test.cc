@@ -128,6 +128,21 @@ TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
   EXPECT_FALSE(restore->inter_node);
   ASSERT_NE(Find(r, "fold_restore_backward_all_reduce", GroupKind::kTp), nullptr);
   ASSERT_NE(Find(r, "fold_tp_grad_all_reduce", GroupKind::kTp), nullptr);
+  // The split-count exchange before each dispatch (auto_ep_layer.py _split_plan_from_expert_counts:
+  // one all_to_all_single of the [ep, E/ep] int32 counts) and restore_combined's four row-count
+  // gathers and three per-assignment index/weight gathers (ep_tp_dispatch.py
+  // _all_gather_variable_rows), per MoE layer and forward pass.
+  const CollectiveCall* counts = Find(r, "ep_split_counts", GroupKind::kEp);
+  ASSERT_NE(counts, nullptr);
+  EXPECT_EQ(counts->bytes_per_call, 4.0 * 8);  // Mixtral's 8 experts
+  EXPECT_EQ(counts->calls_per_step, 32 * 4);
+  const CollectiveCall* row_counts = Find(r, "fold_restore_count_all_gather", GroupKind::kTp);
+  ASSERT_NE(row_counts, nullptr);
+  EXPECT_EQ(row_counts->calls_per_step, 4 * 32 * 4);
+  const CollectiveCall* indices = Find(r, "fold_restore_index_all_gather", GroupKind::kTp);
+  ASSERT_NE(indices, nullptr);
+  EXPECT_EQ(indices->calls_per_step, 3 * 32 * 4);
+  EXPECT_EQ(indices->bytes_per_call, 8192.0 * 2 * 20 / 3);  // int64 + int64 + fp32 per assignment
 
   // Same group size as ep (4), but the strided dense-DP groups cross the node boundary.
   const CollectiveCall* dp = Find(r, "dp_grad_reduce", GroupKind::kDp);

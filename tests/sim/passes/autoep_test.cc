@@ -52,10 +52,29 @@ TEST(AutoEpTest, TinyMoeBlockPrintsAsExpected) {
 %layers_0_mlp_top_k = top_k(%layers_0_mlp_gate) {module="model.layers.0.mlp", param="", shape=[B*S, K], group=""}
 %layers_0_mlp_dispatch = dispatch(%layers_0_post_attention_layernorm, %layers_0_mlp_top_k) {module="model.layers.0.mlp", param="", shape=[E/EP, B*S*K*EP/E, H], group="ep"}
 %layers_0_mlp_experts = experts(%layers_0_mlp_dispatch) {module="model.layers.0.mlp.experts", param="model.layers.0.mlp.experts.*", param_shape=[E/EP, 3, FE, H], shape=[E/EP, B*S*K*EP/E, H], group=""}
-%layers_0_mlp_combine = combine(%layers_0_mlp_experts, %layers_0_mlp_top_k) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="ep"}
+%layers_0_mlp_combine = combine(%layers_0_mlp_experts, %layers_0_mlp_top_k) {module="model.layers.0.mlp", param="", shape=[B*S*K, H], group="ep"}
+%layers_0_mlp_weighted_sum = mul(%layers_0_mlp_combine, %layers_0_mlp_top_k) {module="model.layers.0.mlp", param="", shape=[B, S, H], group=""}
 )");
   EXPECT_EQ(graph::PrintNode(*g.Find("layers_0_residual_mlp")),
-            R"(%layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_combine) {module="model.layers.0", param="", shape=[B, S, H], group=""})");
+            R"(%layers_0_residual_mlp = add(%layers_0_residual_attn, %layers_0_mlp_weighted_sum) {module="model.layers.0", param="", shape=[B, S, H], group=""})");
+}
+
+// deepspeed/module_inject/auto_ep_layer.py (0.19.6), AutoEPMoELayer.forward: the combine is
+// _AllToAllV.apply(self.ep_group, expert_output, plan.output_splits, plan.input_splits), the
+// dispatch's splits reversed, so it returns the [T*K, H] routed rows; combine_from_routed then
+// reshapes them to [T, K, H] and sums over K with the top-k scores.
+TEST(AutoEpTest, CombineCarriesTheRoutedRowsAndTheWeightedSumFollows) {
+  graph::Graph g = RunOk("mixtral-8x7b.json", Options("mixtral-8x7b.json", 4));
+  const graph::Node* combine = g.Find("layers_5_block_sparse_moe_combine");
+  ASSERT_NE(combine, nullptr);
+  EXPECT_EQ(graph::ShapeToString(*combine->shape), "[B*S*K, H]");
+  // Dispatch and combine move the same number of rows: E/EP experts x B*S*K*EP/E rows.
+  const graph::Node* dispatch = g.Find("layers_5_block_sparse_moe_dispatch");
+  EXPECT_EQ(graph::ShapeToString(*dispatch->shape), "[E/EP, B*S*K*EP/E, H]");
+  ASSERT_EQ(combine->users.size(), 1u);
+  const graph::Node* sum = combine->users.front();
+  EXPECT_EQ(sum->op, graph::ops::kMul);
+  EXPECT_EQ(graph::ShapeToString(*sum->shape), "[B, S, H]");
 }
 
 TEST(AutoEpTest, FoldingPartitionsDispatchAndRestoresOverTp) {
@@ -67,10 +86,16 @@ TEST(AutoEpTest, FoldingPartitionsDispatchAndRestoresOverTp) {
   EXPECT_NE(lines.find(R"(%layers_1_mlp_combine = combine(%layers_1_mlp_experts, %layers_1_mlp_top_k) {module="model.layers.1.mlp", param="", shape=[B*S*K/T, H], group="ep"})"),
             std::string::npos)
       << lines;
-  EXPECT_NE(lines.find(R"(%layers_1_mlp_restore = all_gather(%layers_1_mlp_combine) {module="model.layers.1.mlp", param="", shape=[B, S, H], group="tp"})"),
+  // ep_tp_dispatch.py restore_combined (0.19.6): _all_gather_variable_rows gathers every TP
+  // peer's expert outputs, so each rank holds all [B*S*K, H] rows before the weighted sum
+  // (index_add_ per slot into [T, H]).
+  EXPECT_NE(lines.find(R"(%layers_1_mlp_restore = all_gather(%layers_1_mlp_combine) {module="model.layers.1.mlp", param="", shape=[B*S*K, H], group="tp"})"),
             std::string::npos)
       << lines;
-  EXPECT_EQ(g.Find("layers_1_residual_mlp")->args[1]->name, "layers_1_mlp_restore");
+  EXPECT_NE(lines.find(R"(%layers_1_mlp_weighted_sum = mul(%layers_1_mlp_restore, %layers_1_mlp_top_k) {module="model.layers.1.mlp", param="", shape=[B, S, H], group=""})"),
+            std::string::npos)
+      << lines;
+  EXPECT_EQ(g.Find("layers_1_residual_mlp")->args[1]->name, "layers_1_mlp_weighted_sum");
 }
 
 TEST(AutoEpTest, MixtralHasOneDispatchAndCombinePerMoeLayer) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/schedule/simulator.h"
+#include "sim/step_time.h"
 #include "tests/sim/schedule/schedule_test_util.h"
 
 namespace dsp::sim::schedule {
@@ -41,6 +42,43 @@ TEST(ProgramTest, UlyssesAllToAllsRunBothWays) {
   }
   EXPECT_GT(Count(p, IsGradBucket), 0);
   EXPECT_EQ(p.tasks.back().phase, Phase::kOptimizer);
+}
+
+double ClosedFormBytes(const TimeReport& r, std::string_view purpose) {
+  double bytes = 0;
+  for (const CollectiveCall& c : r.collectives) {
+    if (c.purpose == purpose) bytes += c.bytes_per_call * c.calls_per_step;
+  }
+  return bytes;
+}
+
+// The schedule prices what the AutoEP graph moves and the closed form (sim/comm_plan.cc) prices
+// the rows DeepSpeed moves (auto_ep_layer.py AutoEPMoELayer.forward: dispatch and combine both
+// carry the [B*S*K, H] routed rows; ep_tp_dispatch.py restore_combined gathers all of them over
+// tp): per step they agree byte for byte, plain and folded.
+TEST(ProgramTest, AutoEpBytesAgreeWithTheClosedForm) {
+  for (int64_t tp : {1, 2}) {
+    Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+      "bf16": {"enabled": true}, "zero_optimization": {"stage": 1},
+      "expert_parallel": {"enabled": true, "autoep_size": 4, "preset_model": "mixtral"}})");
+    if (tp > 1) config["tensor_parallel"] = {{"autotp_size", tp}, {"preset_model", "mixtral"}};
+    ScheduleCase c(ScheduleCase::InlineConfig{config}, 8, 8, "mixtral-8x7b.json", 2, 4096, 2);
+    double a2a = 0, restore_gather = 0, restore_reduce = 0;
+    for (const Task& t : c.program.tasks) {
+      if (!t.collective) continue;
+      if (t.kind == CollectiveKind::kAllToAll && t.group == GroupKind::kEp) a2a += t.bytes;
+      if (t.name.find("restore") == std::string::npos) continue;
+      (t.kind == CollectiveKind::kAllGather ? restore_gather : restore_reduce) += t.bytes;
+    }
+    const TimeReport r = EstimateStepTime(c.input());
+    const double closed = ClosedFormBytes(r, "ep_dispatch") + ClosedFormBytes(r, "ep_combine");
+    ASSERT_GT(closed, 0) << "tp " << tp;
+    EXPECT_NEAR(a2a / closed, 1.0, 1e-9) << "tp " << tp;
+    // 2 micro-steps x 32 layers x (dispatch + combine) x (forward + backward) of B*S*K/T rows.
+    EXPECT_DOUBLE_EQ(a2a, 2.0 * 32 * 2 * 2 * (2.0 * 4096 * 2 / tp) * 4096 * 2) << "tp " << tp;
+    EXPECT_DOUBLE_EQ(restore_gather, ClosedFormBytes(r, "fold_restore_all_gather")) << "tp " << tp;
+    EXPECT_DOUBLE_EQ(restore_reduce, ClosedFormBytes(r, "fold_restore_backward_all_reduce")) << "tp " << tp;
+  }
 }
 
 TEST(ProgramTest, ZeroTwoReducesEveryMicroStepAndGathersAfterTheStep) {

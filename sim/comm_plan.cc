@@ -193,7 +193,7 @@ Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   if (layer >= m.num_hidden_layers) layer = 0;
   for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
     if (skip_experts && p.family == ParamFamily::kRoutedExperts) continue;
-    const double numel = static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes);
+    const double numel = static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes, VocabSplitOf(in));
     if (numel < in.zero.param_persistence_threshold) continue;
     // AutoEP's routed experts are gathered over edp in their own call per expert weight.
     weights.push_back(numel);
@@ -312,8 +312,18 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     plan.Add("tp_cross_entropy_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp,
              tokens * 4.0, 3, critical, StageScope::kLast);
   }
-  // DeepSpeed's AutoTP keeps lm_head whole in training (no LmHeadLinearAllreduce,
-  // param_sharding.cc): no logits all-reduce.
+  // DeepSpeed's AutoTP with a preset or layer_specs keeps lm_head whole in training (no
+  // LmHeadLinearAllreduce, param_sharding.cc): no logits collective. From transformers' tp_plan
+  // it is "colwise_gather_output" (tp_plan_converter.py, PR #8146): a column LinearLayer whose
+  // logits are all-gathered over TP (gather_from_tp_region: all_gather_into_tensor forward, a
+  // narrow backward), after a copy_to_tp whose backward all-reduces the input gradient. Once per
+  // micro-step: the head is outside the recomputed layers.
+  if (VocabSplitOf(in) == VocabSplit::kLmHeadColumns) {
+    plan.Add("tp_lm_head_logits_all_gather", CollectiveKind::kAllGather, GroupKind::kTp,
+             tokens * static_cast<double>(m.vocab_size) * bpe, 1, critical, StageScope::kLast);
+    plan.Add("tp_lm_head_input_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, 1,
+             critical, StageScope::kLast);
+  }
 
   // Pipeline: every micro-batch sends its activations to the next stage and its gradients back,
   // once per model chunk (virtual stage). Megatron sends 1/tp of the tensor and all-gathers it

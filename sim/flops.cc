@@ -272,7 +272,7 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   // training mode; LmHeadLinearAllreduce is for inference): every TP rank computes all logits.
   // Megatron's parallel lm_head splits the vocabulary over TP.
   const double vocab =
-      static_cast<double>(model.vocab_size) / (shard.vocab_parallel ? shard.tp : 1);
+      static_cast<double>(model.vocab_size) / (shard.vocab_parallel || shard.lm_head_split ? shard.tp : 1);
   const double outside = shard.megatron_sp ? tokens / shard.tp : tokens;
   std::vector<OperatorCost> ops;
   ops.push_back(Memory("final_norm", 2.0 * outside * h * shard.bytes_per_element));

@@ -38,6 +38,7 @@ struct ShardShape {
   double bytes_per_element = 2;  // bf16/fp16 activations and weights
   bool megatron_sp = false;      // Megatron sequence parallelism: norms and dropout over s/tp
   bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp
+  bool lm_head_split = false;    // AutoTP's colwise_gather_output lm_head: its matmul on V / tp
   bool flash_attention = true;   // false: scores materialized (baddbmm, softmax, dropout, bmm)
 };
 

@@ -46,11 +46,11 @@ using TensorShares = std::vector<std::pair<ParamFamily, double>>;
 // same shapes, so one layer of each kind stands for all of them; this avoids naming every tensor
 // of a 256-expert model on each estimate.
 TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
-                      bool vocab_parallel) {
+                      VocabSplit vocab) {
   TensorShares out;
   for (const ParamTensor& p : tensors) {
     out.emplace_back(p.family,
-                     static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes, vocab_parallel));
+                     static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes, vocab));
   }
   return out;
 }
@@ -62,11 +62,11 @@ const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
   if (memo.has_shares) return memo;
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
-  const bool vocab_parallel = in.engine.megatron();
-  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab_parallel);
+  const VocabSplit vocab = VocabSplitOf(in);
+  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab);
   for (const ModelSpec::LayerRun& run : m.LayerKinds(0, m.num_hidden_layers)) {
     memo.layer_kinds[m.LayerKind(run.representative)] =
-        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab_parallel);
+        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab);
   }
   memo.has_shares = true;
   return memo;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/param_sharding.h"
 
+#include "core/rules/tensor_parallel_internal.h"
+
 #include "core/plan/plan.h"
 
 namespace dsp::sim {
@@ -20,11 +22,34 @@ double GroupSize(const Plan& plan, GroupKind kind) {
 // returns early in training mode); norms and routers stay replicated;
 // AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
 // shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
-int ShardDivisor(ParamFamily family, const ParallelSizes& s, bool vocab_parallel) {
+VocabSplit VocabSplitOf(const SimInput& in) {
+  if (in.engine.megatron()) return VocabSplit::kVocabParallel;
+  if (in.plan == nullptr || in.model == nullptr || !in.plan->parallel.autotp_transformers_plan ||
+      in.plan->sizes.tp <= 1 || in.engine.deepspeed_version < ds_release::kAutoTpHfPlan) {
+    return VocabSplit::kNone;
+  }
+  const std::vector<autotp::HfTpPlanEntry>* plan = autotp::HfTpPlan(*in.model);
+  // A plan DeepSpeed rejects (validate's tp-hf-plan-unsupported) or falls back from keeps the
+  // heuristic parser's whole lm_head.
+  if (plan == nullptr || !autotp::UnsupportedHfStyles(*plan, in.engine.deepspeed_version).empty()) {
+    return VocabSplit::kNone;
+  }
+  for (const autotp::HfTpPlanEntry& e : *plan) {
+    const std::string_view pattern = e.pattern, style = e.style;
+    if ((pattern == "lm_head" || pattern == "embed_out") && style == "colwise_gather_output") {
+      return VocabSplit::kLmHeadColumns;
+    }
+  }
+  return VocabSplit::kNone;
+}
+
+int ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab) {
   const int tp = EffectiveTp(s.tp);
-  if (vocab_parallel && (family == ParamFamily::kEmbedding || family == ParamFamily::kLmHead)) {
+  if (vocab == VocabSplit::kVocabParallel &&
+      (family == ParamFamily::kEmbedding || family == ParamFamily::kLmHead)) {
     return tp;
   }
+  if (vocab == VocabSplit::kLmHeadColumns && family == ParamFamily::kLmHead) return tp;
   switch (family) {
     case ParamFamily::kAttention:
     case ParamFamily::kDenseMlp:
@@ -57,7 +82,7 @@ double PartitionedParamsPerRank(const SimInput& input) {
   const double expert_group = GroupSize(plan, ZeroPartitionGroup(plan, true));
   double params = 0;
   for (const auto& [family, count] : counts.by_family) {
-    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes, input.engine.megatron()) /
+    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes, VocabSplitOf(input)) /
                             static_cast<double>(plan.sizes.pp);
     params += per_rank / (family == ParamFamily::kRoutedExperts ? expert_group : dense_group);
   }

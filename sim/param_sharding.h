@@ -9,10 +9,18 @@
 
 namespace dsp::sim {
 
+// How the vocabulary layers split over TP.
+enum class VocabSplit {
+  kNone,           // embedding and lm_head whole (DeepSpeed's AutoTP with a preset or layer_specs)
+  kVocabParallel,  // Megatron's VocabParallelEmbedding and parallel lm_head (the megatron engines)
+  // AutoTP from transformers' tp_plan: lm_head is "colwise_gather_output" (a column LinearLayer
+  // whose logits are all-gathered over TP, PR #8146); the embedding stays whole.
+  kLmHeadColumns,
+};
+VocabSplit VocabSplitOf(const SimInput& input);
+
 // Ranks that share one copy of `family` before ZeRO (TP split, EP placement).
-// `vocab_parallel`: Megatron's VocabParallelEmbedding and parallel lm_head split the vocabulary
-// over TP (the megatron engines).
-int ShardDivisor(ParamFamily family, const ParallelSizes& s, bool vocab_parallel = false);
+int ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab = VocabSplit::kNone);
 
 // Parameters in one rank's ZeRO partition for one pipeline stage's share of the model: dense
 // families over the ZeRO partition group (dp, or dp x sp with Ulysses), routed experts over edp.

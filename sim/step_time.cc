@@ -143,6 +143,7 @@ ShardShape ShapeFor(const SimInput& in) {
   shard.bytes_per_element = in.workload.bytes_per_param;
   shard.megatron_sp = in.engine.megatron_sp;
   shard.vocab_parallel = in.engine.megatron();
+  shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
   shard.flash_attention = in.engine.flash_attention;
   return shard;
 }
@@ -206,7 +207,7 @@ double OptimizerPartitionParams(const SimInput& in) {
   double dense = 0, routed = 0;
   for (const auto& [family, count] : c.by_family) {
     const double share =
-        static_cast<double>(count) / ShardDivisor(family, sizes, in.engine.megatron());
+        static_cast<double>(count) / ShardDivisor(family, sizes, VocabSplitOf(in));
     (family == ParamFamily::kRoutedExperts && sizes.expert_parallel ? routed : dense) += share;
   }
   const double pp = std::max(sizes.pp, 1);

@@ -17,6 +17,13 @@ ParallelConfig ReadParallelConfig(const ConfigView& view) {
 
   pc.autotp_size = view.Int("/tensor_parallel/autotp_size");
   if (pc.autotp_size.present() && pc.autotp_size.value > 1) pc.tp = pc.autotp_size.value;
+  {
+    // TPTrainingConfig.get_partition_config_object tests `if self.partition_config:`, so {} is none.
+    const Json* preset = view.Get("/tensor_parallel/preset_model");
+    const Json* partition = view.Get("/tensor_parallel/partition_config");
+    const bool custom = partition != nullptr && partition->is_object() && !partition->empty();
+    pc.autotp_transformers_plan = pc.tp > 1 && (preset == nullptr || preset->is_null()) && !custom;
+  }
 
   for (const auto& [pointer, proposed] :
        {std::pair<const char*, bool>{"/sequence_parallel_size", false},

@@ -34,6 +34,9 @@ struct ParallelConfig {
   Setting<int64_t> etp_setting;
   int64_t etp = 1;
   bool data_before_expert = false;  // use_data_before_expert_parallelism
+  // AutoTP (tp > 1) with neither tensor_parallel.preset_model nor a non-empty partition_config:
+  // DeepSpeed converts transformers' tp_plan (engine.py _get_hf_tp_plan, from 0.18.9).
+  bool autotp_transformers_plan = false;
   bool deepcompile = false;         // compile.deepcompile
   std::vector<std::string> compile_passes;
 };

@@ -148,7 +148,9 @@ void AutoTpOptions::UseTransformersPlan(const ModelSpec& spec) {
   }
   for (const autotp::HfTpPlanEntry& e : *plan) {
     const std::string pattern = e.pattern, style = e.style;
-    if (pattern == "lm_head" || pattern == "embed_out") continue;
+    // The CausalLM's lm_head entry is "colwise_gather_output" (PR #8146): a column LinearLayer
+    // whose logits are all-gathered, drawn as gather_from_tp (sim/param_sharding.cc VocabSplitOf
+    // prices the same).
     TpLayerSpec s;
     s.partition = style.starts_with("colwise") ? TpPartition::kColumn
                   : style == "rowwise"         ? TpPartition::kRow
@@ -336,7 +338,12 @@ Result<bool> AutoTpPass::Run(Graph& g) {
 
   // Rewrite. Shapes first: column outputs and the region between column and row.
   const SymExpr t = SymExpr::Symbol(options_.symbol);
+  // A gathered column computes its out/T features (the matmul the schedule prices) and the
+  // gather_from_tp after it restores all of them.
+  std::map<Node*, graph::Shape> gathered_full;
   for (Node* c : gathered) {
+    gathered_full[c] = *c->shape;
+    c->shape->back() = c->shape->back() / t;
     if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = c->param_shape->front() / t;
   }
   for (Node* c : columns) {
@@ -387,12 +394,12 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     for (Node* r : readers) g.SetArg(r, 0, copy);
   }
   // The tp collective every reader of `n` then reads instead.
-  auto follow_with = [&](Node* n, std::string_view op) {
+  auto follow_with = [&](Node* n, std::string_view op, const std::optional<graph::Shape>& shape = std::nullopt) {
     Node* c = g.InsertAfter(n, {.name = n->name + "_" + std::string(op),
                                 .op = std::string(op),
                                 .args = {n},
                                 .module = graph::ModuleParent(n->module),
-                                .shape = n->shape,
+                                .shape = shape ? shape : n->shape,
                                 .group = "tp"});
     g.ReplaceAllUsesWith(n, c);
   };
@@ -400,7 +407,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     const Role r = role_of(n);
     if (r == Role::kRow || r == Role::kExperts) follow_with(n, graph::ops::kReduceFromTp);
   }
-  for (Node* n : gathered) follow_with(n, graph::ops::kGatherFromTp);
+  for (Node* n : gathered) follow_with(n, graph::ops::kGatherFromTp, gathered_full[n]);
   g.EliminateDeadCode();
   return true;
 }

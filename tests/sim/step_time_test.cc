@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/flops.h"
+#include "sim/memory_model.h"
 #include "tests/sim/time_test_util.h"
 
 namespace dsp::sim {
@@ -95,6 +96,38 @@ TEST(StepTimeTest, WorkedExampleNumbersAreInTheDocs) {
                              "55,580 tokens/s", "36.16 %", "step 0.517907 s"}) {
     EXPECT_NE(text.str().find(quoted), std::string::npos) << quoted;
   }
+}
+
+// Without a preset DeepSpeed 0.19.6 converts transformers' tp_plan, whose lm_head entry is
+// "colwise_gather_output" (tp_plan_converter.py, PR #8146): the head holds V/T rows, its matmul
+// runs on V/T columns and gather_from_tp_region all-gathers the [tokens, V] logits; copy_to_tp's
+// backward all-reduces the head's input gradient. With the llama preset the head stays whole.
+TEST(StepTimeTest, TransformersPlanShardsLmHeadAndGathersTheLogits) {
+  auto run = [](bool preset) {
+    Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                                  "tensor_parallel": {"autotp_size": 2}})");
+    if (preset) config["tensor_parallel"]["preset_model"] = "llama";
+    auto c = std::make_unique<SimCase>(config, 8, 8, "llama-3-8b.json");
+    c->input.workload = {.seq_len = 4096, .micro_batch = 1, .grad_accum = 1};
+    return c;
+  };
+  auto plan = run(false), preset = run(true);
+  const TimeReport r = EstimateStepTime(plan->input);
+  const CollectiveCall* logits = Find(r, "tp_lm_head_logits_all_gather", GroupKind::kTp);
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(logits->bytes_per_call, 4096.0 * 128256 * 2);  // tokens x vocabulary, bf16
+  EXPECT_EQ(logits->calls_per_step, 1);
+  const CollectiveCall* input_grad = Find(r, "tp_lm_head_input_all_reduce", GroupKind::kTp);
+  ASSERT_NE(input_grad, nullptr);
+  EXPECT_EQ(input_grad->bytes_per_call, 4096.0 * 4096 * 2);
+  const TimeReport whole = EstimateStepTime(preset->input);
+  EXPECT_EQ(Find(whole, "tp_lm_head_logits_all_gather", GroupKind::kTp), nullptr);
+  // The head's parameters: 128256 x 4096 whole, half of them per rank from the plan.
+  const MemoryReport m = EstimateMemory(plan->input), mw = EstimateMemory(preset->input);
+  EXPECT_NEAR(m.by_family.at(ParamFamily::kLmHead).parameters_bytes * 2,
+              mw.by_family.at(ParamFamily::kLmHead).parameters_bytes, 1.0);
+  EXPECT_LT(r.compute_seconds, whole.compute_seconds);  // the head's matmul on V/2 columns
 }
 
 TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {

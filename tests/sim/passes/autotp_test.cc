@@ -190,7 +190,11 @@ TEST(AutoTpPassTest, GatherOutputShardsTheWeightAndGathersTheOutput) {
   const graph::Node* up = g.Find("layers_0_mlp_up_proj");
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(graph::ShapeToString(*up->param_shape), "[F/T, H]");
-  EXPECT_EQ(graph::ShapeToString(*up->shape), "[B, S, F]");
+  // The column computes its F/T features (module_inject/layers.py LinearLayer.forward: the local
+  // matmul, then gather_from_tp_region); the gather restores all F for the next reader.
+  EXPECT_EQ(graph::ShapeToString(*up->shape), "[B, S, F/T]");
+  ASSERT_EQ(up->users.size(), 1u);
+  EXPECT_EQ(graph::ShapeToString(*up->users.front()->shape), "[B, S, F]");
   EXPECT_EQ(CountOp(g, graph::ops::kGatherFromTp, "model.layers.0.mlp"), 3);
   EXPECT_EQ(CountOp(g, graph::ops::kReduceFromTp, "model.layers.0"), 0);
   // One copy_to_tp for gate and up (they share their input), one for down.

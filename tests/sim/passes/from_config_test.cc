@@ -97,12 +97,42 @@ TEST(PipelineForConfigTest, GroupSizesComeFromThePlan) {
   // World 2 = one tp group: dp is 1, nothing to reduce over dp; tp collectives stay.
   graph::Graph alone = run(2);
   EXPECT_EQ(CountOp(alone, graph::ops::kReduceScatter, ""), 0);
-  EXPECT_EQ(CountOp(alone, graph::ops::kCopyToTp, ""), 4);
+  // Two per layer, and lm_head's: without a preset it is transformers' colwise_gather_output.
+  EXPECT_EQ(CountOp(alone, graph::ops::kCopyToTp, ""), 5);
   graph::Graph four = run(4);
   EXPECT_EQ(CountOp(four, graph::ops::kReduceScatter, ""), 21);
   EXPECT_EQ(four.Find("reduce_grad_layers_0_self_attn_q_proj_weight")->group, "dp");
   EXPECT_EQ(graph::ShapeToString(*four.Find("reduce_grad_layers_0_self_attn_q_proj_weight")->shape),
             "[N*D*H/T/DP]");
+}
+
+// transformers' LlamaForCausalLM._tp_plan = {"lm_head": "colwise_gather_output"}: without a
+// preset or partition_config DeepSpeed 0.19.6 converts it (tp_plan_converter.py, PR #8146), so
+// lm_head is a column LinearLayer holding V/T rows whose logits gather_from_tp_region all-gathers;
+// with the llama preset lm_head stays whole.
+TEST(PipelineForConfigTest, WithoutAPresetLmHeadGathersTheLogits) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("tiny-llama.json");
+  for (const bool preset : {false, true}) {
+    Json config = Json::parse(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2}})");
+    if (preset) config["tensor_parallel"]["preset_model"] = "llama";
+    auto pipeline = PipelineForConfig({.model = &model, .config = &config});
+    ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+    auto g = graph::BuildModelGraph(model);
+    ASSERT_TRUE(pipeline->Run(*g).ok());
+    const graph::Node* head = g->Find("lm_head");
+    ASSERT_NE(head, nullptr);
+    EXPECT_EQ(graph::ShapeToString(*head->param_shape), preset ? "[V, H]" : "[V/T, H]") << preset;
+    EXPECT_EQ(CountOp(*g, graph::ops::kGatherFromTp, ""), preset ? 0 : 1) << preset;
+    if (!preset) {
+      // The head computes V/T logit columns; gather_from_tp restores all V (ZeRO's gradient
+      // reduction is its other reader).
+      EXPECT_EQ(graph::ShapeToString(*head->shape), "[B, S, V/T]");
+      const graph::Node* gather = g->Find("lm_head_gather_from_tp");
+      ASSERT_NE(gather, nullptr);
+      EXPECT_EQ(gather->args.front(), head);
+      EXPECT_EQ(graph::ShapeToString(*gather->shape), "[B, S, V]");
+    }
+  }
 }
 
 TEST(PipelineForConfigTest, UlyssesReducesOverTheSequenceDataParallelGroup) {

@@ -446,6 +446,13 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   } else if (zero.stage == 1 && zero.overlap_comm && sizes.pp == 1) {
     grad_schedule = CommSchedule::kBoundaryOverlap;
   }
+  // DeepCompile ZeRO-1/2: reduce_grad all-reduces each gradient bucket on its own NCCL
+  // communicator while the backward graph runs (z1.cpp / z2.cpp), ZeRO-1 only in the boundary
+  // micro-step's backward.
+  if (zero.deepcompile && zero.stage <= 2) {
+    grad_kind = CollectiveKind::kAllReduce;
+    grad_schedule = zero.stage == 1 ? CommSchedule::kBoundaryOverlap : CommSchedule::kBackwardOverlap;
+  }
   if (qgz && grad_kind == CollectiveKind::kReduceScatter) {
     // qgZ (stage3.py __avg_scatter_grads -> all_to_all_quant_reduce): each bucket is quantized to
     // int4 (numel / 2 bytes), exchanged inside the node, reduced and requantized to numel / L

@@ -6,6 +6,8 @@
 // optimizers use (offload_param only at stage 3, no offload at stage 0, ratio only at stage 3).
 #include "sim/sim_input.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 #include <string>
@@ -97,6 +99,10 @@ ZeroSettings ReadZeroSettings(const Json& config) {
       ds_semantics::PydanticBool(v, std::string(kZero) + "offload_optimizer/pin_memory", true).value_or(true);
   z.param_pin_memory =
       ds_semantics::PydanticBool(v, std::string(kZero) + "offload_param/pin_memory", true).value_or(true);
+  const auto lists = [&pc](const char* pass) {
+    return std::find(pc.compile_passes.begin(), pc.compile_passes.end(), pass) != pc.compile_passes.end();
+  };
+  z.deepcompile = pc.deepcompile && z.stage >= 1 && !lists("autosp") && !lists("autotp");
   return z;
 }
 

@@ -58,6 +58,16 @@ struct ZeroSettings {
   // done (CUDA Runtime API, "API synchronization behavior"): it blocks the step.
   bool optimizer_pin_memory = true;
   bool param_pin_memory = true;
+  // DeepCompile runs ZeRO (compile.deepcompile at stage 1-3 with neither the autosp nor the autotp
+  // pass listed: engine.py get_deepspeed_compile_backend picks get_deepcompile_backend; stage 0
+  // falls back to plain torch.compile). Its ZeRO-1/2 reduce every gradient with an all-reduce
+  // (csrc/compile/z1.cpp, z2.cpp: ncclAllReduce, then each rank copies its slice), ZeRO-1 at the
+  // accumulation boundary and ZeRO-2 every micro-step, inside the backward graph (reduce_grad
+  // after each gradient). Its ZeRO-3 starts with every parameter non-persistent (init_z3.py:
+  // p.ds_persist = False) and, after WARMUP steps, selective_gather makes parameters persistent
+  // again within the profiled memory headroom and prefetch moves gathers earlier: both follow a
+  // run-time profile, so ZeRO-3's gathers are priced as eager ZeRO-3's (docs/cost-model.md).
+  bool deepcompile = false;
 };
 
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).

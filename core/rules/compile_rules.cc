@@ -167,6 +167,19 @@ void CheckDispatch(RuleContext& ctx, const std::vector<std::string>& passes) {
                *stage == 3 ? "remove \"z1\", or write \"z3\" to match stage 3"
                            : "remove \"z3\" (a ZeRO-3 schedule needs zero_optimization.stage 3)");
   }
+  // init_z1_and_2 / init_z3 (0.19.6): dc.init(engine.data_parallel_group, ...) builds DeepCompile's
+  // one NCCL communicator, and every parameter of the optimizer's groups is registered with it;
+  // nothing in deepspeed/compile knows AutoEP's expert groups. (Folded AutoEP is refused outright:
+  // ep-fold-deepcompile.)
+  if (pc.autoep_enabled && pc.ep > 1 && pc.tp <= 1) {
+    ctx.Report("compile-deepcompile-expert-groups", "/compile/deepcompile",
+               "DeepCompile runs ZeRO here, and it reduces (and at stage 3 gathers) every parameter over "
+               "engine.data_parallel_group (init_z1_and_2 / init_z3: dc.init): AutoEP's routed experts, which "
+               "eager ZeRO partitions and reduces over their expert-data-parallel group, get no group of "
+               "their own, although the ranks of that group hold different experts",
+               "turn compile.deepcompile off for AutoEP models (eager ZeRO keeps the expert groups), or "
+               "check the expert gradients against an eager run before training");
+  }
 
   if (*stage != 3) return;
   // init_z3 (compile/init_z3.py), in its order.
@@ -248,6 +261,14 @@ RuleSet CompileRules() {
        "the autosp pass with ZeRO stage 2 or 3",
        "get_autosp_backend logs (info level) that AutoSP does not compose with ZeRO stage 2 and 3 "
        "and falls back to plain torch.compile: the run has no sequence parallelism.",
+       ""},
+      {"compile-deepcompile-expert-groups", Severity::kWarning, "compile",
+       "DeepCompile ZeRO with AutoEP experts",
+       "init_z1_and_2 and init_z3 call dc.init(engine.data_parallel_group, ...) and register every "
+       "parameter of the optimizer's groups with that one communicator; deepspeed/compile has no "
+       "notion of AutoEP's expert-data-parallel groups, over which eager ZeRO partitions and reduces "
+       "the routed experts (stage_1_and_2.py real_dp_process_group, stage3.py ds_process_group). "
+       "Read from the source, not run: a warning, not an error.",
        ""},
       {"compile-zero-stage0", Severity::kWarning, "compile", "DeepCompile with ZeRO stage 0",
        "Without the autosp/autotp passes, DeepCompile is the ZeRO backend; get_deepcompile_backend "

@@ -91,6 +91,7 @@ ZeroOptions ZeroOptionsFor(const ModelSpec& model, const Json& config, const Par
   }
   o.fold_tp = pc.autoep_enabled && pc.tp > 1 ? pc.tp : 1;
   o.persistence_threshold = static_cast<int64_t>(zero.param_persistence_threshold);
+  o.deepcompile = zero.deepcompile;
   o.values = graph::ModelSymbolValues(model, 1, 1);
   o.values["T"] = std::max<int64_t>(pc.tp, 1);
   o.values["EP"] = std::max<int64_t>(pc.ep, 1);

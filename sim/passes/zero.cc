@@ -137,7 +137,7 @@ Result<bool> ZeroPass::Run(Graph& g) {
       after = grad;
     }
     if (partitioned) {
-      const bool scatter = stage >= 2;
+      const bool scatter = stage == 3 || (stage == 2 && !options_.deepcompile);
       g.InsertAfter(after, {.name = "reduce_grad_" + tag,
                             .op = std::string(scatter ? graph::ops::kReduceScatter
                                                       : graph::ops::kAllReduce),

@@ -38,6 +38,9 @@ struct ZeroOptions {
   // stage3_param_persistence_threshold: parameters with fewer elements stay whole on every rank
   // (no gather/release). Needs `values` to count elements; unbound symbols count as large.
   int64_t persistence_threshold = 0;
+  // DeepCompile's ZeRO (ZeroSettings::deepcompile): stage 1/2 gradients are all-reduced (z1.cpp,
+  // z2.cpp), not reduce-scattered.
+  bool deepcompile = false;
   graph::SymbolValues values;
 };
 

@@ -354,7 +354,11 @@ class Builder {
   bool ReducesIn(int m) const { return in_.zero.stage >= 2 || m == micro_steps_ - 1; }
   // ZeRO-0 (engine all-reduce) and ZeRO-1 without overlap_comm reduce after backward; ZeRO-2/3 and
   // ZeRO-1 with overlap_comm as buckets fill during backward.
-  bool ReducesDuringBackward() const { return in_.zero.stage >= 2 || (in_.zero.stage == 1 && in_.zero.overlap_comm); }
+  // DeepCompile's ZeRO-1 reduces inside the boundary micro-step's backward graph whatever
+  // overlap_comm says (reduce_grad after each gradient, z1.cpp).
+  bool ReducesDuringBackward() const {
+    return in_.zero.stage >= 2 || (in_.zero.stage == 1 && (in_.zero.overlap_comm || in_.zero.deepcompile));
+  }
 
   void FlushBucket(const std::string& key, GroupKind group, CollectiveKind kind, int stream, int m,
                    std::vector<int> extra_deps = {}) {
@@ -430,7 +434,8 @@ class Builder {
     b.deps.push_back(task);
     if (b.elements >= in_.zero.reduce_bucket_size) {
       // ZeRO-2 without overlap_comm reduces inside the backward hook, on the compute stream.
-      const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 ? ReduceStreamOf(*group) : kComputeStream;
+      const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 || in_.zero.deepcompile ? ReduceStreamOf(*group)
+                                                                                           : kComputeStream;
       FlushBucket(key, *group, kind, stream, m);
     }
     reduce_kind_[key] = {*group, kind};

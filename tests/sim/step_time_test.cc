@@ -130,6 +130,33 @@ TEST(StepTimeTest, TransformersPlanShardsLmHeadAndGathersTheLogits) {
   EXPECT_LT(r.compute_seconds, whole.compute_seconds);  // the head's matmul on V/2 columns
 }
 
+// DeepCompile's ZeRO-1/2 (csrc/compile/z1.cpp, z2.cpp, 0.19.6): reduce_grad all-reduces each
+// bucket (ncclAllReduce, then each rank copies its slice) inside the backward graph; ZeRO-1 only
+// in the boundary micro-step, ZeRO-2 in every one. Eager ZeRO-2 reduce-scatters.
+TEST(StepTimeTest, DeepCompileZeroReducesGradientsWithAllReduce) {
+  auto reduce = [](int stage, bool deepcompile) {
+    Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})");
+    config["zero_optimization"] = {{"stage", stage}};
+    if (deepcompile) config["compile"] = {{"deepcompile", true}};
+    SimCase c(config, 8, 8, "llama-3-8b.json");
+    c.input.zero = ReadZeroSettings(config);
+    c.input.workload = {.seq_len = 4096, .micro_batch = 1, .grad_accum = 4};
+    const TimeReport r = EstimateStepTime(c.input);
+    const CollectiveCall* call = Find(r, "dp_grad_reduce", GroupKind::kDp);
+    EXPECT_NE(call, nullptr);
+    return call != nullptr ? *call : CollectiveCall{};
+  };
+  const CollectiveCall eager2 = reduce(2, false), dc2 = reduce(2, true), eager1 = reduce(1, false),
+                       dc1 = reduce(1, true);
+  EXPECT_EQ(eager2.kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(dc2.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(dc2.calls_per_step, eager2.calls_per_step);  // every micro-step, the same buckets
+  EXPECT_GT(dc2.seconds, 1.9 * eager2.seconds);           // an all-reduce moves twice the bytes
+  EXPECT_EQ(dc1.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(dc1.calls_per_step, eager1.calls_per_step);  // once per step, at the boundary
+  EXPECT_EQ(dc2.calls_per_step, 4 * dc1.calls_per_step);
+}
+
 TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
   // AutoTP 2 x AutoEP 4 on 2 nodes of 4: tp [0,1].., ep [0-3] [4-7], dp [0,2,4,6]*, edp [0,4]*.
   SimCase c(LoadSampleConfig("folding-tp2-ep4.json"), 8, 4, "mixtral-8x7b.json");

@@ -79,5 +79,22 @@ TEST(ZeroSettingsTest, DeprecatedAndLegacyForms) {
   EXPECT_EQ(Read(R"({"zero_optimization": {"stage": "auto"}})").stage, 0);
 }
 
+// engine.py get_deepspeed_compile_backend (0.19.6): the autosp and autotp passes take the compile
+// backend, otherwise get_deepcompile_backend runs ZeRO, which falls back to torch.compile at
+// stage 0.
+TEST(ZeroSettingsTest, DeepCompileRunsZeroUnlessAPassOrStageZeroTakesOver) {
+  EXPECT_TRUE(Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 2}})").deepcompile);
+  EXPECT_TRUE(Read(R"({"compile": {"deepcompile": true, "passes": ["z1"]}, "zero_optimization": {"stage": 1}})").deepcompile);
+  EXPECT_FALSE(Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 0}})").deepcompile);
+  EXPECT_FALSE(Read(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}, "zero_optimization": {"stage": 1}})").deepcompile);
+  EXPECT_FALSE(Read(R"({"compile": {"deepcompile": false}, "zero_optimization": {"stage": 2}})").deepcompile);
+  EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 3}})").deepcompile);
+  // ZeRO-3's persistence after selective_gather follows a run-time profile: the threshold stays.
+  const ZeroSettings z3 = Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 3,
+                                   "stage3_param_persistence_threshold": 1e6}})");
+  EXPECT_TRUE(z3.deepcompile);
+  EXPECT_EQ(z3.param_persistence_threshold, 1e6);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -101,6 +101,22 @@ TEST(CompileRulesTest, ZeroPassFollowsStage) {
                  "compile-zero-pass-ignored");
 }
 
+// init_z1_and_2.py / init_z3.py (0.19.6): dc.init(engine.data_parallel_group, ...), one
+// communicator for every registered parameter; AutoEP's expert groups are unknown to it.
+TEST(CompileRulesTest, DeepCompileZeroWithAutoEpExperts) {
+  const std::string ep = R"("expert_parallel": {"enabled": true, "autoep_size": 4, "preset_model": "mixtral"})";
+  auto r = Validate(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 2}, )" + ep + "}");
+  EXPECT_DIAG(r, "compile-deepcompile-expert-groups", "/compile/deepcompile");
+  EXPECT_TRUE(MessageHas(r, "compile-deepcompile-expert-groups", "engine.data_parallel_group"));
+  // Eager ZeRO, the AutoSP backend and ZeRO stage 0 (plain torch.compile) keep the expert groups.
+  EXPECT_NO_DIAG(Validate(R"({"zero_optimization": {"stage": 2}, )" + ep + "}"), "compile-deepcompile-expert-groups");
+  EXPECT_NO_DIAG(Validate(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}, "zero_optimization": {"stage": 1}, )" +
+                          ep + "}"),
+                 "compile-deepcompile-expert-groups");
+  EXPECT_NO_DIAG(Validate(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 0}, )" + ep + "}"),
+                 "compile-deepcompile-expert-groups");
+}
+
 TEST(CompileRulesTest, Stage3OffloadConflicts) {
   auto opt = Validate(R"({"compile": {"deepcompile": true, "offload_opt_states": true},
                           "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/x"}}})");

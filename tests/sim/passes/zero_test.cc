@@ -14,6 +14,7 @@
 #include "sim/passes/autoep.h"
 #include "sim/passes/autosp.h"
 #include "sim/passes/autotp.h"
+#include "sim/passes/from_config.h"
 #include "sim/passes/pipeline.h"
 #include "tests/sim/passes/pass_test_util.h"
 
@@ -203,6 +204,36 @@ TEST(ZeroPassTest, Rejections) {
   r = no_shape.Run(*parsed);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "%y: reads w but has no param_shape");
+}
+
+}  // namespace
+}  // namespace dsp::sim::passes
+
+namespace dsp::sim::passes {
+namespace {
+
+// DeepCompile's ZeRO-1/2 (init_z1_and_2, 0.19.6): gradients are all-reduced (z1.cpp / z2.cpp
+// ncclAllReduce): from a config, through PipelineForConfig, as visualize and the schedule build it.
+TEST(ZeroPassTest, DeepCompileAllReducesAtStageTwo) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("tiny-llama.json");
+  auto run = [&](const char* json) {
+    const Json config = Json::parse(json);
+    PlanInputs inputs;
+    inputs.world_size = 4;
+    auto plan = BuildPlan(config, inputs);
+    EXPECT_TRUE(plan.ok());
+    auto pipeline = PipelineForConfig({.model = &model, .config = &config, .plan = &*plan});
+    EXPECT_TRUE(pipeline.ok());
+    auto g = graph::BuildModelGraph(model);
+    EXPECT_TRUE(pipeline->Run(*g).ok());
+    return std::move(g).value();
+  };
+  const graph::Graph eager = run(R"({"train_batch_size": 4, "zero_optimization": {"stage": 2}})");
+  const graph::Graph compiled =
+      run(R"({"train_batch_size": 4, "zero_optimization": {"stage": 2}, "compile": {"deepcompile": true}})");
+  EXPECT_EQ(CountAll(eager, graph::ops::kReduceScatter), kTinyLlamaParams);
+  EXPECT_EQ(CountAll(compiled, graph::ops::kReduceScatter), 0);
+  EXPECT_EQ(CountAll(compiled, graph::ops::kAllReduce), kTinyLlamaParams);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "sim/schedule/simulator.h"
 #include "sim/step_time.h"
 #include "tests/sim/schedule/schedule_test_util.h"
@@ -78,6 +80,29 @@ TEST(ProgramTest, AutoEpBytesAgreeWithTheClosedForm) {
     EXPECT_DOUBLE_EQ(a2a, 2.0 * 32 * 2 * 2 * (2.0 * 4096 * 2 / tp) * 4096 * 2) << "tp " << tp;
     EXPECT_DOUBLE_EQ(restore_gather, ClosedFormBytes(r, "fold_restore_all_gather")) << "tp " << tp;
     EXPECT_DOUBLE_EQ(restore_reduce, ClosedFormBytes(r, "fold_restore_backward_all_reduce")) << "tp " << tp;
+  }
+}
+
+// DeepCompile's ZeRO (z1.cpp / z2.cpp, 0.19.6): gradient buckets are all-reduced inside the
+// backward graph, ZeRO-1 in the boundary micro-step only, ZeRO-2 in every micro-step.
+TEST(ProgramTest, DeepCompileZeroAllReducesInsideBackward) {
+  for (int stage : {1, 2}) {
+    Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                                  "compile": {"deepcompile": true}})");
+    config["zero_optimization"] = {{"stage", stage}};
+    ScheduleCase c(ScheduleCase::InlineConfig{config}, 8, 8, "llama-3-8b.json", 1, 2048, 3);
+    std::set<int> micros;
+    int buckets = 0;
+    for (const Task& t : c.program.tasks) {
+      if (!IsGradBucket(t)) continue;
+      ++buckets;
+      micros.insert(t.micro);
+      EXPECT_EQ(t.kind, CollectiveKind::kAllReduce) << "stage " << stage;
+      EXPECT_EQ(t.phase, Phase::kBackward) << "stage " << stage << ": " << t.name;
+    }
+    EXPECT_GT(buckets, 0);
+    const std::set<int> expected = stage == 1 ? std::set<int>{2} : std::set<int>{0, 1, 2};
+    EXPECT_EQ(micros, expected) << "stage " << stage;
   }
 }
 

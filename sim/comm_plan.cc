@@ -230,7 +230,7 @@ WireBytes WireBytesPerElement(const SimInput& in) {
   const double bpe = in.workload.bytes_per_param;
   w.gradient = in.workload.gradient_bytes_per_element > 0 ? in.workload.gradient_bytes_per_element : bpe;
   if (in.precision.communication_bytes > 0) w.gradient = in.precision.communication_bytes;
-  if (in.plan != nullptr && in.plan->sizes.sp > 1 && !in.engine.megatron()) {
+  if (in.plan != nullptr && SequenceShards(in) > 1 && !in.engine.megatron()) {
     w.gradient = in.precision.seq_parallel_communication_bytes;
   }
   w.param_gather = bpe;
@@ -268,7 +268,7 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   const EngineSettings& engine = in.engine;
   const double bpe = in.workload.bytes_per_param;
   const double tokens =
-      static_cast<double>(in.workload.micro_batch * in.workload.seq_len) / sizes.sp;
+      static_cast<double>(in.workload.micro_batch * in.workload.seq_len) / SequenceShards(in);
   const double h = static_cast<double>(m.hidden_size);
   const double d = static_cast<double>(m.head_dim);
   const double top_k = static_cast<double>(m.num_experts_per_tok);
@@ -344,14 +344,16 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
 
   // Ulysses/AutoSP: all-to-alls after q, k, v and on the attention output, mirrored in backward.
   // A rank's send buffer is its s/sp tokens of every head; K/V heads are repeated up to sp.
-  const double ulysses_calls = 2.0 * layers * (fwd_passes + 1.0);
-  const double q_width = static_cast<double>(m.num_attention_heads) * d;
-  const double kv_width =
-      std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp) * d;
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * q_width * bpe,
-           ulysses_calls, critical);
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * kv_width * bpe,
-           ulysses_calls, critical);
+  if (SequenceShards(in) > 1) {
+    const double ulysses_calls = 2.0 * layers * (fwd_passes + 1.0);
+    const double q_width = static_cast<double>(m.num_attention_heads) * d;
+    const double kv_width =
+        std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp) * d;
+    plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * q_width * bpe,
+             ulysses_calls, critical);
+    plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * kv_width * bpe,
+             ulysses_calls, critical);
+  }
 
   if (autoep && m.is_moe()) {
     // Dispatch and combine carry k x tokens rows of h (split over the TP peers when folded),

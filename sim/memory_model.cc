@@ -126,7 +126,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.megatron();
   shape.tp = EffectiveTp(s.tp);
-  shape.ulysses_sp = s.sp;
+  shape.ulysses_sp = SequenceShards(in);
   shape.top_k = m.num_experts_per_tok;
   shape.expert_ffn = m.moe_intermediate_size;
   shape.shared_expert_ffn = m.shared_expert_intermediate_size;

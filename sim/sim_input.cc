@@ -45,6 +45,17 @@ bool OffloadsTo(const ConfigView& v, const std::string& section, const std::stri
 
 }  // namespace
 
+bool AutoSpFallsBack(const ParallelConfig& pc) {
+  const bool autosp =
+      std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autosp") != pc.compile_passes.end();
+  return pc.deepcompile && autosp && pc.zero_stage.or_default(0) >= 2;
+}
+
+int64_t SequenceShards(const SimInput& in) {
+  if (in.plan == nullptr) return 1;
+  return AutoSpFallsBack(in.plan->parallel) ? 1 : std::max<int64_t>(in.plan->sizes.sp, 1);
+}
+
 ZeroSettings ReadZeroSettings(const Json& config) {
   ConfigView v(config);
   ZeroSettings z;

@@ -174,4 +174,14 @@ struct SimInput {
   GroupLinkCache* link_cache = nullptr;
 };
 
+// Whether the AutoSP compile pass falls back: compile.deepcompile with "autosp" in compile.passes
+// at ZeRO stage 2 or 3 (engine.py get_autosp_backend, 0.19.6: "Currently AutoSP does not compose
+// with ZeRO stage 2 and 3. Falling back to the torch compiler." and no sequence parallelism). The
+// sequence-parallel groups still exist; every rank of one runs the whole sequence.
+bool AutoSpFallsBack(const ParallelConfig& pc);
+// The ways each sequence is split inside a layer: the sequence-parallel size, or 1 when AutoSP
+// falls back.
+int64_t SequenceShards(const SimInput& input);
+
+
 }  // namespace dsp::sim

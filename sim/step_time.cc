@@ -137,7 +137,7 @@ ShardShape ShapeFor(const SimInput& in) {
   shard.micro_batch = in.workload.micro_batch;
   shard.seq_len = in.workload.seq_len;
   shard.tp = plan.sizes.tp;
-  shard.sp = plan.sizes.sp;
+  shard.sp = SequenceShards(in);
   shard.ep = plan.sizes.ep;
   shard.expert_parallel = plan.sizes.expert_parallel;
   shard.bytes_per_element = in.workload.bytes_per_param;
@@ -315,7 +315,7 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   if (input.workload.recompute == Recompute::kFull && input.checkpointing.cpu_checkpointing &&
       input.cluster->host_to_device_bytes_per_second > 0) {
     const double tokens = static_cast<double>(input.workload.micro_batch * input.workload.seq_len) /
-                          std::max(plan.sizes.sp, 1);
+                          SequenceShards(input);
     // One layer's checkpointed input: T x h 16-bit values (Korthikanti's 2sbh bytes).
     double per_layer =
         tokens * static_cast<double>(input.model->hidden_size) * input.workload.bytes_per_param;

@@ -12,6 +12,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
+#include "apps/ds-plan/sim_setup.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/json/hjson_parser.h"
 #include "core/plan/plan.h"
@@ -133,6 +134,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     std::cerr << RenderText({report}, StyleFor(stderr));
     return kExitFindings;
   }
+  PrintWarnings(report);
   // Validation passed, so the text parses; the passes read the same config.
   const Json config_json = ParseDeepSpeedConfig(args.config, std::move(text).value()).doc.root;
   // With a world size the ZeRO pass knows which groups have peers (dp = 1: nothing to reduce).

@@ -120,6 +120,7 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   int code = kExitOk;
   std::unique_ptr<SimSetup> s = PrepareSimulation(args.sim, &code);
   if (!s) return code;
+  PrintWarnings(s->eval->report);
   // --full simulates every rank, so without --ranks it draws every rank too.
   std::string shown = args.ranks;
   if (args.full && !args.ranks_given) {

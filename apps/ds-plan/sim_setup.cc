@@ -125,6 +125,13 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   return Status::Ok();
 }
 
+void PrintWarnings(const FileReport& report) {
+  FileReport warnings = report;
+  std::erase_if(warnings.diagnostics, [](const Diagnostic& d) { return d.severity != Severity::kWarning; });
+  if (warnings.diagnostics.empty()) return;
+  std::cerr << RenderText({warnings}, StyleFor(stderr));
+}
+
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   sim::PlanKnobs k;
   k.world_size = args.world.world_size;

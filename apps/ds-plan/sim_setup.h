@@ -63,6 +63,11 @@ struct SimSetup {
 // did not give takes the note's value; `notes` says which were taken.
 Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>* notes);
 
+// Prints the report's warnings (not its notes) to stderr as validate renders them, so a command
+// that draws or schedules a config says what validate would: a fallback DeepSpeed takes, a setting
+// it ignores. Nothing when there are none.
+void PrintWarnings(const FileReport& report);
+
 // The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
 // the flags' own checks cannot catch (an unknown DeepSpeed version).
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args);

@@ -140,7 +140,8 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
     const ZeroSettings zero = ReadZeroSettings(config);
     if (pc.autoep_enabled) wanted.push_back("autoep");
     if (pc.tp > 1 || Lists(pc.compile_passes, "autotp")) wanted.push_back("autotp");
-    if (pc.sp > 1 || Lists(pc.compile_passes, "autosp")) wanted.push_back("autosp");
+    // AutoSP with ZeRO-2/3 under DeepCompile falls back to plain torch.compile: no rewrite.
+    if ((pc.sp > 1 || Lists(pc.compile_passes, "autosp")) && !AutoSpFallsBack(pc)) wanted.push_back("autosp");
     // Every stage reduces gradients: ZeRO-0's engine all-reduces them after backward
     // (engine.py allreduce_gradients), which the zero pass draws as it does for stages 1-3.
     (void)zero;

@@ -206,6 +206,11 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
       !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
     e->notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
   }
+  if (AutoSpFallsBack(e->plan.parallel)) {
+    e->notes.push_back("AutoSP falls back at ZeRO stage " + std::to_string(e->plan.zero_stage) +
+                       " (plain torch.compile): priced without sequence parallelism, every rank of a "
+                       "sequence-parallel group running the whole sequence");
+  }
   if (model.assumed_llama_like) {
     e->notes.push_back("model_type \"" + model.model_type + "\" is unknown: counted as a llama-like decoder");
   }

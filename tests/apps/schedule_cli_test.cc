@@ -47,6 +47,17 @@ class ScheduleCliTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+// engine.py get_autosp_backend (0.19.6): AutoSP with ZeRO-3 falls back to plain torch.compile.
+// The schedule prints validate's warning, says how it priced the fallback, and has no all-to-all.
+TEST_F(ScheduleCliTest, AutoSpFallbackIsSaidAndScheduledWithoutAllToAll) {
+  const auto r = RunCli(kSp + " --set zero_optimization.stage=3 -o " + Out("fallback.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[compile-autosp-zero-stage]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("priced without sequence parallelism"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("all_to_all"), std::string::npos) << r.output;
+  EXPECT_EQ(Read(Out("fallback.json")).find("a2a_"), std::string::npos);
+}
+
 TEST_F(ScheduleCliTest, WritesTimelineAndTraceWithASummary) {
   auto r = RunCli(kSp + " --ranks 0,5 -o " + Out("s.svg"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

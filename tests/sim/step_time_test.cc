@@ -157,6 +157,25 @@ TEST(StepTimeTest, DeepCompileZeroReducesGradientsWithAllReduce) {
   EXPECT_EQ(dc2.calls_per_step, 4 * dc1.calls_per_step);
 }
 
+// AutoSP falling back at ZeRO-2/3 (engine.py get_autosp_backend): the sequence-parallel groups
+// exist, but every rank runs the whole sequence and no all-to-all is issued.
+TEST(StepTimeTest, AutoSpFallbackRunsTheWholeSequenceOnEveryRank) {
+  auto estimate = [](int stage) {
+    Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+        "sequence_parallel_size": 4, "compile": {"deepcompile": true, "passes": ["autosp"]}})");
+    config["zero_optimization"] = {{"stage", stage}};
+    SimCase c(config, 8, 8, "llama-3-8b.json");
+    c.input.zero = ReadZeroSettings(config);
+    c.input.workload = {.seq_len = 8192, .micro_batch = 1, .grad_accum = 1};
+    EXPECT_EQ(SequenceShards(c.input), stage >= 2 ? 1 : 4);
+    return EstimateStepTime(c.input);
+  };
+  const TimeReport sharded = estimate(1), fallback = estimate(2);
+  EXPECT_NE(Find(sharded, "ulysses_all_to_all", GroupKind::kSp), nullptr);
+  EXPECT_EQ(Find(fallback, "ulysses_all_to_all", GroupKind::kSp), nullptr);
+  EXPECT_GT(fallback.compute_seconds, 3.5 * sharded.compute_seconds);  // 4x the tokens per rank
+}
+
 TEST(StepTimeTest, FoldingSampleCollectivesAndPlacement) {
   // AutoTP 2 x AutoEP 4 on 2 nodes of 4: tp [0,1].., ep [0-3] [4-7], dp [0,2,4,6]*, edp [0,4]*.
   SimCase c(LoadSampleConfig("folding-tp2-ep4.json"), 8, 4, "mixtral-8x7b.json");

@@ -135,6 +135,28 @@ TEST(PipelineForConfigTest, WithoutAPresetLmHeadGathersTheLogits) {
   }
 }
 
+// engine.py get_autosp_backend (0.19.6): at ZeRO stage 2/3 "Currently AutoSP does not compose
+// with ZeRO stage 2 and 3. Falling back to the torch compiler." and returns None: no rewrite.
+TEST(PipelineForConfigTest, AutoSpFallsBackAtZeroTwoAndThree) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("tiny-llama.json");
+  for (int stage : {0, 1, 2, 3}) {
+    Json config = Json::parse(R"({"sequence_parallel_size": 2, "compile": {"deepcompile": true, "passes": ["autosp"]}})");
+    config["zero_optimization"] = {{"stage", stage}};
+    auto pipeline = PipelineForConfig({.model = &model, .config = &config});
+    ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+    auto g = graph::BuildModelGraph(model);
+    ASSERT_TRUE(pipeline->Run(*g).ok());
+    EXPECT_EQ(CountOp(*g, graph::ops::kAllToAll, ""), stage >= 2 ? 0 : 4 * 2) << "stage " << stage;
+  }
+  // Eager Ulysses (no DeepCompile) composes with ZeRO-3.
+  const Json eager = Json::parse(R"({"sequence_parallel_size": 2, "zero_optimization": {"stage": 3}})");
+  auto pipeline = PipelineForConfig({.model = &model, .config = &eager});
+  ASSERT_TRUE(pipeline.ok());
+  auto g = graph::BuildModelGraph(model);
+  ASSERT_TRUE(pipeline->Run(*g).ok());
+  EXPECT_EQ(CountOp(*g, graph::ops::kAllToAll, ""), 8);
+}
+
 TEST(PipelineForConfigTest, UlyssesReducesOverTheSequenceDataParallelGroup) {
   const ModelSpec model = dsp::testing::ParsePresetOrDie("tiny-llama.json");
   const Json config = Json::parse(R"({"sequence_parallel_size": 2, "zero_optimization": {"stage": 1}})");

@@ -347,8 +347,18 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
   if (SequenceShards(in) > 1) {
     const double ulysses_calls = 2.0 * layers * (fwd_passes + 1.0);
     const double q_width = static_cast<double>(m.num_attention_heads) * d;
-    const double kv_width =
-        std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp) * d;
+    // Eager Ulysses repeats K/V heads up to sp; DeepCompile's AutoSP moves what SDPA receives,
+    // all N heads when the KV heads do not divide sp (transformers repeats them with a mask,
+    // validate's sp-autosp-kv-heads).
+    const ParallelConfig& pc = in.plan->parallel;
+    const bool compiled_autosp =
+        pc.deepcompile &&
+        std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autosp") != pc.compile_passes.end();
+    const double kv_heads_moved =
+        compiled_autosp && m.num_key_value_heads % sizes.sp != 0
+            ? static_cast<double>(m.num_attention_heads)
+            : std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp);
+    const double kv_width = kv_heads_moved * d;
     plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * q_width * bpe,
              ulysses_calls, critical);
     plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, tokens * kv_width * bpe,

@@ -186,6 +186,18 @@ void CheckModelAndSequence(RuleContext& ctx) {
                      " or vice versa\"",
                  "use a sequence-parallel size that divides " + Str(kv) +
                      " or is a multiple of it");
+    } else if (kv > 0 && kv % sp != 0 && pc.deepcompile &&
+               std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autosp") != pc.compile_passes.end()) {
+      ctx.Report("sp-autosp-kv-heads", at,
+                 "the AutoSP compile pass reshapes the key/value heads that reach "
+                 "scaled_dot_product_attention into " + Str(sp) + " groups (custom_ops/all_to_all.py), "
+                 "and this model has " + Str(kv) + ": it runs only when an attention mask makes "
+                 "transformers repeat K and V to all " + Str(heads) + " heads before SDPA (its sdpa "
+                 "path uses enable_gqa only without a mask), and then every K/V all-to-all moves " +
+                     Str(heads) + " heads; without a mask the reshape fails",
+                 "pass the attention mask to prepare_autosp_inputs, or use eager Ulysses "
+                 "(sequence_parallel_size without the autosp pass), which repeats K/V heads only up to " +
+                     Str(sp));
     }
     int64_t linear_layers = 0;
     for (int64_t i = 0; i < model->num_hidden_layers; ++i) {
@@ -344,6 +356,15 @@ RuleSet SequenceParallelRules() {
        "key/value heads and SP size do not divide each other (--model)",
        "Ulysses requires kv_heads % sp == 0 (heads split) or sp % kv_heads == 0 (kv heads "
        "replicated): \"KV attention head count K is not divisible by SP size S or vice versa\".",
+       ""},
+      {"sp-autosp-kv-heads", Severity::kWarning, "sequence_parallel",
+       "AutoSP compile pass with fewer key/value heads than the SP size divides",
+       "sp_compile.py inserts the all-to-all on the K and V tensors SDPA receives and "
+       "custom_ops/all_to_all.py reshapes their head dimension into sp groups; DeepSpeed neither "
+       "repeats nor checks KV heads there (eager Ulysses, ulysses_sp.py, repeats them). Which heads "
+       "SDPA receives is transformers' choice: with an attention mask its sdpa path calls repeat_kv "
+       "first (all N heads), without one it passes the KV heads with enable_gqa. ds-plan draws and "
+       "prices the mask case.",
        ""},
       {"sp-seq-len-divisible", Severity::kError, "sequence_parallel",
        "sequence length not divisible by the SP size (--seq-len)",

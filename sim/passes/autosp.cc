@@ -70,10 +70,21 @@ Result<bool> AutoSpPass::Run(Graph& g) {
                  ") not divisible by sequence_parallel_size " + sps +
                  ": the all-to-all scatters heads over the sp group"};
   }
-  if (options_.num_kv_heads <= 0 || options_.num_kv_heads % sp != 0) {
-    return Error{"key/value heads (" + std::to_string(options_.num_kv_heads) +
-                 ") not divisible by sequence_parallel_size " + sps +
-                 ": the all-to-all scatters k and v heads over the sp group"};
+  const int64_t kv = options_.num_kv_heads;
+  // Eager Ulysses repeats k/v heads when sp is a multiple of them (ulysses_sp.py:
+  // kv_replication_factor = world_size // kv_head_count) and otherwise needs them to divide.
+  const bool replicate_kv = !options_.compiled && kv > 0 && kv < sp && sp % kv == 0;
+  // The compile pass moves whatever heads reach SDPA: with an attention mask transformers' sdpa
+  // path repeats K/V to all N heads first (validate: sp-autosp-kv-heads), the only way KV heads
+  // that do not divide sp get through the reshape.
+  const bool repeat_to_all_heads = options_.compiled && kv > 0 && kv % sp != 0;
+  if (kv <= 0 || (kv % sp != 0 && !replicate_kv && !repeat_to_all_heads)) {
+    return Error{"key/value heads (" + std::to_string(kv) + ") not divisible by sequence_parallel_size " + sps +
+                 (options_.compiled
+                      ? ": the AutoSP all-to-all reshapes the k and v heads reaching SDPA into sp groups "
+                        "(custom_ops/all_to_all.py)"
+                      : std::string(": DeepSpeed's Ulysses needs the KV heads to divide sp or sp to divide them "
+                                    "(ulysses_sp.py UlyssesSPAttentionHF raises ValueError)"))};
   }
   if (options_.seq_len && *options_.seq_len % sp != 0) {
     return Error{"sequence length " + std::to_string(*options_.seq_len) +
@@ -126,6 +137,24 @@ Result<bool> AutoSpPass::Run(Graph& g) {
     const char* names[] = {"a2a_q_", "a2a_k_", "a2a_v_"};
     for (size_t j = 0; j < 3; ++j) {
       Node* x = s->args[j];
+      if (j > 0 && (replicate_kv || repeat_to_all_heads) && x->shape &&
+          (x->shape->size() == 4 || x->shape->size() == 3)) {
+        const SymExpr heads = repeat_to_all_heads ? SymExpr::Symbol("N") : p;
+        // [B, G, S/P, D] -> [B, P, S/P, D] (v unreshaped: [B, S/P, G*D] -> [B, S/P, P*D]): each
+        // k/v head repeated sp/G times before the all-to-all, so every rank receives one
+        // (ulysses_sp.py: repeat_interleave(kv_replication_factor) on the head dimension).
+        graph::Shape repeated = *x->shape;
+        if (repeated.size() == 4) {
+          repeated[1] = heads;
+        } else {
+          repeated[2] = heads * head_dim;
+        }
+        x = g.InsertAfter(x, {.name = std::string(j == 1 ? "repeat_k_" : "repeat_v_") + idx,
+                              .op = "repeat_kv",
+                              .args = {x},
+                              .module = s->module,
+                              .shape = repeated});
+      }
       Node* a2a = g.InsertAfter(x, {.name = names[j] + idx,
                                     .op = std::string(graph::ops::kAllToAll),
                                     .args = {x},

@@ -24,6 +24,12 @@ struct AutoSpOptions {
   int64_t num_kv_heads = 0;
   // Sequence length when known (S must split evenly into sp_size chunks).
   std::optional<int64_t> seq_len;
+  // DeepCompile's AutoSP pass (compile.deepcompile with "autosp" in compile.passes) rather than
+  // eager Ulysses (sequence_parallel_size alone: runtime/sequence_parallel/ulysses_sp.py). The
+  // compile pass reshapes whatever heads reach SDPA into sp groups (custom_ops/all_to_all.py), so
+  // KV heads must divide; eager Ulysses repeats KV heads up to sp when there are fewer
+  // (UlyssesSPAttentionHF: kv_replication_factor = sp // kv heads, repeat_interleave).
+  bool compiled = false;
 
   static AutoSpOptions ForModel(const ModelSpec& spec, int64_t sp_size,
                                 std::optional<int64_t> seq_len = std::nullopt);

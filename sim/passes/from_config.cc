@@ -164,6 +164,7 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
       pipeline.Add(std::make_unique<AutoTpPass>(TpOptions(model, config, pc.tp)));
     } else if (info.name == "autosp") {
       AutoSpOptions o = AutoSpOptions::ForModel(model, pc.sp, r.seq_len);
+      o.compiled = pc.deepcompile && Lists(pc.compile_passes, "autosp");
       if (pc.tp > 1) {  // AutoSP after AutoTP sees the per-rank head counts
         o.num_heads /= pc.tp;
         o.num_kv_heads /= pc.tp;

@@ -109,6 +109,22 @@ TEST(SequenceParallelRulesTest, AttentionHeads) {
   EXPECT_TRUE(MessageHas(kv, "sp-kv-heads", "KV attention head count 8 is not divisible by SP size 6 or vice versa"));
 }
 
+// sp_compile.py / custom_ops/all_to_all.py (0.19.6): the compile pass reshapes the K/V heads SDPA
+// receives; eager Ulysses repeats them.
+TEST(SequenceParallelRulesTest, AutoSpCompilePassWithFewerKvHeadsNeedsTheMask) {
+  ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");  // 32 heads, 8 KV heads
+  auto compiled = Validate(R"({"sequence_parallel_size": 16, "zero_optimization": {"stage": 1},
+                               "compile": {"deepcompile": true, "passes": ["autosp"]}})",
+                           WithModel(16, &llama));
+  EXPECT_DIAG(compiled, "sp-autosp-kv-heads", "/sequence_parallel_size");
+  EXPECT_TRUE(MessageHas(compiled, "sp-autosp-kv-heads", "moves 32 heads"));
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 16})", WithModel(16, &llama)), "sp-autosp-kv-heads");
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 8, "zero_optimization": {"stage": 1},
+                              "compile": {"deepcompile": true, "passes": ["autosp"]}})",
+                          WithModel(8, &llama)),
+                 "sp-autosp-kv-heads");
+}
+
 TEST(SequenceParallelRulesTest, LinearAttentionLayersAreNotResharded) {
   // AutoSP rewrites scaled_dot_product_attention nodes only (compile/passes/sp_compile.py) and
   // Ulysses replaces the attention function (ulysses_sp.py): Gated DeltaNet calls neither.

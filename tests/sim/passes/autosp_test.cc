@@ -116,9 +116,36 @@ void ExpectRejected(AutoSpOptions options, const std::string& fragment,
   EXPECT_EQ(graph::PrintGraph(g), before) << "a rejected pass must not rewrite partially";
 }
 
+// Eager Ulysses (runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF, 0.19.6):
+// kv_replication_factor = sp // kv heads, K and V repeat_interleave'd before the all-to-all so
+// every rank gets one KV head. DeepCompile's AutoSP (sp_compile.py) moves what SDPA receives: all N
+// heads when transformers repeats K/V under an attention mask (validate: sp-autosp-kv-heads).
+TEST(AutoSpTest, FewerKvHeadsThanSpAreRepeated) {
+  for (const bool compiled : {false, true}) {
+    graph::Graph g = BuildPreset("tiny-llama.json");  // 4 heads, 2 KV heads
+    AutoSpOptions o = TinyOptions(4);
+    o.compiled = compiled;
+    Result<bool> r = AutoSpPass(o).Run(g);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(graph::VerifyGraph(g).ok());
+    const graph::Node* repeat = g.Find("repeat_k_0");
+    ASSERT_NE(repeat, nullptr) << compiled;
+    EXPECT_EQ(graph::ShapeToString(*repeat->shape), compiled ? "[B, N, S/P, D]" : "[B, P, S/P, D]");
+    EXPECT_EQ(graph::ShapeToString(*g.Find("a2a_k_0")->shape), compiled ? "[B, N/P, S, D]" : "[B, 1, S, D]");
+    EXPECT_NE(g.Find("repeat_v_0"), nullptr);
+  }
+  // KV heads that divide sp need no repeat.
+  graph::Graph g = BuildPreset("tiny-llama.json");
+  ASSERT_TRUE(AutoSpPass(TinyOptions(2)).Run(g).ok());
+  EXPECT_EQ(g.Find("repeat_k_0"), nullptr);
+}
+
 TEST(AutoSpTest, Rejections) {
   ExpectRejected(TinyOptions(8), "attention heads (4) not divisible by sequence_parallel_size 8");
-  ExpectRejected(TinyOptions(4), "key/value heads (2) not divisible by sequence_parallel_size 4");
+  // Eager Ulysses needs the KV heads to divide sp or sp to divide them (ulysses_sp.py).
+  AutoSpOptions odd_kv = TinyOptions(2);
+  odd_kv.num_kv_heads = 3;
+  ExpectRejected(odd_kv, "key/value heads (3) not divisible by sequence_parallel_size 2: DeepSpeed's Ulysses");
   AutoSpOptions odd_seq = TinyOptions(2);
   odd_seq.seq_len = 1001;
   ExpectRejected(odd_seq, "sequence length 1001 not divisible by sequence_parallel_size 2");

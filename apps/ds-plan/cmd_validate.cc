@@ -26,6 +26,7 @@ struct ValidateArgs {
   std::string consumer;
   std::string torch_version;
   std::string transformers_version;
+  std::string attn_impl;
 };
 
 int RunValidate(const ValidateArgs& args) {
@@ -49,6 +50,7 @@ int RunValidate(const ValidateArgs& args) {
     *slot = PackageVersion::Parse(*text);
     if (!*slot) return UsageError(std::string(flag) + " \"" + *text + "\" is not a version (for example 2.6.0 or 2.6.0+cu124)");
   }
+  if (!args.attn_impl.empty()) options.attn_implementation = args.attn_impl;
   std::unique_ptr<ModelSpec> model;
   if (!args.model_path.empty()) {
     auto m = LoadModel(args.model_path);
@@ -126,6 +128,9 @@ Command AddValidateCommand(CLI::App& root) {
                   "torch the job runs with (e.g. 2.6.0+cu124): checks the AutoTP/AutoSP/ZenFlow guards");
   app->add_option("--transformers-version", args->transformers_version,
                   "transformers the job runs with: checks the AutoTP MoE and AutoEP preset guards");
+  app->add_option("--attn-impl", args->attn_impl,
+                  "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; default: "
+                  "the model config's _attn_implementation): the autosp pass needs sdpa");
   return Command{app, [args] { return RunValidate(*args); }};
 }
 

@@ -35,6 +35,7 @@ struct VisualizeGraphArgs {
   std::string layers;  // "" = every layer
   bool before = false;
   std::string passes;      // --passes a,b: forced pipeline
+  std::string attn_impl;   // --attn-impl
   std::string dump_after;  // --dump-after PASS|all
   bool force = false;
   std::string output;
@@ -129,6 +130,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   options.gpus_per_node = world->gpus_per_node;
   options.pp = world->pp;
   options.model = &*model;
+  if (!args.attn_impl.empty()) options.attn_implementation = args.attn_impl;
   FileReport report = ValidateText(args.config, text.value(), options);
   if (!report.valid()) {
     std::cerr << RenderText({report}, StyleFor(stderr));
@@ -211,6 +213,9 @@ Command AddVisualizeCommand(CLI::App& root) {
   graph->add_option("--layers", args->layers,
                     "decoder layers drawn in full, e.g. 0-1, or all; the rest collapse to one node (default: 0)");
   graph->add_flag("--before", args->before, "the graph before the parallelism passes");
+  graph->add_option("--attn-impl", args->attn_impl,
+                    "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; "
+                    "default: the model config's _attn_implementation): the autosp pass needs sdpa");
   graph->add_option("--passes", args->passes,
                     "run exactly these passes (comma-separated; see `ds-plan passes`) instead of "
                     "the ones the config implies");

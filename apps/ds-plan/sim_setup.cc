@@ -46,6 +46,9 @@ void SimArgs::AddTo(CLI::App* app) {
                   "attention kernel: flash (FlashAttention/SDPA, the default) or materialized "
                   "(scores in HBM, as before 2022)")
       ->check(CLI::IsMember({"flash", "materialized"}));
+  app->add_option("--attn-impl", attn_impl,
+                  "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; default: "
+                  "the model config's _attn_implementation): the autosp pass needs sdpa");
   app->add_option("--deepspeed-version", deepspeed_version,
                   "DeepSpeed release the run uses (X.Y or X.Y.Z; default the newest): decides how "
                   "ZeRO-3 issues its collectives and the release's rules");
@@ -152,6 +155,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
     k.engine.deepspeed_version = *v;
   }
   k.megatron_tp = args.megatron_tp;
+  k.attn_implementation = args.attn_impl;
   return k;
 }
 

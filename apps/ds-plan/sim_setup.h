@@ -35,6 +35,7 @@ struct SimArgs {
   int virtual_stages = 1;
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
+  std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation
 
   // Set by AddTo: which of the plan's out-of-config flags the command line gave. Those it did not
   // give come from the config's "_ds_plan" note (tune writes it) when present. check's replay

@@ -310,6 +310,14 @@ Result<ModelSpec> Parse(const Json& root) {
     break;
   }
   s.model_type = *type;
+  for (const char* key : {"_attn_implementation", "attn_implementation"}) {
+    for (const Json* c : {config, &root}) {
+      auto it = c->find(key);
+      if (s.attn_implementation.empty() && it != c->end() && it->is_string()) {
+        s.attn_implementation = it->get<std::string>();
+      }
+    }
+  }
   Reader r(*config, "model config (" + s.model_type + ")");
   for (const KnownType& t : kKnownTypes) {
     if (s.model_type == t.model_type) return t.parse(std::move(s), r);

@@ -68,6 +68,9 @@ struct ModelSpec {
   // The config's model_type (for a multimodal checkpoint, the text model's), or the config's own
   // value when assumed_llama_like is set.
   std::string model_type;
+  // The config's "_attn_implementation" (or "attn_implementation") when it names one: "sdpa",
+  // "flash_attention_2", "eager", ...; empty when the file leaves it to transformers.
+  std::string attn_implementation;
   ModelFamily family = ModelFamily::kLlama;
   // An unknown model_type whose keys describe a plain llama decoder: counted as llama, which is
   // right for most llama derivatives but unverified, so reports should say so.

@@ -31,6 +31,9 @@ struct ValidateOptions {
   Consumer consumer = Consumer::kUnspecified;  // --consumer: who reads the file and builds what
   std::optional<PackageVersion> torch_version;         // --torch-version
   std::optional<PackageVersion> transformers_version;  // --transformers-version
+  // --attn-impl: the attention implementation transformers runs ("sdpa", "flash_attention_2",
+  // "eager", ...); unset: the model config's _attn_implementation, else unknown.
+  std::optional<std::string> attn_implementation;
 };
 
 class RuleContext {

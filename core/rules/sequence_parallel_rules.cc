@@ -158,6 +158,31 @@ void CheckWorld(RuleContext& ctx) {
   }
 }
 
+// sp_compile.py pass_insert_attention_all_to_all (0.19.6) raises RuntimeError when the compiled
+// graph has no F.scaled_dot_product_attention node: only transformers' "sdpa" attention gives one.
+void CheckAttentionImplementation(RuleContext& ctx) {
+  const ParallelConfig& pc = ctx.parallel();
+  const bool autosp =
+      std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autosp") != pc.compile_passes.end();
+  if (!pc.deepcompile || !autosp || pc.zero_stage.or_default(0) >= 2) return;  // >= 2: falls back
+  std::string impl;
+  std::string source = "--attn-impl";
+  if (ctx.options().attn_implementation) {
+    impl = *ctx.options().attn_implementation;
+  } else if (ctx.options().model != nullptr && !ctx.options().model->attn_implementation.empty()) {
+    impl = ctx.options().model->attn_implementation;
+    source = "the model config's _attn_implementation";
+  }
+  if (impl.empty() || impl == "sdpa") return;
+  ctx.Report("sp-autosp-attention-impl", "/compile/passes",
+             "the autosp pass needs scaled_dot_product_attention, and the attention implementation is \"" +
+                 impl + "\" (" + source + "): sp_compile.py raises RuntimeError \"AutoSP currently supports "
+                 "torch.nn.functional.scaled_dot_product_attention as the attention backend. No SDPA attention "
+                 "operations were found in the compiled graph.\"",
+             "load the model with attn_implementation=\"sdpa\", or use eager Ulysses "
+             "(sequence_parallel_size without the autosp pass), which wraps any attention function");
+}
+
 void CheckModelAndSequence(RuleContext& ctx) {
   const ParallelConfig& pc = ctx.parallel();
   const SpForm* eff = EffectiveForm(pc);
@@ -357,6 +382,15 @@ RuleSet SequenceParallelRules() {
        "Ulysses requires kv_heads % sp == 0 (heads split) or sp % kv_heads == 0 (kv heads "
        "replicated): \"KV attention head count K is not divisible by SP size S or vice versa\".",
        ""},
+      {"sp-autosp-attention-impl", Severity::kError, "sequence_parallel",
+       "the autosp pass with an attention implementation other than sdpa",
+       "pass_insert_attention_all_to_all (compile/passes/sp_compile.py) finds the "
+       "F.scaled_dot_product_attention calls of the compiled graph and raises RuntimeError when "
+       "there are none: transformers' flash_attention_2, eager and flex_attention paths call other "
+       "kernels. The implementation comes from --attn-impl or the model config's "
+       "_attn_implementation; nothing is reported when neither names one (transformers defaults to "
+       "sdpa).",
+       ""},
       {"sp-autosp-kv-heads", Severity::kWarning, "sequence_parallel",
        "AutoSP compile pass with fewer key/value heads than the SP size divides",
        "sp_compile.py inserts the all-to-all on the K and V tensors SDPA receives and "
@@ -401,6 +435,7 @@ RuleSet SequenceParallelRules() {
     CheckForms(ctx);
     CheckWorld(ctx);
     CheckModelAndSequence(ctx);
+    CheckAttentionImplementation(ctx);
     CheckPlacement(ctx);
     CheckAutoSpSize(ctx);
   };

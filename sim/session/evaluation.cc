@@ -83,7 +83,8 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          seq_len == o.seq_len && recompute == o.recompute && convention == o.convention &&
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
          engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
-         engine.deepspeed_version == o.engine.deepspeed_version && megatron_tp == o.megatron_tp;
+         engine.deepspeed_version == o.engine.deepspeed_version && megatron_tp == o.megatron_tp &&
+         attn_implementation == o.attn_implementation;
 }
 
 std::optional<Recompute> ParseRecompute(std::string_view name) {
@@ -165,6 +166,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;
   options.model = &model;
+  if (!knobs.attn_implementation.empty()) options.attn_implementation = knobs.attn_implementation;
   // ValidateText keeps no document: parse the same text again and apply the overrides the same way.
   ParsedJson parsed = ParseDeepSpeedConfig(config_path, text);
   for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);

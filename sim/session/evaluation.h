@@ -34,6 +34,7 @@ struct PlanKnobs {
   MemoryConvention convention = MemoryConvention::kZeroPaper;
   EngineSettings engine;
   int64_t megatron_tp = 0;    // Megatron's tensor-model-parallel size (megatron engines)
+  std::string attn_implementation;  // --attn-impl; empty: the model config's
 
   bool operator==(const PlanKnobs& other) const;
 };

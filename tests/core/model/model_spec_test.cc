@@ -304,3 +304,25 @@ TEST(ParamFamilyTest, Names) {
 
 }  // namespace
 }  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// transformers writes the implementation a model was loaded with as "_attn_implementation"
+// (PretrainedConfig); validate's sp-autosp-attention-impl reads it when --attn-impl is not given.
+TEST(ModelSpecTest, ReadsTheAttentionImplementation) {
+  const std::string base = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+      "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100)";
+  auto plain = ParseHfConfig(Json::parse("{" + base + "}"));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->attn_implementation, "");
+  auto fa = ParseHfConfig(Json::parse("{" + base + R"(, "_attn_implementation": "flash_attention_2"})"));
+  ASSERT_TRUE(fa.ok());
+  EXPECT_EQ(fa->attn_implementation, "flash_attention_2");
+  auto public_key = ParseHfConfig(Json::parse("{" + base + R"(, "attn_implementation": "eager"})"));
+  ASSERT_TRUE(public_key.ok());
+  EXPECT_EQ(public_key->attn_implementation, "eager");
+}
+
+}  // namespace
+}  // namespace dsp

@@ -125,6 +125,34 @@ TEST(SequenceParallelRulesTest, AutoSpCompilePassWithFewerKvHeadsNeedsTheMask) {
                  "sp-autosp-kv-heads");
 }
 
+// sp_compile.py pass_insert_attention_all_to_all (0.19.6): "AutoSP currently supports
+// torch.nn.functional.scaled_dot_product_attention as the attention backend. No SDPA attention
+// operations were found in the compiled graph."
+TEST(SequenceParallelRulesTest, AutoSpNeedsSdpaAttention) {
+  ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");
+  const std::string compiled = R"({"sequence_parallel_size": 8, "zero_optimization": {"stage": 1},
+                                   "compile": {"deepcompile": true, "passes": ["autosp"]}})";
+  ValidateOptions o = WithModel(8, &llama);
+  EXPECT_NO_DIAG(Validate(compiled, o), "sp-autosp-attention-impl");  // unknown: transformers' sdpa
+  o.attn_implementation = "flash_attention_2";
+  auto fa = Validate(compiled, o);
+  EXPECT_DIAG(fa, "sp-autosp-attention-impl", "/compile/passes");
+  EXPECT_TRUE(MessageHas(fa, "sp-autosp-attention-impl", "No SDPA attention operations were found"));
+  EXPECT_FALSE(fa.valid());
+  // Eager Ulysses wraps any attention; at ZeRO-2 AutoSP falls back before looking.
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 8})", o), "sp-autosp-attention-impl");
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 8, "zero_optimization": {"stage": 2},
+                              "compile": {"deepcompile": true, "passes": ["autosp"]}})", o),
+                 "sp-autosp-attention-impl");
+  o.attn_implementation = "sdpa";
+  EXPECT_NO_DIAG(Validate(compiled, o), "sp-autosp-attention-impl");
+  // From the model config when no flag is given.
+  ModelSpec eager = llama;
+  eager.attn_implementation = "eager";
+  auto from_model = Validate(compiled, WithModel(8, &eager));
+  EXPECT_TRUE(MessageHas(from_model, "sp-autosp-attention-impl", "the model config's _attn_implementation"));
+}
+
 TEST(SequenceParallelRulesTest, LinearAttentionLayersAreNotResharded) {
   // AutoSP rewrites scaled_dot_product_attention nodes only (compile/passes/sp_compile.py) and
   // Ulysses replaces the attention function (ulysses_sp.py): Gated DeltaNet calls neither.

@@ -120,6 +120,17 @@ void CheckDispatch(RuleContext& ctx, const std::vector<std::string>& passes) {
                      "3. Falling back to the torch compiler.\" and runs plain torch.compile, "
                      "without sequence parallelism",
                  "use ZeRO stage 0 or 1 with AutoSP");
+    } else if (pc.autoep_enabled && pc.ep > 1) {
+      // get_autosp_backend forces compile_kwargs['fullgraph'] = True; AutoEP's dispatch reads the
+      // exchanged split counts on the host (auto_ep_layer.py _split_plan_from_expert_counts:
+      // .cpu().tolist()), a graph break that fullgraph turns into an error.
+      ctx.Report("compile-autosp-graph-break", kPasses,
+                 "the autosp pass compiles with fullgraph=True (engine.py get_autosp_backend), and AutoEP "
+                 "(autoep_size " + std::to_string(pc.ep) + ") reads its all-to-all split counts on the host "
+                 "(auto_ep_layer.py _split_plan_from_expert_counts: .cpu().tolist()): a graph break, which "
+                 "fullgraph makes torch.compile raise instead of splitting the graph",
+                 "use eager Ulysses (sequence_parallel_size without the autosp pass) with AutoEP, or check "
+                 "that the MoE layers are excluded from the compiled region");
     }
     return;
   }
@@ -240,6 +251,13 @@ RuleSet CompileRules() {
        "compile.passes without compile.deepcompile",
        "engine.compile() resolves the DeepSpeed backend (and with it the passes) only when "
        "compile.deepcompile is true; otherwise the list is validated and ignored.",
+       ""},
+      {"compile-autosp-graph-break", Severity::kWarning, "compile",
+       "the autosp pass (fullgraph) with AutoEP's host syncs",
+       "get_autosp_backend sets fullgraph=True; AutoEP's dispatch calls .cpu().tolist() on the "
+       "exchanged split counts (and the folded path .item() and torch.nonzero), so torch.compile "
+       "meets a graph break it is told not to accept. A warning: a model that keeps its MoE layers "
+       "out of the compiled region would not hit it.",
        ""},
       {"compile-autotp-combined", Severity::kError, "compile",
        "the autotp pass together with autosp or z1/z3",

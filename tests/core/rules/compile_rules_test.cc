@@ -117,6 +117,20 @@ TEST(CompileRulesTest, DeepCompileZeroWithAutoEpExperts) {
                  "compile-deepcompile-expert-groups");
 }
 
+// engine.py get_autosp_backend (0.19.6) sets fullgraph=True; auto_ep_layer.py
+// _split_plan_from_expert_counts syncs with the host (.cpu().tolist()).
+TEST(CompileRulesTest, AutoSpFullGraphMeetsAutoEpHostSyncs) {
+  const std::string ep = R"("expert_parallel": {"enabled": true, "autoep_size": 4, "preset_model": "mixtral"})";
+  auto r = Validate(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}, "zero_optimization": {"stage": 1},
+                        "sequence_parallel_size": 2, )" + ep + "}");
+  EXPECT_DIAG(r, "compile-autosp-graph-break", "/compile/passes");
+  EXPECT_TRUE(MessageHas(r, "compile-autosp-graph-break", ".cpu().tolist()"));
+  EXPECT_NO_DIAG(Validate(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}, "zero_optimization": {"stage": 1},
+                              "sequence_parallel_size": 2})"),
+                 "compile-autosp-graph-break");
+  EXPECT_NO_DIAG(Validate(R"({"sequence_parallel_size": 2, )" + ep + "}"), "compile-autosp-graph-break");
+}
+
 TEST(CompileRulesTest, Stage3OffloadConflicts) {
   auto opt = Validate(R"({"compile": {"deepcompile": true, "offload_opt_states": true},
                           "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/x"}}})");

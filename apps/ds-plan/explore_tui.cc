@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -477,7 +479,15 @@ struct Ui {
 }  // namespace
 
 int RunExploreTui(ExploreContext& context) {
-  initscr();
+  // initscr() exits the process when the terminal type is unknown; newterm() reports it instead,
+  // and the session continues in line mode.
+  SCREEN* screen = newterm(nullptr, stdout, stdin);
+  if (screen == nullptr) {
+    const char* term = std::getenv("TERM");
+    std::cerr << "ds-plan: note: the terminal type \"" << (term != nullptr ? term : "") << "\" is unknown to "
+              << "ncurses: explore continues in line mode (set TERM, e.g. xterm-256color, for the full screen)\n";
+    return RunExploreLine(context, LineModeOptions{.script = "", .interactive = true});
+  }
   cbreak();
   noecho();
   keypad(stdscr, TRUE);
@@ -506,6 +516,7 @@ int RunExploreTui(ExploreContext& context) {
     if (!ui.Key(ch)) break;
   }
   endwin();
+  delscreen(screen);
   return 0;
 }
 

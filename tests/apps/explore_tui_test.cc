@@ -112,6 +112,22 @@ TEST(ExploreTuiTest, PinShowsDeltasAndTuneAppliesTheChosenPlan) {
   tmux.WaitFor(kAfter);
 }
 
+// initscr() would exit the process on a terminal type ncurses does not know; explore says so and
+// carries on in line mode.
+TEST(ExploreTuiTest, AnUnknownTerminalTypeFallsBackToLineMode) {
+  const std::string home = ::testing::TempDir() + "/explore_unknown_term_home";
+  std::filesystem::create_directories(home);
+  std::string command = Explore("--nodes 8");
+  // HOME: the line mode keeps its history there.
+  command.replace(command.find("TERM=xterm-256color"), 19, "HOME=" + home + " TERM=no-such-terminal-xyz");
+  Tmux tmux(120, 40, command);
+  const std::string screen = tmux.WaitFor("explore>");
+  EXPECT_NE(screen.find("is unknown to ncurses: explore continues in line mode"), std::string::npos) << screen;
+  tmux.Keys("-l quit");
+  tmux.Keys("Enter");
+  EXPECT_TRUE(tmux.WaitForExit()) << tmux.Screen();
+}
+
 TEST(ExploreTuiTest, ATinyTerminalSaysSoInsteadOfDrawing) {
   Tmux tmux(60, 20, Explore("--nodes 8"));
   const std::string screen = tmux.WaitFor("terminal too small: 60x20");

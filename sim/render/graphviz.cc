@@ -146,6 +146,8 @@ struct Summary {
   int first = 0;
   int last = 0;
   Agnode_t* node = nullptr;
+  // Collectives inside the collapsed layers, "all_to_all [sp]" -> count (all layers together).
+  std::map<std::string, int> collectives;
 };
 
 class Builder {
@@ -167,6 +169,7 @@ class Builder {
     ScanContainers();
     for (const Node* node : graph_) AddNode(*node);
     for (const Node* node : graph_) AddEdges(*node);
+    LabelSummaries();
     AddLegend();
     return g;
   }
@@ -197,6 +200,25 @@ class Builder {
       if (layer < 0 || sub.empty()) continue;
       std::string prefix = std::string(node->module.substr(0, graph::LayerPathOf(node->module).prefix_len)) + "." + sub + ".";
       if (node->module.compare(0, prefix.size(), prefix) == 0) containers_.insert({layer, sub});
+    }
+  }
+
+  // "layers 1-31 (31 x)" and, per layer, the collectives inside: what the box stands for.
+  void LabelSummaries() {
+    for (Summary& s : summaries_) {
+      if (s.node == nullptr) continue;
+      const int count = s.last - s.first + 1;
+      std::string label = "layers " + std::to_string(s.first) + "-" + std::to_string(s.last) + " (" +
+                          std::to_string(count) + " x)";
+      if (!s.collectives.empty()) label += "\\nper layer:";
+      for (const auto& [what, n] : s.collectives) {
+        // Layers of one range can differ (dense and MoE layers): an average then.
+        const bool even = n % count == 0;
+        char per[32];
+        std::snprintf(per, sizeof per, even ? "%.0f" : "%.2f", static_cast<double>(n) / count);
+        label += "\\n" + EscapeLabel(what) + " x" + per;
+      }
+      Set(s.node, "label", label);
     }
   }
 
@@ -245,6 +267,9 @@ class Builder {
         Set(s->node, "style", "dashed");
       }
       nodes_[&node] = s->node;
+      if (graph::IsCollective(node.op)) {
+        ++s->collectives[node.op + " [" + node.group + "]" + (graph::IsGradientReduction(node) ? " (backward)" : "")];
+      }
       return;
     }
     Agnode_t* n = agnode(ClusterFor(node), Mut(node.name), 1);

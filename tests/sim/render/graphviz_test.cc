@@ -100,6 +100,27 @@ TEST(GraphvizTest, LayersOutsideTheRangeCollapse) {
   EXPECT_EQ(Count(*dot, "subgraph cluster_layers_"), 3u);  // layers.3, its self_attn and mlp
 }
 
+// The collapsed box says what each hidden layer issues: AutoTP's copy and reduce per block, and
+// a DP gradient reduction per parameter.
+TEST(GraphvizTest, CollapsedLayersListTheirCollectivesPerLayer) {
+  auto g = graph::ParseGraph(R"(%x = placeholder() {module="", param="", shape=[B, S, H], group=""}
+%layers_0_c = copy_to_tp(%x) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_0_r = reduce_from_tp(%layers_0_c) {module="model.layers.0.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_1_c = copy_to_tp(%layers_0_r) {module="model.layers.1.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_1_r = reduce_from_tp(%layers_1_c) {module="model.layers.1.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_2_c = copy_to_tp(%layers_1_r) {module="model.layers.2.mlp", param="", shape=[B, S, H], group="tp"}
+%layers_2_r = reduce_from_tp(%layers_2_c) {module="model.layers.2.mlp", param="", shape=[B, S, H], group="tp"}
+%output = output(%layers_2_r) {module="", param="", group=""}
+)");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  RenderOptions options;
+  options.layers = LayerRange{0, 0};
+  auto dot = RenderGraph(*g, options, Format::kDot);
+  ASSERT_TRUE(dot.ok()) << dot.error().message;
+  EXPECT_NE(dot->find(R"(layers 1-2 (2 x)\nper layer:\ncopy_to_tp [tp] x1\nreduce_from_tp [tp] x1)"), std::string::npos)
+      << *dot;
+}
+
 TEST(GraphvizTest, ParsesLayerRanges) {
   auto r = ParseLayerRange("0-1");
   ASSERT_TRUE(r.ok());

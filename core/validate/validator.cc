@@ -54,28 +54,31 @@ void ApplyOverride(Json& root, const Override& o) {
   *cur = o.value;
 }
 
+Result<std::string> OverridePointer(const std::string& key) {
+  if (!key.empty() && key.front() == '/') return key;
+  std::string pointer, token;
+  for (char c : key + ".") {
+    if (c == '.') {
+      if (token.empty()) return Error{"--set key \"" + key + "\" has an empty component"};
+      pointer = PointerJoin(pointer, token);
+      token.clear();
+    } else {
+      token += c;
+    }
+  }
+  return pointer;
+}
+
 Result<Override> ParseOverride(const std::string& text) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
     return Error{"--set expects KEY=VALUE (for example zero_optimization.stage=2), got \"" + text + "\""};
   }
-  std::string key = text.substr(0, eq);
   std::string raw = text.substr(eq + 1);
   Override o;
-  if (key.front() == '/') {
-    o.pointer = key;
-  } else {
-    std::string token;
-    for (char c : key + ".") {
-      if (c == '.') {
-        if (token.empty()) return Error{"--set key \"" + key + "\" has an empty component"};
-        o.pointer = PointerJoin(o.pointer, token);
-        token.clear();
-      } else {
-        token += c;
-      }
-    }
-  }
+  auto pointer = OverridePointer(text.substr(0, eq));
+  if (!pointer.ok()) return pointer.error();
+  o.pointer = std::move(pointer).value();
   // Bounded like every other input (ParseOptions::max_depth): deeper values stay the string.
   ParsedJson parsed = ParseJsonLenient("--set", raw);
   o.value = parsed.ok ? std::move(parsed.doc.root) : Json(raw);

@@ -21,6 +21,8 @@ struct Override {
   Json value;
 };
 Result<Override> ParseOverride(const std::string& text);
+// The JSON pointer of an override's KEY: a pointer as is, a dotted key joined component by component.
+Result<std::string> OverridePointer(const std::string& key);
 
 // Sets the value at the override's pointer, creating objects on the way; a value in the way that is
 // not an object (the legacy `"zero_optimization": true`) is replaced by one, so

@@ -34,9 +34,9 @@ int64_t WorldOf(const Session& s) {
 }
 
 const Json* At(const Json& config, const std::string& key) {
-  auto o = ParseOverride(key + "=null");
-  if (!o.ok()) return nullptr;
-  const Json::json_pointer p(o->pointer);
+  auto pointer = OverridePointer(key);
+  if (!pointer.ok()) return nullptr;
+  const Json::json_pointer p(*pointer);
   return config.contains(p) ? &config[p] : nullptr;
 }
 

@@ -24,11 +24,13 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
-// The JSON pointer of a dotted key or pointer, as --set reads it.
-Result<std::string> PointerOf(const std::string& key) {
-  auto o = ParseOverride(key + "=null");
-  if (!o.ok()) return o.error();
-  return o->pointer;
+// `key` set to `value` when `keep`, else removed: a setting whose default means "off".
+void SetOrErase(Json& object, const char* key, bool keep, const Json& value) {
+  if (keep) {
+    object[key] = value;
+  } else {
+    object.erase(key);
+  }
 }
 
 Json ValueOf(std::string_view text) {
@@ -219,7 +221,7 @@ Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Jso
       if (Status s = ApplyKnob(key, value, knobs, config); !s.ok()) return s.error();
       continue;
     }
-    auto pointer = PointerOf(key);
+    auto pointer = OverridePointer(key);
     if (!pointer.ok()) return pointer.error();
     if (pointer->empty()) return Error{"the whole config cannot be replaced by set: name a key"};
     ApplyOverride(config, Override{*pointer, value});
@@ -255,7 +257,7 @@ Result<std::string> Session::Unset(std::string_view key_text) {
     }
     return Commit(std::move(config), knobs, "unset " + key);
   }
-  auto pointer = PointerOf(key);
+  auto pointer = OverridePointer(key);
   if (!pointer.ok()) return pointer.error();
   if (pointer->empty()) return Error{"unset needs a key"};
   const Json::json_pointer ptr(*pointer);
@@ -283,16 +285,8 @@ Json Session::ConfigToWrite() const {
   Json config = entry().config;
   Json note = config.contains("_ds_plan") && config["_ds_plan"].is_object() ? config["_ds_plan"] : Json::object();
   const PlanKnobs& k = entry().knobs;
-  if (k.recompute != Recompute::kNone) {
-    note["recompute"] = RecomputeName(k.recompute);
-  } else {
-    note.erase("recompute");
-  }
-  if (k.pp > 1) {
-    note["pipeline_stages"] = k.pp;
-  } else {
-    note.erase("pipeline_stages");
-  }
+  SetOrErase(note, "recompute", k.recompute != Recompute::kNone, RecomputeName(k.recompute));
+  SetOrErase(note, "pipeline_stages", k.pp > 1, k.pp);
   if (note.empty()) {
     config.erase("_ds_plan");
   } else {
@@ -390,11 +384,7 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
   } else {
     c.erase("tensor_parallel");
   }
-  if (plan.sp > 1) {
-    c["sequence_parallel_size"] = plan.sp;
-  } else {
-    c.erase("sequence_parallel_size");
-  }
+  SetOrErase(c, "sequence_parallel_size", plan.sp > 1, plan.sp);
   if (plan.config.contains("expert_parallel")) {
     if (c.contains("expert_parallel") && c["expert_parallel"].is_object()) {
       c["expert_parallel"]["enabled"] = true;

@@ -23,7 +23,6 @@ std::string Pad(std::string s, size_t width) {
   return s;
 }
 
-std::string Num(double v, const char* fmt) { return Format(fmt, v); }
 
 // "  12.34 GB  (+1.20)" with the baseline's delta when there is one.
 std::string WithDelta(double now, const double* before, const char* fmt, double scale = 1) {
@@ -34,13 +33,17 @@ std::string WithDelta(double now, const double* before, const char* fmt, double 
   return out;
 }
 
-std::string NoNumbers(const Evaluation& e, const Evaluation* shown) {
-  std::string out = "no numbers for the current config: " + OneLineVerdict(e, nullptr) + "\n";
-  if (shown != nullptr) out += "showing the last valid plan (" + LayoutLine(*shown) + ")\n";
-  return out;
+// The evaluation a numbers view shows: the current one, else the last valid one, with a line
+// saying so in `out` (nullptr: no valid plan yet).
+const Evaluation* Shown(const Session& s, std::string* out) {
+  const Evaluation& now = s.now();
+  if (now.has_numbers()) return &now;
+  const Evaluation* shown = s.last_good();
+  *out += "no numbers for the current config: " + OneLineVerdict(now, nullptr) + "\n";
+  if (shown != nullptr) *out += "showing the last valid plan (" + LayoutLine(*shown) + ")\n";
+  return shown;
 }
 
-const char* kGb = "%.2f";
 
 }  // namespace
 
@@ -79,9 +82,8 @@ std::string RenderSummary(const Session& s) {
 }
 
 std::string RenderMemory(const Session& s) {
-  const Evaluation& now = s.now();
-  const Evaluation* e = now.has_numbers() ? &now : s.last_good();
-  std::string out = now.has_numbers() ? "" : NoNumbers(now, e);
+  std::string out;
+  const Evaluation* e = Shown(s, &out);
   if (e == nullptr) return out;
   const MemoryReport& m = e->memory;
   const Evaluation* base = s.baseline() != nullptr && s.baseline()->has_numbers() ? s.baseline() : nullptr;
@@ -127,9 +129,8 @@ std::string RenderMemory(const Session& s) {
 }
 
 std::string RenderTime(const Session& s) {
-  const Evaluation& now = s.now();
-  const Evaluation* e = now.has_numbers() ? &now : s.last_good();
-  std::string out = now.has_numbers() ? "" : NoNumbers(now, e);
+  std::string out;
+  const Evaluation* e = Shown(s, &out);
   if (e == nullptr) return out;
   const TimeReport& t = e->time;
   const Evaluation* base = s.baseline() != nullptr && s.baseline()->has_numbers() ? s.baseline() : nullptr;
@@ -162,16 +163,15 @@ std::string RenderTime(const Session& s) {
 }
 
 std::string RenderCollectives(const Session& s) {
-  const Evaluation& now = s.now();
-  const Evaluation* e = now.has_numbers() ? &now : s.last_good();
-  std::string out = now.has_numbers() ? "" : NoNumbers(now, e);
+  std::string out;
+  const Evaluation* e = Shown(s, &out);
   if (e == nullptr) return out;
   out += "  " + Pad("purpose", 32) + Pad("kind", 15) + Pad("group", 6) + Pad("ranks", 6) + Pad("bytes/call", 12) +
          Pad("calls", 8) + Pad("link", 6) + Pad("seconds", 11) + "exposed\n";
   for (const CollectiveCall& c : e->time.collectives) {
     out += "  " + Pad(std::string(c.purpose), 32) + Pad(std::string(CollectiveKindName(c.kind)), 15) +
            Pad(std::string(GroupKindName(c.group)), 6) + Pad(std::to_string(c.group_size), 6) +
-           Pad(Format("%.1f MB", c.bytes_per_call / 1e6), 12) + Pad(Num(c.calls_per_step, "%.0f"), 8) +
+           Pad(Format("%.1f MB", c.bytes_per_call / 1e6), 12) + Pad(Format("%.0f", c.calls_per_step), 8) +
            Pad(c.inter_node ? "inter" : "intra", 6) + Pad(Format("%.3f s", c.seconds), 11) +
            Format("%.3f s", c.exposed_seconds) + "\n";
   }
@@ -180,9 +180,8 @@ std::string RenderCollectives(const Session& s) {
 }
 
 std::string RenderRankGroups(const Session& s, int64_t rank) {
-  const Evaluation& now = s.now();
-  const Evaluation* e = now.has_numbers() ? &now : s.last_good();
-  std::string out = now.has_numbers() ? "" : NoNumbers(now, e);
+  std::string out;
+  const Evaluation* e = Shown(s, &out);
   if (e == nullptr) return out;
   if (rank < 0 || rank >= e->world_size) {
     return out + "rank " + std::to_string(rank) + " is outside the world (0.." + std::to_string(e->world_size - 1) +

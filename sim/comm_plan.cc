@@ -134,9 +134,9 @@ RankParams CountRankParams(const SimInput& in) {
   RankParams r;
   const double shared =
       autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
-  const double tp_split = family(ParamFamily::kAttention) + family(ParamFamily::kDenseMlp);
+  const double attention_tp = AttentionTpDivisor(in) > 0 ? AttentionTpDivisor(in) : tp;
   r.embedding = (family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead)) / vocab_split;
-  r.dense = tp_split / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) +
+  r.dense = family(ParamFamily::kAttention) / attention_tp + family(ParamFamily::kDenseMlp) / tp + shared + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) +
             r.embedding;
   const double routed =
       autoep ? family(ParamFamily::kRoutedExperts) / ep : family(ParamFamily::kRoutedExperts) / tp;
@@ -193,7 +193,8 @@ Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   if (layer >= m.num_hidden_layers) layer = 0;
   for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
     if (skip_experts && p.family == ParamFamily::kRoutedExperts) continue;
-    const double numel = static_cast<double>(p.numel()) / ShardDivisor(p.family, in.plan->sizes, VocabSplitOf(in));
+    const double numel = static_cast<double>(p.numel()) /
+                         ShardDivisor(p.family, in.plan->sizes, VocabSplitOf(in), AttentionTpDivisor(in));
     if (numel < in.zero.param_persistence_threshold) continue;
     // AutoEP's routed experts are gathered over edp in their own call per expert weight.
     weights.push_back(numel);

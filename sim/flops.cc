@@ -47,7 +47,9 @@ OperatorCost GatedMlp(std::string_view name, double m, double h, double width, d
 // the per-head up projections split by heads.
 void LatentProjections(const ModelSpec& m, double tokens, const ShardShape& shard,
                        std::vector<OperatorCost>& ops) {
-  const double bpe = shard.bytes_per_element, tp = shard.tp;
+  const double bpe = shard.bytes_per_element;
+  // The busiest tp rank's head share (uneven key-value heads give rank 0 more).
+  const double tp = shard.attention_tp > 0 ? shard.attention_tp : shard.tp;
   const double h = static_cast<double>(m.hidden_size);
   const double heads = static_cast<double>(m.num_attention_heads);
   const double qk = static_cast<double>(m.qk_head_dim());
@@ -102,6 +104,9 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
                                                 const ShardShape& shard) {
   const double bpe = shard.bytes_per_element;
   const double tp = shard.tp, sp = shard.sp;
+  // Attention's divisor on the busiest tp rank: tp, or N/N0 when the key-value heads split
+  // unevenly (every layer waits for the rank with more heads).
+  const double atp = shard.attention_tp > 0 ? shard.attention_tp : tp;
   const double b = static_cast<double>(shard.micro_batch), s = static_cast<double>(shard.seq_len);
   const double h = static_cast<double>(model.hidden_size);
   const double d = static_cast<double>(model.head_dim);
@@ -127,16 +132,16 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     } else {
       // qwen3_next's gated attention: q_proj also emits the output gate, as wide as the query.
       const double q_cols = heads * d * (model.attention_output_gate ? 2.0 : 1.0);
-      ops.push_back(Matmul("q_proj", tokens, h, q_cols / tp, bpe));
-      ops.push_back(Matmul("k_proj", tokens, h, kv_heads * d / tp, bpe));
-      ops.push_back(Matmul("v_proj", tokens, h, kv_heads * d / tp, bpe));
+      ops.push_back(Matmul("q_proj", tokens, h, q_cols / atp, bpe));
+      ops.push_back(Matmul("k_proj", tokens, h, kv_heads * d / atp, bpe));
+      ops.push_back(Matmul("v_proj", tokens, h, kv_heads * d / atp, bpe));
     }
     // Inside attention a rank holds the whole sequence for heads / (tp x sp) heads. Ulysses
     // repeats K/V heads when sp exceeds them, so a rank never holds less than one. MLA's kv_b
     // expands the latent to every head, so its K/V heads are the query heads.
-    const double q_heads_rank = heads / (tp * sp);
+    const double q_heads_rank = heads / (atp * sp);
     const double kv_heads_rank =
-        model.mla() ? q_heads_rank : std::max(kv_heads / (tp * sp), 1.0);
+        model.mla() ? q_heads_rank : std::max(kv_heads / (atp * sp), 1.0);
     const double d_qk = static_cast<double>(model.qk_head_dim());
     const double d_v = static_cast<double>(model.value_head_dim());
     if (model.rotary()) {
@@ -193,9 +198,9 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     }
     if (model.attention_output_gate) {
       // sigmoid(gate) * attention output, elementwise.
-      ops.push_back(Memory("attention_gate", 3.0 * tokens * heads * d / tp * bpe));
+      ops.push_back(Memory("attention_gate", 3.0 * tokens * heads * d / atp * bpe));
     }
-    ops.push_back(Matmul("o_proj", tokens, heads * static_cast<double>(model.value_head_dim()) / tp,
+    ops.push_back(Matmul("o_proj", tokens, heads * static_cast<double>(model.value_head_dim()) / atp,
                          h, bpe));
   }
   // Bias (if any), dropout and the residual add, fused (Megatron bias_dropout_add): reads the

@@ -40,6 +40,9 @@ struct ShardShape {
   bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp
   bool lm_head_split = false;    // AutoTP's colwise_gather_output lm_head: its matmul on V / tp
   bool flash_attention = true;   // false: scores materialized (baddbmm, softmax, dropout, bmm)
+  // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
+  // param_sharding.h AttentionTpDivisor); 0 = tp.
+  double attention_tp = 0;
 };
 
 /// What bounds a kernel: tensor-core FLOPs (a GEMM, with its output tile count deciding wave

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <array>
+#include <cmath>
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -46,11 +47,11 @@ using TensorShares = std::vector<std::pair<ParamFamily, double>>;
 // same shapes, so one layer of each kind stands for all of them; this avoids naming every tensor
 // of a 256-expert model on each estimate.
 TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
-                      VocabSplit vocab) {
+                      VocabSplit vocab, double attention_divisor) {
   TensorShares out;
   for (const ParamTensor& p : tensors) {
-    out.emplace_back(p.family,
-                     static_cast<double>(p.numel()) / ShardDivisor(p.family, sizes, vocab));
+    out.emplace_back(p.family, static_cast<double>(p.numel()) /
+                                   ShardDivisor(p.family, sizes, vocab, attention_divisor));
   }
   return out;
 }
@@ -63,10 +64,11 @@ const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
   const VocabSplit vocab = VocabSplitOf(in);
-  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab);
+  const double attention = AttentionTpDivisor(in);
+  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab, attention);
   for (const ModelSpec::LayerRun& run : m.LayerKinds(0, m.num_hidden_layers)) {
     memo.layer_kinds[m.LayerKind(run.representative)] =
-        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab);
+        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab, attention);
   }
   memo.has_shares = true;
   return memo;
@@ -126,6 +128,12 @@ LayerShape BaseShape(const SimInput& in) {
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.megatron();
   shape.tp = EffectiveTp(s.tp);
+  if (const double attention = AttentionTpDivisor(in); attention > 0) {
+    // Uneven key-value heads: the busiest tp rank holds N0 = N/attention query heads and G0 key-
+    // value heads. Activations divide heads by tp, so count tp times rank 0's heads.
+    shape.heads = static_cast<int64_t>(std::llround(static_cast<double>(m.num_attention_heads) / attention)) * shape.tp;
+    shape.kv_heads = (m.num_key_value_heads / shape.tp + 1) * shape.tp;
+  }
   shape.ulysses_sp = SequenceShards(in);
   shape.top_k = m.num_experts_per_tok;
   shape.expert_ffn = m.moe_intermediate_size;

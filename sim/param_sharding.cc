@@ -43,8 +43,19 @@ VocabSplit VocabSplitOf(const SimInput& in) {
   return VocabSplit::kNone;
 }
 
-int ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab) {
+double AttentionTpDivisor(const SimInput& in) {
+  if (in.plan == nullptr || in.model == nullptr || in.engine.megatron()) return 0;
+  const int tp = EffectiveTp(in.plan->sizes.tp);
+  const int64_t kv = in.model->num_key_value_heads, heads = in.model->num_attention_heads;
+  if (tp <= 1 || kv <= 0 || heads <= 0 || kv % tp == 0) return 0;
+  const int64_t kv0 = kv / tp + 1;
+  const double heads0 = static_cast<double>(kv0) * static_cast<double>(heads / kv);
+  return static_cast<double>(heads) / heads0;
+}
+
+double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab, double attention_divisor) {
   const int tp = EffectiveTp(s.tp);
+  if (family == ParamFamily::kAttention && attention_divisor > 0) return attention_divisor;
   if (vocab == VocabSplit::kVocabParallel &&
       (family == ParamFamily::kEmbedding || family == ParamFamily::kLmHead)) {
     return tp;
@@ -82,7 +93,8 @@ double PartitionedParamsPerRank(const SimInput& input) {
   const double expert_group = GroupSize(plan, ZeroPartitionGroup(plan, true));
   double params = 0;
   for (const auto& [family, count] : counts.by_family) {
-    const double per_rank = static_cast<double>(count) / ShardDivisor(family, plan.sizes, VocabSplitOf(input)) /
+    const double per_rank = static_cast<double>(count) /
+                            ShardDivisor(family, plan.sizes, VocabSplitOf(input), AttentionTpDivisor(input)) /
                             static_cast<double>(plan.sizes.pp);
     params += per_rank / (family == ParamFamily::kRoutedExperts ? expert_group : dense_group);
   }

@@ -145,6 +145,7 @@ ShardShape ShapeFor(const SimInput& in) {
   shard.vocab_parallel = in.engine.megatron();
   shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
   shard.flash_attention = in.engine.flash_attention;
+  shard.attention_tp = AttentionTpDivisor(in);
   return shard;
 }
 
@@ -207,7 +208,7 @@ double OptimizerPartitionParams(const SimInput& in) {
   double dense = 0, routed = 0;
   for (const auto& [family, count] : c.by_family) {
     const double share =
-        static_cast<double>(count) / ShardDivisor(family, sizes, VocabSplitOf(in));
+        static_cast<double>(count) / ShardDivisor(family, sizes, VocabSplitOf(in), AttentionTpDivisor(in));
     (family == ParamFamily::kRoutedExperts && sizes.expert_parallel ? routed : dense) += share;
   }
   const double pp = std::max(sizes.pp, 1);

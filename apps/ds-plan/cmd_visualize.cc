@@ -180,6 +180,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
       std::cerr << args.config << ": error: " << changed.error().message << "\n";
       return kExitFindings;
     }
+    PrintPassNotes(args.config, pipeline->Notes());
   }
   if (args.output.empty()) return kExitOk;  // --dump-after only
   std::string contents;

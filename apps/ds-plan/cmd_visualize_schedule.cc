@@ -138,6 +138,7 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
     std::cerr << args.sim.config << ": error: " << r.error().message << "\n";
     return kExitFindings;
   }
+  PrintPassNotes(args.sim.config, pipeline->Notes());
   auto program = sim::schedule::BuildProgram(*graph, s->eval->input, {.micro_steps = args.micro_steps});
   if (!program.ok()) {
     std::cerr << args.sim.config << ": error: " << program.error().message << "\n";

@@ -135,6 +135,10 @@ void PrintWarnings(const FileReport& report) {
   std::cerr << RenderText({warnings}, StyleFor(stderr));
 }
 
+void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes) {
+  for (const std::string& note : notes) std::cerr << config << ": warning: " << note << "\n";
+}
+
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   sim::PlanKnobs k;
   k.world_size = args.world.world_size;

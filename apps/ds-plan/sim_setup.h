@@ -68,6 +68,8 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
 // that draws or schedules a config says what validate would: a fallback DeepSpeed takes, a setting
 // it ignores. Nothing when there are none.
 void PrintWarnings(const FileReport& report);
+// The passes' notes (Pipeline::Notes): drawn as DeepSpeed builds it, but it will misbehave.
+void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes);
 
 // The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
 // the flags' own checks cannot catch (an unknown DeepSpeed version).

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/parallel_config.h"
 #include "core/rules/tensor_parallel_internal.h"
 #include "core/util/text.h"
 
@@ -98,6 +99,32 @@ void CheckPairing(RuleContext& ctx, const std::vector<LayerSpec>& specs,
     size_t dot = module.rfind('.');
     std::string parent = dot == std::string::npos ? "" : module.substr(0, dot);
     std::string leaf = dot == std::string::npos ? module : module.substr(dot + 1);
+    if (parent.empty() && (leaf == "lm_head" || leaf == "embed_out") && side_of(i) == Side::kRow) {
+      // auto_tp.py _create_row_parallel_layer builds LmHeadLinearAllreduce for the head.
+      const ParallelConfig& pc = ctx.parallel();
+      if (pc.deepcompile && std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autotp") !=
+                                pc.compile_passes.end()) {
+        ctx.Report("compile-autotp-lm-head-row", specs[winner[i]].pointer,
+                   name + " is row-parallel (" + specs[winner[i]].label +
+                       "), which DeepSpeed builds as LmHeadLinearAllreduce, and the autotp compile "
+                       "pass raises NotImplementedError \"AutoTP compile pass cannot rewrite '" +
+                       leaf + "' (LmHeadLinearAllreduce)\" (tp_compile.py "
+                       "defer_collectives_to_compiler)",
+                   "make the head column-parallel with \"gather_output\": true, skip it, or drop "
+                   "\"autotp\" from compile.passes");
+      } else {
+        ReportSpec(ctx, "tp-lm-head-row-backward", specs[winner[i]].pointer,
+                   name + " is row-parallel (" + specs[winner[i]].label +
+                       "): DeepSpeed builds LmHeadLinearAllreduce, whose forward slices its "
+                       "rank's H/TP of the hidden states and sums the logits with "
+                       "inference_all_reduce, which autograd does not see (module_inject/layers.py "
+                       "LmHeadLinearAllreduce.forward): in backward each rank's hidden-state "
+                       "gradient holds only its own slice and nothing gathers the rest",
+                   "make the head column-parallel with \"gather_output\": true (what "
+                   "transformers' tp_plan asks for: colwise_gather_output), or skip it");
+      }
+      continue;
+    }
     if (parent.empty() && (leaf == "lm_head" || leaf == "embed_out") &&
         side_of(i) == Side::kColumn) {
       ctx.Report(
@@ -326,6 +353,22 @@ std::vector<RuleInfo> ModelMatchRuleInfos() {
        "query_key_value -> dense. A column lm_head needs gather_output. With AutoEP enabled the "
        "MoE "
        "blocks are AutoEP's and are not checked.",
+       ""},
+      {"tp-lm-head-row-backward", Severity::kWarning, "tensor_parallel",
+       "a row-parallel lm_head in training",
+       "A row spec on lm_head / embed_out makes DeepSpeed build LmHeadLinearAllreduce "
+       "(auto_tp.py _create_row_parallel_layer). Its forward slices the rank's share of the "
+       "hidden features and sums the logits with dist.inference_all_reduce, outside autograd "
+       "(module_inject/layers.py LmHeadLinearAllreduce.forward; the class carries a TODO about "
+       "training). Backward therefore returns a hidden-state gradient that is zero outside the "
+       "rank's slice, and no collective gathers the other slices: the layers below train on a "
+       "partial gradient.",
+       ""},
+      {"compile-autotp-lm-head-row", Severity::kError, "compile",
+       "a row-parallel lm_head under the autotp compile pass",
+       "tp_compile.py lists LmHeadLinearAllreduce in UNSUPPORTED_LAYERS, and "
+       "defer_collectives_to_compiler raises NotImplementedError for any TensorParallel_Layer "
+       "that is neither column- nor row-parallel: the pass is all-or-nothing.",
        ""},
       {"tp-missing-column-partner", Severity::kError, "tensor_parallel",
        "a row-parallel projection fed by projections that are not column-parallel",

@@ -243,6 +243,16 @@ Result<Graph> BuildModelGraph(const ModelSpec& spec) {
   return builder_internal::Builder(spec).Build();
 }
 
+void BindTensorParallelHeads(const ModelSpec& spec, int64_t tp, SymbolValues& values) {
+  const int64_t kv = spec.num_key_value_heads;
+  if (tp < 1 || kv <= 0) return;
+  const int64_t g0 = kv / tp + (kv % tp != 0 ? 1 : 0);
+  const int64_t n0 = g0 * (spec.num_attention_heads / kv);
+  values["G0"] = g0;
+  values["N0"] = n0;
+  values["QKV0"] = (n0 + 2 * g0) * spec.head_dim;
+}
+
 SymbolValues ModelSymbolValues(const ModelSpec& spec, int64_t batch, int64_t seq) {
   const int64_t qk = spec.qk_head_dim();
   const int64_t key = spec.linear_num_key_heads * spec.linear_key_head_dim;

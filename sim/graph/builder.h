@@ -27,5 +27,9 @@ Result<Graph> BuildModelGraph(const ModelSpec& spec);
 // The symbol values of `spec` for one micro-batch of `batch` sequences of `seq` tokens, so that
 // SymExpr::Evaluate turns any builder shape into numbers.
 SymbolValues ModelSymbolValues(const ModelSpec& spec, int64_t batch, int64_t seq);
+// Binds N0, G0 and QKV0, the heads AutoTP gives tp rank 0 (the busiest): module_inject/tp_shard.py
+// get_shard_size splits key-value heads G//tp + (rank < G%tp), each with its N/G query heads.
+// The autotp pass writes them instead of N/T, G/T when G % tp != 0.
+void BindTensorParallelHeads(const ModelSpec& spec, int64_t tp, SymbolValues& values);
 
 }  // namespace dsp::sim::graph

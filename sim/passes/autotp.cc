@@ -25,7 +25,9 @@ using graph::SymExpr;
 
 // kGathered: a column linear whose output is all-gathered over tp (gather_output): its weight is
 // split but its readers see whole features.
-enum class Role { kReplicated, kColumn, kGathered, kRow, kExperts, kUnsupported };
+// kLmHeadRow: a row-parallel spec on lm_head/embed_out, which DeepSpeed builds as
+// LmHeadLinearAllreduce (auto_tp.py _create_row_parallel_layer): it slices its own input.
+enum class Role { kReplicated, kColumn, kGathered, kRow, kLmHeadRow, kExperts, kUnsupported };
 
 struct CompiledSpec {
   TpPartition partition;
@@ -125,6 +127,10 @@ Role ClassifyExperts(const Classifier& c, const Node& n) {
   return ok ? Role::kExperts : Role::kUnsupported;
 }
 
+// The model's output projection: DeepSpeed matches it by name (auto_tp.py: "lm_head" or
+// "embed_out", gpt_neox's).
+bool IsHead(const Node& n) { return n.module == "lm_head" || n.module == "embed_out"; }
+
 std::string JoinNames(const std::vector<Node*>& nodes) {
   std::string out;
   for (Node* n : nodes) out += (out.empty() ? "%" : ", %") + n->name;
@@ -173,6 +179,7 @@ AutoTpOptions AutoTpOptions::ForModel(const ModelSpec& spec, int64_t tp_size) {
 std::string_view AutoTpPass::description() const { return PassDescription(name()); }
 
 Result<bool> AutoTpPass::Run(Graph& g) {
+  notes_.clear();
   const int64_t tp = options_.tp_size;
   if (tp < 0) return Error{"autotp_size must be >= 0, got " + std::to_string(tp)};
   if (tp <= 1) return false;
@@ -198,7 +205,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                        [&](const std::string& m) { return n->module.starts_with(m); });
   };
   std::unordered_map<Node*, Role> role;
-  std::vector<Node*> unsupported;
+  std::vector<Node*> unsupported, head_rows;
   for (Node* n : g) {
     if ((n->op == graph::ops::kExperts || n->op == graph::ops::kLinear) && in_autoep(n)) {
       role[n] = Role::kReplicated;
@@ -210,11 +217,11 @@ Result<bool> AutoTpPass::Run(Graph& g) {
                 : classifier.GathersOutput(n->param) ? Role::kGathered
                 : *k == TpPartition::kColumn          ? Role::kColumn
                                                       : Role::kRow;
-      // LmHeadLinearAllreduce is neither family: the pass would drop its backward collective;
-      // a plain column lm_head leaves the loss 1/TP of the vocabulary. A column lm_head with
-      // gather_output (LinearLayer gathering the logits) is what DeepSpeed builds and is drawn.
-      if ((role[n] == Role::kColumn || role[n] == Role::kRow) && n->name == "lm_head") {
-        role[n] = Role::kUnsupported;
+      // A row spec on the head is LmHeadLinearAllreduce. The compile pass cannot stand in for it
+      // (tp_compile.py UNSUPPORTED_LAYERS; defer_collectives_to_compiler raises).
+      if (role[n] == Role::kRow && IsHead(*n)) {
+        role[n] = Role::kLmHeadRow;
+        if (options_.compiled) head_rows.push_back(n);
       }
     }
     if (role.contains(n) && role[n] == Role::kUnsupported) unsupported.push_back(n);
@@ -302,42 +309,63 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     if (!fed_rows.contains(r)) unpaired_rows.push_back(r);
   }
 
-  std::string problems;
+  // The compile pass is all-or-nothing (tp_compile.py defer_collectives_to_compiler): one layer
+  // it cannot rewrite, or tp_overlap_comm, and it raises before touching anything.
+  if (!head_rows.empty()) {
+    return Error{"the AutoTP compile pass cannot rewrite '" + head_rows.front()->module +
+                 "' (LmHeadLinearAllreduce, from its row-parallel spec): DeepSpeed raises "
+                 "NotImplementedError in tp_compile.py defer_collectives_to_compiler; drop 'autotp' "
+                 "from compile.passes or make the head column-parallel with gather_output"};
+  }
+  if (options_.compiled && options_.tp_overlap_comm) {
+    return Error{"the AutoTP compile pass does not support tp_overlap_comm (tp_compile.py "
+                 "defer_collectives_to_compiler raises NotImplementedError)"};
+  }
+  // What DeepSpeed does not check: it wraps each matched linear on its own and inserts f and g
+  // around them, whatever reads their outputs. Mismatches surface at run time as shape errors or
+  // wrong numbers, so they are drawn as built and reported as notes (validate's
+  // tp-missing-row-partner / tp-missing-column-partner say the same before a launch).
   auto add = [&](const std::string& what, const std::vector<Node*>& nodes) {
-    if (!nodes.empty()) problems += (problems.empty() ? "" : "; ") + what + ": " + JoinNames(nodes);
+    if (!nodes.empty()) notes_.push_back("AutoTP: " + what + ": " + JoinNames(nodes));
   };
-  add("column-parallel outputs not consumed by a row-parallel linear only", unpaired_columns);
+  add("column-parallel outputs read by something other than a row-parallel linear (they stay "
+      "split there)",
+      unpaired_columns);
   add("elementwise ops mixing split and whole tensors", mixing);
-  add("row-parallel linears without a column-parallel input", unpaired_rows);
+  add("row-parallel linears without a column-parallel input (they slice nothing: the input "
+      "arrives whole)",
+      unpaired_rows);
   add("per-head parameters AutoTP does not shard (only modules with a 2-D weight are "
       "replaced, so they keep every head while the heads split)",
       whole_head_params);
   add("attention reading split and whole heads (q, k and v must all come from column-parallel "
       "projections or none)",
       uneven_attention);
-  add("unsupported layers (a row or column lm_head without gather_output; experts with mixed "
-      "specs)",
-      unsupported);
-  if (!problems.empty()) return Error{"AutoTP cannot rewrite this graph: " + problems};
+  add("experts with mixed specs, left replicated", unsupported);
   const bool has_experts = std::any_of(role.begin(), role.end(),
                                        [](const auto& kv) { return kv.second == Role::kExperts; });
-  std::vector<Node*> gathered;
+  std::vector<Node*> gathered, head_rows_eager;
   for (Node* n : g) {
     if (role_of(n) == Role::kGathered) gathered.push_back(n);
+    if (role_of(n) == Role::kLmHeadRow) head_rows_eager.push_back(n);
   }
-  if (columns.empty() && gathered.empty() && !has_experts) return false;
-  const std::string tps = std::to_string(tp);
-  if (options_.num_heads <= 0 || options_.num_heads % tp != 0) {
-    return Error{"attention heads (" + std::to_string(options_.num_heads) +
-                 ") not divisible by autotp_size " + tps};
-  }
-  if (options_.num_kv_heads <= 0 || options_.num_kv_heads % tp != 0) {
-    return Error{"key/value heads (" + std::to_string(options_.num_kv_heads) +
-                 ") not divisible by autotp_size " + tps};
-  }
+  if (columns.empty() && gathered.empty() && head_rows_eager.empty() && !has_experts) return false;
+  // Uneven key-value heads are legal: get_shard_size (module_inject/tp_shard.py) gives tp rank r
+  // G//T + (r < G%T) key-value heads with their query groups. The graph is rank 0's, the busiest:
+  // N0 and G0 heads (symbols bound by BindTensorParallelHeads), instead of N/T and G/T.
+  const bool uneven = options_.num_kv_heads > 0 && options_.num_kv_heads % tp != 0;
+  const SymExpr t = SymExpr::Symbol(options_.symbol);
+  auto shard = [&](const SymExpr& d) {
+    if (uneven) {
+      static const std::pair<const char*, const char*> kRankZero[] = {{"N", "N0"}, {"G", "G0"}, {"QKV", "QKV0"}};
+      for (const auto& [whole, rank0] : kRankZero) {
+        if (SymbolExponent(d, whole) > 0) return ReplaceSymbol(d, whole, rank0);
+      }
+    }
+    return d / t;
+  };
 
   // Rewrite. Shapes first: column outputs and the region between column and row.
-  const SymExpr t = SymExpr::Symbol(options_.symbol);
   // A gathered column computes its out/T features (the matmul the schedule prices) and the
   // gather_from_tp after it restores all of them.
   std::map<Node*, graph::Shape> gathered_full;
@@ -347,14 +375,16 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = c->param_shape->front() / t;
   }
   for (Node* c : columns) {
-    c->shape->back() = c->shape->back() / t;
+    c->shape->back() = shard(c->shape->back());
     // [out, in]: a column linear keeps out/T rows of the weight, a row linear in/T columns.
-    if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = c->param_shape->front() / t;
+    if (c->param_shape && !c->param_shape->empty()) c->param_shape->front() = shard(c->param_shape->front());
   }
   for (Node* n : g) {
     const Role r = role_of(n);
     if (r == Role::kRow && n->param_shape && n->param_shape->size() == 2) {
-      (*n->param_shape)[1] = (*n->param_shape)[1] / t;
+      (*n->param_shape)[1] = shard((*n->param_shape)[1]);
+    } else if (r == Role::kLmHeadRow && n->param_shape && n->param_shape->size() == 2) {
+      (*n->param_shape)[1] = (*n->param_shape)[1] / t;  // the hidden size, split near-evenly
     } else if (r == Role::kExperts && n->param_shape) {
       for (SymExpr& d : *n->param_shape) {
         if (SymbolExponent(d, "FE") > 0) d = d / t;  // each expert's gate/up/down width
@@ -366,7 +396,7 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     for (SymExpr& d : *n->shape) {
       for (const char* s : kShardedSymbols) {
         if (SymbolExponent(d, s) > 0) {
-          d = d / t;
+          d = shard(d);
           break;
         }
       }
@@ -405,7 +435,22 @@ Result<bool> AutoTpPass::Run(Graph& g) {
   };
   for (Node* n : g) {
     const Role r = role_of(n);
-    if (r == Role::kRow || r == Role::kExperts) follow_with(n, graph::ops::kReduceFromTp);
+    if (r == Role::kRow || r == Role::kExperts || r == Role::kLmHeadRow) {
+      follow_with(n, graph::ops::kReduceFromTp);
+    }
+  }
+  // LmHeadLinearAllreduce.forward (module_inject/layers.py) cuts its rank's H/T slice of the
+  // hidden states itself, a local slice with no collective, and all-reduces the logits with
+  // inference_all_reduce: forward only, like reduce_from_tp's.
+  for (Node* n : head_rows_eager) {
+    graph::Shape sliced = *n->args[0]->shape;
+    sliced.back() = sliced.back() / t;
+    Node* slice = g.InsertBefore(n, {.name = n->name + "_input_slice",
+                                     .op = std::string(graph::ops::kSplit),
+                                     .args = {n->args[0]},
+                                     .module = n->module,
+                                     .shape = sliced});
+    g.SetArg(n, 0, slice);
   }
   for (Node* n : gathered) follow_with(n, graph::ops::kGatherFromTp, gathered_full[n]);
   g.EliminateDeadCode();

@@ -34,8 +34,14 @@ struct AutoTpOptions {
   int64_t tp_size = 1;         // tensor_parallel.autotp_size; 0 and 1 mean off
   std::string symbol = "T";    // the symbol shapes are divided by: "N*D/T"
   std::string model_type;      // for the model_types filter and the default plan
-  int64_t num_heads = 0;       // N and G as integers: heads must split evenly over tp
+  // N and G as integers. When G does not divide over tp the graph shows tp rank 0, the busiest
+  // (get_shard_size): N0 and G0 heads, bound by BindTensorParallelHeads.
+  int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
+  // The DeepCompile autotp pass (compile.passes lists "autotp" with compile.deepcompile) rather
+  // than eager AutoTP: it refuses LmHeadLinearAllreduce and tp_overlap_comm (tp_compile.py).
+  bool compiled = false;
+  bool tp_overlap_comm = false;
   // partition_config.layer_specs, in DeepSpeed's matching order (first match wins), or the
   // converted transformers tp_plan (ForModelPlan). When empty, the leaf names DeepSpeed's heuristic
   // AutoTP.tp_parser shards (q/k/v/gate/up and w1/w3 column, o/down and w2 row), for model types
@@ -56,22 +62,26 @@ struct AutoTpOptions {
   void UseTransformersPlan(const ModelSpec& spec);
 };
 
-// Classifies every linear (and every MoE `experts` node, as a column+row pair of its own), checks
-// the plan, then rewrites: shapes sharded (column output dim /T, heads and MLP widths /T between
-// a column and its row partner), ONE copy_to_tp per input activation shared by column linears
-// and one reduce_from_tp after each row linear and experts node, all in group "tp". Errors, with
-// the graph untouched, list every offending node: column linears whose output reaches anything
-// but a row linear, row linears no column feeds, unsupported layers (lm_head, experts with mixed
-// specs), heads not divisible by tp.
+// Classifies every linear (and every MoE `experts` node, as a column+row pair of its own), then
+// rewrites: shapes sharded (column output dim /T, heads and MLP widths /T between a column and its
+// row partner), ONE copy_to_tp per input activation shared by column linears and one
+// reduce_from_tp after each row linear and experts node, all in group "tp". A row-parallel
+// lm_head is LmHeadLinearAllreduce: a local H/T slice of its input, then reduce_from_tp.
+// Errors (graph untouched) are DeepSpeed's own: a refused transformers plan, gpt2, and under
+// the compile pass LmHeadLinearAllreduce or tp_overlap_comm. Pairing mismatches DeepSpeed does
+// not check (a column output read by something other than a row linear, ...) are drawn as built
+// and listed in notes().
 class AutoTpPass : public Pass {
  public:
   explicit AutoTpPass(AutoTpOptions options) : options_(std::move(options)) {}
   std::string_view name() const override { return "autotp"; }
   std::string_view description() const override;
   Result<bool> Run(graph::Graph& graph) override;
+  std::vector<std::string> notes() const override { return notes_; }
 
  private:
   AutoTpOptions options_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace dsp::sim::passes

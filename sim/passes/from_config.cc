@@ -94,6 +94,7 @@ ZeroOptions ZeroOptionsFor(const ModelSpec& model, const Json& config, const Par
   o.deepcompile = zero.deepcompile;
   o.values = graph::ModelSymbolValues(model, 1, 1);
   o.values["T"] = std::max<int64_t>(pc.tp, 1);
+  graph::BindTensorParallelHeads(model, o.values["T"], o.values);
   o.values["EP"] = std::max<int64_t>(pc.ep, 1);
   o.values["P"] = std::max<int64_t>(pc.sp, 1);
   return o;
@@ -161,13 +162,18 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
       }
       pipeline.Add(std::make_unique<AutoEpPass>(std::move(o)));
     } else if (info.name == "autotp") {
-      pipeline.Add(std::make_unique<AutoTpPass>(TpOptions(model, config, pc.tp)));
+      AutoTpOptions o = TpOptions(model, config, pc.tp);
+      o.compiled = pc.deepcompile && Lists(pc.compile_passes, "autotp");
+      o.tp_overlap_comm = ConfigView(config).Bool("/tensor_parallel/tp_overlap_comm").or_default(false);
+      pipeline.Add(std::make_unique<AutoTpPass>(std::move(o)));
     } else if (info.name == "autosp") {
       AutoSpOptions o = AutoSpOptions::ForModel(model, pc.sp, r.seq_len);
       o.compiled = pc.deepcompile && Lists(pc.compile_passes, "autosp");
-      if (pc.tp > 1) {  // AutoSP after AutoTP sees the per-rank head counts
-        o.num_heads /= pc.tp;
-        o.num_kv_heads /= pc.tp;
+      if (pc.tp > 1) {  // AutoSP after AutoTP sees tp rank 0's head counts
+        graph::SymbolValues heads;
+        graph::BindTensorParallelHeads(model, pc.tp, heads);
+        o.num_heads = heads.contains("N0") ? heads["N0"] : o.num_heads / pc.tp;
+        o.num_kv_heads = heads.contains("G0") ? heads["G0"] : o.num_kv_heads / pc.tp;
       }
       pipeline.Add(std::make_unique<AutoSpPass>(std::move(o)));
     } else if (info.name == "zero") {

@@ -5,7 +5,9 @@
 // rejected plan never leaves a half-parallelised graph behind for the simulation to misread.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/util/result.h"
 #include "sim/graph/graph.h"
@@ -21,6 +23,9 @@ class Pass {
   virtual std::string_view description() const = 0;
   // True when the graph changed; false for "nothing to do" (the graph is left byte-identical).
   virtual Result<bool> Run(graph::Graph& graph) = 0;
+  // What the last Run drew as DeepSpeed builds it although it will misbehave at run time (a
+  // mismatch DeepSpeed itself does not check): one line each, for the caller to print as warnings.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 }  // namespace dsp::sim::passes

@@ -24,6 +24,14 @@ Result<bool> Pipeline::Run(graph::Graph& graph) const {
   return changed;
 }
 
+std::vector<std::string> Pipeline::Notes() const {
+  std::vector<std::string> notes;
+  for (const auto& pass : passes_) {
+    for (std::string& n : pass->notes()) notes.push_back(std::move(n));
+  }
+  return notes;
+}
+
 const std::vector<PassInfo>& RegisteredPasses() {
   // The order a pipeline applies them, whatever order they are asked for in: AutoEP first (in
   // DeepSpeed it is module injection at engine start, and AutoTP skips the subtrees it owns),

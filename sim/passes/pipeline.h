@@ -32,6 +32,8 @@ class Pipeline {
   //   "graph invalid after pass 'NAME': ..." (a pass bug: the rewrite broke the IR)
   // Returns whether any pass changed the graph.
   Result<bool> Run(graph::Graph& graph) const;
+  // Every pass's notes from the last Run, in pipeline order.
+  std::vector<std::string> Notes() const;
 
  private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -26,4 +26,21 @@ inline graph::SymExpr DivideSymbol(const graph::SymExpr& e, std::string_view sym
   return out;
 }
 
+// `e` with every power of `from` replaced by the same power of `to`, in its place, so "N*D"
+// becomes "N0*D" (not "D*N0"): the coefficient, then the factors in their printed order.
+inline graph::SymExpr ReplaceSymbol(const graph::SymExpr& e, std::string_view from, std::string_view to) {
+  graph::SymExpr symbols(1);
+  for (const auto& [name, exp] : e.factors()) {
+    for (int i = 0; i < exp; ++i) symbols = symbols * graph::SymExpr::Symbol(name);
+    for (int i = 0; i > exp; --i) symbols = symbols / graph::SymExpr::Symbol(name);
+  }
+  graph::SymExpr out = e / symbols;  // the coefficient alone
+  for (const auto& [name, exp] : e.factors()) {
+    const graph::SymExpr factor = graph::SymExpr::Symbol(name == from ? std::string(to) : name);
+    for (int i = 0; i < exp; ++i) out = out * factor;
+    for (int i = 0; i > exp; --i) out = out / factor;
+  }
+  return out;
+}
+
 }  // namespace dsp::sim::passes

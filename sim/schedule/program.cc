@@ -103,6 +103,7 @@ class Builder {
     const Plan& plan = *in_.plan;
     values_ = graph::ModelSymbolValues(*in_.model, in_.workload.micro_batch, in_.workload.seq_len);
     values_["T"] = std::max(plan.sizes.tp, 1);
+    graph::BindTensorParallelHeads(*in_.model, values_["T"], values_);
     values_["P"] = std::max(plan.sizes.sp, 1);
     values_["EP"] = std::max(plan.sizes.ep, 1);
     values_["DP"] = GroupSize(plan, GroupKind::kDp);

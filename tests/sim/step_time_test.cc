@@ -11,6 +11,7 @@
 
 #include "sim/flops.h"
 #include "sim/memory_model.h"
+#include "sim/param_sharding.h"
 #include "tests/sim/time_test_util.h"
 
 namespace dsp::sim {
@@ -410,6 +411,49 @@ TEST(StepTimeTest, MoreInterNodeBandwidthNeverSlowsTheStep) {
       previous = step;
     }
   }
+}
+
+// Uneven key-value heads (module_inject/tp_shard.py get_shard_size): Llama-3-8B's 8 kv heads on
+// tp=3 give tp ranks 0-1 3 kv heads (12 query heads) and rank 2 two. The busiest rank holds
+// 12/32 of the attention weights, not 1/3, and computes 12 heads; MLP widths split by 3.
+TEST(StepTimeTest, UnevenKvHeadsArePricedOnTheBusiestRank) {
+  const Json tp3 = ParseJsonOrDie(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                     "zero_optimization": {"stage": 1},
+                                     "tensor_parallel": {"autotp_size": 3}})");
+  const Json tp4 = ParseJsonOrDie(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                     "zero_optimization": {"stage": 1},
+                                     "tensor_parallel": {"autotp_size": 4}})");
+  SimCase uneven(tp3, 6, 6, "llama-3-8b.json");
+  uneven.input.workload.seq_len = 4096;
+  EXPECT_DOUBLE_EQ(AttentionTpDivisor(uneven.input), 32.0 / 12.0);
+  SimCase even(tp4, 8, 8, "llama-3-8b.json");
+  EXPECT_EQ(AttentionTpDivisor(even.input), 0);
+  // Parameters: attention over 32/12, the dense MLP over 3.
+  EXPECT_DOUBLE_EQ(ShardDivisor(ParamFamily::kAttention, uneven.plan.sizes, VocabSplit::kNone,
+                                AttentionTpDivisor(uneven.input)),
+                   32.0 / 12.0);
+  EXPECT_EQ(ShardDivisor(ParamFamily::kDenseMlp, uneven.plan.sizes), 3);
+  // The q/k/v/o GEMMs and the attention core of one layer are 12/32 of the whole layer's, where
+  // the even-split average would be 1/3.
+  ShardShape whole;
+  whole.seq_len = 4096;
+  ShardShape busiest = whole;
+  busiest.tp = 3;
+  busiest.attention_tp = AttentionTpDivisor(uneven.input);
+  ShardShape average = busiest;
+  average.attention_tp = 0;
+  auto flops_of = [&](const ShardShape& shard, std::string_view name) {
+    double f = 0;
+    for (const OperatorCost& op : LayerForwardOperators(uneven.model, 0, shard)) {
+      if (op.name == name) f += op.flops;
+    }
+    return f;
+  };
+  for (const char* name : {"q_proj", "k_proj", "o_proj", "attention"}) {
+    EXPECT_NEAR(flops_of(busiest, name) / flops_of(whole, name), 12.0 / 32.0, 1e-12) << name;
+    EXPECT_NEAR(flops_of(average, name) / flops_of(whole, name), 1.0 / 3.0, 1e-12) << name;
+  }
+  EXPECT_NEAR(flops_of(busiest, "mlp_up") / flops_of(whole, "mlp_up"), 1.0 / 3.0, 1e-12);
 }
 
 }  // namespace

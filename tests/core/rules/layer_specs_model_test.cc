@@ -150,6 +150,25 @@ TEST_F(TensorParallelModelTest, ColumnWithoutRowPartner) {
   EXPECT_NO_DIAG(gathered, "tp-missing-row-partner");
 }
 
+// A row spec on lm_head is LmHeadLinearAllreduce (auto_tp.py _create_row_parallel_layer): eager
+// training gets a warning (its forward slices the input and sums the logits with
+// inference_all_reduce outside autograd: module_inject/layers.py LmHeadLinearAllreduce.forward);
+// the autotp compile pass refuses it (tp_compile.py defer_collectives_to_compiler).
+TEST_F(TensorParallelModelTest, RowLmHeadWarnsEagerAndIsRefusedByTheCompilePass) {
+  const std::string specs = std::string(kLlamaSpecs) +
+                            R"json(, {"patterns": ["lm_head\\.weight$"], "partition_type": "row"})json";
+  auto eager = Validate(Specs(specs), At(8, &llama_));
+  EXPECT_DIAG(eager, "tp-lm-head-row-backward", "/tensor_parallel/partition_config/layer_specs/2");
+  EXPECT_NO_DIAG(eager, "tp-missing-row-partner");
+  EXPECT_NO_DIAG(eager, "compile-autotp-lm-head-row");
+  std::string compiled = Specs(specs);
+  compiled.insert(compiled.rfind('}'), R"(, "compile": {"deepcompile": true, "passes": ["autotp"]})");
+  auto refused = Validate(compiled, At(8, &llama_));
+  EXPECT_DIAG(refused, "compile-autotp-lm-head-row", "/tensor_parallel/partition_config/layer_specs/2");
+  EXPECT_NE(MessageOf(refused, "compile-autotp-lm-head-row").find("LmHeadLinearAllreduce"), std::string::npos);
+  EXPECT_NO_DIAG(refused, "tp-lm-head-row-backward");
+}
+
 TEST_F(TensorParallelModelTest, RowWithoutColumnPartner) {
   auto r = Validate(
       Specs(R"json({"patterns": [".*\\.self_attn\\.o_proj\\.weight$"], "partition_type": "row"},

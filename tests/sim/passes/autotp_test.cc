@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "sim/graph/builder.h"
 #include "sim/graph/text_format.h"
 #include "sim/graph/verifier.h"
 #include "tests/sim/passes/pass_test_util.h"
@@ -134,42 +135,115 @@ void ExpectRejected(AutoTpOptions o, const std::string& fragment,
   EXPECT_EQ(graph::PrintGraph(g), before) << "a rejected pass must not rewrite partially";
 }
 
+// Only DeepSpeed's own refusals stop the pass: a negative size, a transformers plan
+// TPPlanConverter rejects, and under the compile pass the layers tp_compile.py cannot rewrite.
 TEST(AutoTpTest, Rejections) {
-  ExpectRejected(Options("tiny-llama.json", 4),
-                 "key/value heads (2) not divisible by autotp_size 4");
-  ExpectRejected(Options("tiny-llama.json", 8),
-                 "attention heads (4) not divisible by autotp_size 8");
   ExpectRejected(Options("tiny-llama.json", -1), "must be >= 0");
-
-  AutoTpOptions no_row = Options("tiny-llama.json", 2);
-  no_row.layer_specs = {{TpPartition::kColumn, {R"(.*\.q_proj\.weight)"}, std::nullopt}};
-  ExpectRejected(no_row,
-                 "column-parallel outputs not consumed by a row-parallel linear only: "
-                 "%layers_0_self_attn_q_proj, %layers_1_self_attn_q_proj");
-
-  AutoTpOptions no_column = Options("tiny-llama.json", 2);
-  no_column.layer_specs = {{TpPartition::kRow, {R"(.*\.down_proj\.weight)"}, std::nullopt}};
-  ExpectRejected(no_column,
-                 "row-parallel linears without a column-parallel input: "
-                 "%layers_0_mlp_down_proj, %layers_1_mlp_down_proj");
-
-  AutoTpOptions half_mlp = Options("tiny-llama.json", 2);
-  half_mlp.layer_specs = {{TpPartition::kColumn, {R"(.*\.gate_proj\.)"}, std::nullopt},
-                          {TpPartition::kRow, {R"(.*\.down_proj\.)"}, std::nullopt}};
-  ExpectRejected(half_mlp, "elementwise ops mixing split and whole tensors: %layers_0_mlp_mul");
-
-  AutoTpOptions lm_head = Options("tiny-llama.json", 2);
-  lm_head.layer_specs = {{TpPartition::kRow, {"lm_head"}, std::nullopt}};
-  ExpectRejected(lm_head, "unsupported layers (a row or column lm_head without gather_output; "
-                          "experts with mixed specs): %lm_head");
 
   AutoTpOptions refused = Options("tiny-llama.json", 2);
   refused.refusal = "DeepSpeed rejects this plan";
   ExpectRejected(refused, "DeepSpeed rejects this plan");
 
+  // tp_compile.py: UNSUPPORTED_LAYERS = (LmHeadLinearAllreduce,), and
+  // defer_collectives_to_compiler raises for it and for tp_overlap_comm, before any rewrite.
+  AutoTpOptions compiled_head = Options("tiny-llama.json", 2);
+  compiled_head.layer_specs = {{TpPartition::kRow, {"lm_head"}, std::nullopt},
+                               {TpPartition::kColumn, {R"(.*\.(q|k|v)_proj\.)"}, std::nullopt},
+                               {TpPartition::kRow, {R"(.*\.o_proj\.)"}, std::nullopt}};
+  compiled_head.compiled = true;
+  ExpectRejected(compiled_head, "cannot rewrite 'lm_head' (LmHeadLinearAllreduce");
+  AutoTpOptions overlap = Options("tiny-llama.json", 2);
+  overlap.compiled = true;
+  overlap.tp_overlap_comm = true;
+  ExpectRejected(overlap, "does not support tp_overlap_comm");
+  overlap.compiled = false;  // eager AutoTP overlaps its own all-reduces: nothing to refuse
+  RunOk("tiny-llama.json", overlap);
+}
+
+// What DeepSpeed does not check is drawn as built, with notes (validate's tp-missing-*-partner
+// errors say it before a launch): a column without a row partner stays split where it is read.
+TEST(AutoTpTest, PairingMismatchesAreDrawnWithNotes) {
+  auto notes_of = [](AutoTpOptions o) {
+    graph::Graph g = BuildPreset("tiny-llama.json");
+    AutoTpPass pass(std::move(o));
+    Result<bool> r = pass.Run(g);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    std::string all;
+    for (const std::string& n : pass.notes()) all += n + "\n";
+    return all;
+  };
+  AutoTpOptions no_row = Options("tiny-llama.json", 2);
+  no_row.layer_specs = {{TpPartition::kColumn, {R"(.*\.q_proj\.weight)"}, std::nullopt}};
+  EXPECT_NE(notes_of(no_row).find("column-parallel outputs read by something other than a "
+                                  "row-parallel linear (they stay split there): "
+                                  "%layers_0_self_attn_q_proj, %layers_1_self_attn_q_proj"),
+            std::string::npos);
+  AutoTpOptions no_column = Options("tiny-llama.json", 2);
+  no_column.layer_specs = {{TpPartition::kRow, {R"(.*\.down_proj\.weight)"}, std::nullopt}};
+  EXPECT_NE(notes_of(no_column).find("row-parallel linears without a column-parallel input"),
+            std::string::npos);
+  AutoTpOptions half_mlp = Options("tiny-llama.json", 2);
+  half_mlp.layer_specs = {{TpPartition::kColumn, {R"(.*\.gate_proj\.)"}, std::nullopt},
+                          {TpPartition::kRow, {R"(.*\.down_proj\.)"}, std::nullopt}};
+  EXPECT_NE(notes_of(half_mlp).find("elementwise ops mixing split and whole tensors: %layers_0_mlp_mul"),
+            std::string::npos);
   AutoTpOptions mixed_experts = Options("mixtral-8x7b.json", 2);
   mixed_experts.layer_specs = {{TpPartition::kColumn, {R"(.*\.w[123]\.)"}, std::nullopt}};
-  ExpectRejected(mixed_experts, "%layers_0_block_sparse_moe_experts", "mixtral-8x7b.json");
+  graph::Graph g = BuildPreset("mixtral-8x7b.json");
+  AutoTpPass pass(mixed_experts);
+  ASSERT_TRUE(pass.Run(g).ok());
+  ASSERT_FALSE(pass.notes().empty());
+  EXPECT_NE(pass.notes().back().find("experts with mixed specs, left replicated: "
+                                     "%layers_0_block_sparse_moe_experts"),
+            std::string::npos);
+  // A well-paired plan has no notes.
+  EXPECT_EQ(notes_of(Options("tiny-llama.json", 2)), "");
+}
+
+// Uneven key-value heads: module_inject/tp_shard.py get_shard_size gives tp rank r
+// G//T + (r < G%T) key-value heads, each with its N/G query heads. The graph is rank 0's, the
+// busiest: Llama-3-8B (32 heads, 8 kv heads) on tp=3 gives rank 0 3 kv heads and 12 query heads.
+TEST(AutoTpTest, UnevenHeadsDrawTheBusiestRank) {
+  const ModelSpec llama = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
+  graph::Graph g = RunOk("llama-3-8b.json", Options("llama-3-8b.json", 3));
+  EXPECT_EQ(graph::ShapeToString(*g.Find("layers_0_self_attn_q_proj")->param_shape), "[N0*D, H]");
+  EXPECT_EQ(graph::ShapeToString(*g.Find("layers_0_self_attn_k_proj")->param_shape), "[G0*D, H]");
+  EXPECT_EQ(graph::ShapeToString(*g.Find("layers_0_self_attn_o_proj")->param_shape), "[H, N0*D]");
+  EXPECT_EQ(graph::ShapeToString(*g.Find("layers_0_self_attn_sdpa")->shape), "[B, N0, S, D]");
+  // MLP widths split near-evenly by get_shard_size's grain path: F/T.
+  EXPECT_EQ(graph::ShapeToString(*g.Find("layers_0_mlp_down_proj")->param_shape), "[H, F/T]");
+  graph::SymbolValues values = graph::ModelSymbolValues(llama, 1, 8);
+  graph::BindTensorParallelHeads(llama, 3, values);
+  EXPECT_EQ(values["G0"], 3);
+  EXPECT_EQ(values["N0"], 12);
+  EXPECT_EQ(*g.Find("layers_0_self_attn_q_proj")->param_shape->front().Evaluate(values), 12 * 128);
+  // tp above the kv heads (tp-exceeds-kv-heads): rank 0 holds one kv head and its query group.
+  graph::SymbolValues wide;
+  graph::BindTensorParallelHeads(llama, 16, wide);
+  EXPECT_EQ(wide["G0"], 1);
+  EXPECT_EQ(wide["N0"], 4);
+  // Even heads keep the N/T form.
+  graph::Graph even = RunOk("llama-3-8b.json", Options("llama-3-8b.json", 4));
+  EXPECT_EQ(graph::ShapeToString(*even.Find("layers_0_self_attn_q_proj")->param_shape), "[N*D/T, H]");
+}
+
+// A row spec on lm_head makes DeepSpeed build LmHeadLinearAllreduce (auto_tp.py
+// _create_row_parallel_layer): its forward slices the rank's H/T of the hidden states itself and
+// all-reduces the [B, S, V] logits (module_inject/layers.py LmHeadLinearAllreduce.forward).
+TEST(AutoTpTest, RowLmHeadIsLmHeadLinearAllreduce) {
+  AutoTpOptions o = Options("tiny-llama.json", 2);
+  o.layer_specs = {{TpPartition::kRow, {"lm_head"}, std::nullopt},
+                   {TpPartition::kColumn, {R"(.*\.(q|k|v|gate|up)_proj\.)"}, std::nullopt},
+                   {TpPartition::kRow, {R"(.*\.(o|down)_proj\.)"}, std::nullopt}};
+  graph::Graph g = RunOk("tiny-llama.json", o);
+  const graph::Node* head = g.Find("lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(graph::ShapeToString(*head->param_shape), "[V, H/T]");
+  EXPECT_EQ(head->args[0]->op, graph::ops::kSplit);
+  EXPECT_EQ(graph::ShapeToString(*head->args[0]->shape), "[B, S, H/T]");
+  ASSERT_EQ(head->users.size(), 1u);
+  EXPECT_EQ(head->users.front()->op, graph::ops::kReduceFromTp);
+  EXPECT_EQ(graph::ShapeToString(*head->users.front()->shape), "[B, S, V]");
 }
 
 // gather_output (LinearLayer(gather_output=True), module_inject/layers.py): the weight keeps

@@ -37,11 +37,27 @@ std::string ParamShapeOf(const graph::Graph& g, const std::string& name) {
   return n != nullptr && n->param_shape ? graph::ShapeToString(*n->param_shape) : "";
 }
 
-Result<bool> RunTp(graph::Graph& g, const std::string& file, const std::string& preset, int64_t tp) {
+Result<bool> RunTp(graph::Graph& g, const std::string& file, const std::string& preset, int64_t tp,
+                   std::string* notes = nullptr) {
   AutoTpOptions o = AutoTpOptions::ForModel(Spec(file), tp);
   o.use_default_specs = true;
   o.preset = preset;
-  return AutoTpPass(std::move(o)).Run(g);
+  AutoTpPass pass(std::move(o));
+  Result<bool> r = pass.Run(g);
+  if (notes != nullptr) {
+    for (const std::string& n : pass.notes()) *notes += n + "\n";
+  }
+  return r;
+}
+
+// Runs the pass and returns its notes, one per line (the pass must succeed).
+std::string NotesOfRun(graph::Graph& g, AutoTpOptions o) {
+  AutoTpPass pass(std::move(o));
+  Result<bool> r = pass.Run(g);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  std::string notes;
+  for (const std::string& n : pass.notes()) notes += n + "\n";
+  return notes;
 }
 
 // AutoTPPresets.deepseek_v2: q_b_proj and kv_b_proj column, o_proj row, the down projections
@@ -71,15 +87,16 @@ TEST(PassesOnFamiliesTest, AutoTpDeepSeekV3PresetSplitsHeadsAfterTheLatent) {
 }
 
 // DeepSeek-V2-Lite has no q_lora_rank: its plain q_proj is not in the deepseek_v2 preset, so q
-// would keep all N heads while kv_b_proj splits k and v to N/T. The pass refuses the plan
-// instead of drawing attention over mismatched heads.
+// keeps all N heads while kv_b_proj splits k and v to N/T. DeepSpeed does not check this
+// (tp_compile.py and auto_tp.py wrap each matched linear on its own); the pass draws it as built
+// and says what will fail.
 TEST(PassesOnFamiliesTest, AutoTpDeepSeekV2PresetOnV2LiteMismatchesHeads) {
   graph::Graph g = BuildPreset("deepseek-v2-lite.json");
-  Result<bool> r = RunTp(g, "deepseek-v2-lite.json", "deepseek_v2", 2);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("attention reading split and whole heads"), std::string::npos)
-      << r.error().message;
-  EXPECT_NE(r.error().message.find("%layers_0_self_attn_sdpa"), std::string::npos);
+  std::string notes;
+  Result<bool> r = RunTp(g, "deepseek-v2-lite.json", "deepseek_v2", 2, &notes);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(notes.find("attention reading split and whole heads"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("%layers_0_self_attn_sdpa"), std::string::npos);
 }
 
 // AutoTPPresets.phi3: qkv_proj and gate_up_proj column (with the (3, -1) and (2, -1) sub-param
@@ -109,18 +126,18 @@ TEST(PassesOnFamiliesTest, AutoTpBloomPreset) {
 }
 
 // Without a preset, transformers' default plan names no fused projection: AutoTP has nothing to
-// pair with phi3's o_proj / down_proj rows and refuses.
+// pair with phi3's o_proj / down_proj rows. DeepSpeed wraps them anyway; the pass draws them and
+// notes the mismatch (validate's tp-missing-column-partner is the error).
 TEST(PassesOnFamiliesTest, AutoTpDefaultPlanOnPhi3IsRefused) {
   graph::Graph g = BuildPreset("phi-3-mini-4k.json");
-  Result<bool> r = AutoTpPass(AutoTpOptions::ForModel(Spec("phi-3-mini-4k.json"), 2)).Run(g);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("row-parallel linears without a column-parallel input"),
-            std::string::npos);
+  const std::string notes = NotesOfRun(g, AutoTpOptions::ForModel(Spec("phi-3-mini-4k.json"), 2));
+  EXPECT_NE(notes.find("row-parallel linears without a column-parallel input"), std::string::npos)
+      << notes;
 }
 
 // gpt_oss's sinks are a raw [N] parameter: AutoTP (which replaces 2-D weights only) leaves it
 // whole while q/k/v split, and eager_attention_forward's cat of [B, N/T, S, S] scores with
-// [B, N, S, 1] sinks fails. Specs for q/k/v/o make the pass refuse, naming the sdpa.
+// [B, N, S, 1] sinks fails. Specs for q/k/v/o: the pass draws it and its note names the sdpa.
 TEST(PassesOnFamiliesTest, AutoTpOnGptOssKeepsTheSinksWholeAndIsRefused) {
   graph::Graph g = BuildPreset("gpt-oss-20b.json");
   AutoTpOptions o = AutoTpOptions::ForModel(Spec("gpt-oss-20b.json"), 2);
@@ -130,11 +147,9 @@ TEST(PassesOnFamiliesTest, AutoTpOnGptOssKeepsTheSinksWholeAndIsRefused) {
                    {.partition = TpPartition::kRow,
                     .patterns = {R"(.*\.self_attn\.o_proj\.weight$)"},
                     .model_types = std::nullopt}};
-  Result<bool> r = AutoTpPass(std::move(o)).Run(g);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("per-head parameters AutoTP does not shard"), std::string::npos)
-      << r.error().message;
-  EXPECT_NE(r.error().message.find("%layers_0_self_attn_sdpa"), std::string::npos);
+  const std::string notes = NotesOfRun(g, std::move(o));
+  EXPECT_NE(notes.find("per-head parameters AutoTP does not shard"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("%layers_0_self_attn_sdpa"), std::string::npos);
 }
 
 // Training AutoTP asserts on gpt2 (AutoTP.supported) and cannot split Conv1D.

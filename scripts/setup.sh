@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev help2man zsh
           libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
+# dtl (header-only) for `visualize graph --diff --dump-after`'s unified diff of the graph text.
+packages+=(libdtl-dev)
 # `ds-plan explore`: ncurses for the full-screen UI, libedit (BSD) for the line mode's editing,
 # history and completion; tmux drives the full-screen UI in the tests.
 packages+=(libncurses-dev libedit-dev tmux)

@@ -114,6 +114,10 @@ ZeroSettings ReadZeroSettings(const Json& config) {
     return std::find(pc.compile_passes.begin(), pc.compile_passes.end(), pass) != pc.compile_passes.end();
   };
   z.deepcompile = pc.deepcompile && z.stage >= 1 && !lists("autosp") && !lists("autotp");
+  // DeepCompile's ZeRO-3 registers every parameter with ds_persist = False (compile/init_z3.py
+  // init_z3: "Disable persistent param"): stage3_param_persistence_threshold has no effect and
+  // every parameter is gathered before use and released after.
+  if (z.deepcompile && z.stage == 3) z.param_persistence_threshold = 0;
   return z;
 }
 

@@ -20,6 +20,8 @@
 #include "core/util/file_io.h"
 #include "core/validate/validator.h"
 #include "sim/graph/builder.h"
+#include "sim/graph/text_diff.h"
+#include "sim/graph/text_format.h"
 #include "sim/passes/from_config.h"
 #include "sim/passes/pipeline.h"
 #include "sim/render/graph_json.h"
@@ -34,6 +36,8 @@ struct VisualizeGraphArgs {
   WorldOptions world;
   std::string layers;  // "" = every layer
   bool before = false;
+  bool diff = false;           // --diff: mark what the passes changed
+  std::string direction;       // --direction forward|backward|both
   std::string passes;      // --passes a,b: forced pipeline
   std::string attn_impl;   // --attn-impl
   std::string dump_after;  // --dump-after PASS|all
@@ -61,6 +65,9 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   }
   if (args.before && (!args.passes.empty() || !args.dump_after.empty())) {
     return UsageError("--before draws the graph without passes; it cannot be combined with --passes or --dump-after");
+  }
+  if (args.before && args.diff) {
+    return UsageError("--diff draws the graph after the passes marked against the graph before them; drop --before");
   }
   OutputKind kind = OutputKind::kSvg;
   if (!args.format.empty()) {
@@ -96,7 +103,15 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
       sim::passes::PassDescription(args.dump_after).empty()) {
     return UsageError("--dump-after " + args.dump_after + ": no such pass (see `ds-plan passes`; or 'all')");
   }
+  if (args.diff && kind == OutputKind::kJson && !args.output.empty()) {
+    return UsageError("--diff marks a picture (.svg or .dot); with --dump-after PASS it prints a text diff");
+  }
   sim::render::RenderOptions render;
+  if (!args.direction.empty()) {
+    auto direction = sim::render::ParseDirection(args.direction);
+    if (!direction.ok()) return UsageError("--direction: " + direction.error().message);
+    render.direction = *direction;
+  }
   // Graphviz lays a whole model out superlinearly (the Mixtral sample took over a minute at 12
   // layers): by default layer 0 is drawn in full and the rest collapse; `--layers all` asks for
   // every layer.
@@ -156,6 +171,16 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
 
   auto graph = sim::graph::BuildModelGraph(*model);
   if (!graph.ok()) return UsageError("--model: " + graph.error().message);
+  // --diff: the graph as built, which the rewritten one is marked against.
+  std::optional<sim::graph::Graph> built_graph;
+  std::string built_text;
+  if (args.diff) {
+    auto again = sim::graph::BuildModelGraph(*model);
+    if (!again.ok()) return UsageError("--model: " + again.error().message);
+    built_graph.emplace(std::move(again).value());
+    built_text = sim::graph::PrintGraph(*built_graph);
+    render.before = &*built_graph;
+  }
   if (!args.before) {
     auto pipeline = sim::passes::PipelineForConfig(
         {.model = &*model, .config = &config_json, .plan = plan ? &*plan : nullptr, .forced = forced});
@@ -168,8 +193,12 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
         return UsageError("--dump-after " + args.dump_after + ": that pass is not in this pipeline (" +
                           (names.empty() ? std::string("no passes run") : "it runs " + names) + ")");
       }
-      pipeline->SetDumpAfter([&args](std::string_view pass, const std::string& dump) {
-        if (args.dump_after == "all" || pass == args.dump_after) {
+      pipeline->SetDumpAfter([&args, &built_text](std::string_view pass, const std::string& dump) {
+        if (args.dump_after != "all" && pass != args.dump_after) return;
+        if (args.diff) {
+          std::cout << sim::graph::UnifiedDiff(built_text, dump, "graph as built",
+                                               "after pass '" + std::string(pass) + "'");
+        } else {
           std::cout << "# after pass '" << pass << "'\n" << dump;
         }
       });
@@ -214,6 +243,14 @@ Command AddVisualizeCommand(CLI::App& root) {
   graph->add_option("--layers", args->layers,
                     "decoder layers drawn in full, e.g. 0-1, or all; the rest collapse to one node (default: 0)");
   graph->add_flag("--before", args->before, "the graph before the parallelism passes");
+  graph->add_flag("--diff", args->diff,
+                  "mark what the passes changed: inserted nodes red (+), changed shapes orange with "
+                  "what they were, erased nodes listed; with --dump-after PASS a unified diff of "
+                  "the graph text against the graph as built");
+  graph->add_option("--direction", args->direction,
+                    "collectives of one half of the step: forward, backward (edges point the way "
+                    "gradients flow) or both (default: both, each labelled fwd/bwd)")
+      ->check(CLI::IsMember({"forward", "backward", "both"}));
   graph->add_option("--attn-impl", args->attn_impl,
                     "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; "
                     "default: the model config's _attn_implementation): the autosp pass needs sdpa");

@@ -169,6 +169,32 @@ bool IsGradientReduction(const Node& node) {
   return IsCollective(node.op) && !node.param.empty() && !node.args.empty();
 }
 
+CollectiveActions ActionsOf(const Node& node) {
+  if (!IsCollective(node.op)) return {};
+  // The ZeRO pass's reduce_grad_* / tp_average_grad_*: backward only.
+  if (IsGradientReduction(node)) return {"", node.op};
+  const std::string_view op = node.op;
+  // Megatron's f and g (module_inject/layers.py ColumnParallel / RowParallel; the compile pass's
+  // copy_to_tp_region / reduce_from_tp_region): each is an all-reduce in one direction only.
+  if (op == ops::kCopyToTp) return {"", std::string(ops::kAllReduce)};
+  if (op == ops::kReduceFromTp) return {std::string(ops::kAllReduce), ""};
+  // gather_from_tp: all-gather forward, a local split backward (GatherFromTensorParallelRegion).
+  if (op == ops::kGatherFromTp) return {std::string(ops::kAllGather), ""};
+  // Ulysses, dispatch and combine: the backward of an all-to-all is the reverse all-to-all.
+  if (op == ops::kAllToAll || op == ops::kDispatch || op == ops::kCombine) {
+    return {std::string(ops::kAllToAll), std::string(ops::kAllToAll)};
+  }
+  if (op == ops::kAllGather) {
+    // A ZeRO-3 parameter gather (no operand) runs again before backward reads the parameter
+    // (eager: partition_parameters.py fetch in the backward hooks; DeepCompile:
+    // zero3_compile.py add_z3_gather_release on the backward graph). AutoEP's folded restore
+    // all-reduces its gradient over tp (ep_tp_dispatch.py _AllGatherVariableRows.backward).
+    if (node.args.empty()) return {std::string(ops::kAllGather), std::string(ops::kAllGather)};
+    return {std::string(ops::kAllGather), std::string(ops::kAllReduce)};
+  }
+  return {node.op, node.op};
+}
+
 bool HasSideEffects(const Node& node) {
   return node.op == ops::kRelease || IsGradientReduction(node);
 }

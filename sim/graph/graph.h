@@ -84,6 +84,15 @@ bool IsCollective(std::string_view op);
 // names the parameter and reads the node whose backward produces the gradient. (A ZeRO-3 gather
 // also names its parameter but has no operand: it reads the rank's partition.)
 bool IsGradientReduction(const Node& node);
+// What a collective node does in each direction of the training step, as the op names of the
+// collectives it issues there ("" = nothing: copy_to_tp is the identity in forward, reduce_from_tp
+// in backward, a gradient reduction has no forward). docs/graph.md lists them per op.
+struct CollectiveActions {
+  std::string forward;
+  std::string backward;
+};
+// Empty for a node that is not a collective.
+CollectiveActions ActionsOf(const Node& node);
 // Nodes dead-code elimination keeps although nothing reads them: `release` and gradient
 // reductions (they run in backward and have no forward reader).
 bool HasSideEffects(const Node& node);

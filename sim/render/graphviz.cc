@@ -99,6 +99,10 @@ void IdRegister(void*, int, void*) {}
 Agiddisc_t kSequentialIds = {IdOpen, IdMap, IdAlloc, IdFree, IdPrint, IdClose, IdRegister};
 Agdisc_t kDisc = {&AgMemDisc, &kSequentialIds, &AgIoDisc};
 
+// --diff's border colors: nodes the passes inserted, nodes whose shape they changed.
+constexpr const char* kInsertedColor = "#d62728";
+constexpr const char* kChangedColor = "#ff7f0e";
+
 // Fill colors of the process groups; fixed so the legend and the nodes agree.
 const std::vector<std::pair<std::string, std::string>>& GroupColors() {
   static const std::vector<std::pair<std::string, std::string>> colors = {
@@ -253,7 +257,69 @@ class Builder {
     return inner;
   }
 
+  // A collective with nothing to do in the drawn direction: left out, its edges pass through.
+  bool Hidden(const Node& node) const {
+    if (!graph::IsCollective(node.op) || options_.direction == Direction::kBoth) return false;
+    const graph::CollectiveActions a = graph::ActionsOf(node);
+    return (options_.direction == Direction::kForward ? a.forward : a.backward).empty();
+  }
+
+  // "fwd: all_reduce [tp]", "bwd: all_to_all [sp]", or both on two lines; "identity" for the
+  // direction a collective does nothing in.
+  std::string ActionLabel(const Node& node) const {
+    const graph::CollectiveActions a = graph::ActionsOf(node);
+    const std::string group = " [" + EscapeLabel(node.group) + "]";
+    auto one = [&](const char* dir, const std::string& op) {
+      return std::string(dir) + ": " + (op.empty() ? std::string("identity") : EscapeLabel(op) + group);
+    };
+    if (options_.direction == Direction::kForward) return one("fwd", a.forward);
+    // A gradient reduction has no forward at all (not even an identity): one line.
+    if (options_.direction == Direction::kBackward || graph::IsGradientReduction(node)) {
+      return one("bwd", a.backward);
+    }
+    return one("fwd", a.forward) + "\\n" + one("bwd", a.backward);
+  }
+
+  // What a collapsed layer's collective counts as: "all_reduce [tp] (bwd)" in the drawn direction.
+  std::string SummaryKey(const Node& node) const {
+    const graph::CollectiveActions a = graph::ActionsOf(node);
+    if (options_.direction == Direction::kForward) return a.forward + " [" + node.group + "]";
+    if (options_.direction == Direction::kBackward) return a.backward + " [" + node.group + "]";
+    return node.op + " [" + node.group + "]" + (a.forward.empty() ? " (backward)" : "");
+  }
+
+  const Node* Before(const Node& node) const {
+    return options_.before == nullptr ? nullptr : options_.before->Find(node.name);
+  }
+  bool Inserted(const Node& node) const { return options_.before != nullptr && Before(node) == nullptr; }
+  bool ShapeChanged(const Node& node) const {
+    const Node* b = Before(node);
+    return b != nullptr && b->shape.has_value() && node.shape.has_value() && !(*b->shape == *node.shape);
+  }
+
+  // --diff: inserted nodes red and "+", changed ones orange with what they were.
+  std::string DiffLines(const Node& node, Agnode_t* n) const {
+    if (options_.before == nullptr) return "";
+    const Node* b = Before(node);
+    if (b == nullptr) {
+      Set(n, "color", kInsertedColor);
+      Set(n, "penwidth", "2.5");
+      return "";
+    }
+    std::string lines;
+    if (ShapeChanged(node)) lines += "\\nwas " + EscapeLabel(graph::ShapeToString(*b->shape));
+    if (b->param_shape && node.param_shape && !(*b->param_shape == *node.param_shape)) {
+      lines += "\\nW was " + EscapeLabel(graph::ShapeToString(*b->param_shape));
+    }
+    if (!lines.empty()) {
+      Set(n, "color", kChangedColor);
+      Set(n, "penwidth", "2.5");
+    }
+    return lines;
+  }
+
   void AddNode(const Node& node) {
+    const bool hidden = Hidden(node);
     int layer = graph::LayerOfModule(node.module);
     if (Summary* s = layer >= 0 ? SummaryOf(layer) : nullptr) {
       if (s->node == nullptr) {
@@ -266,25 +332,34 @@ class Builder {
         Set(s->node, "shape", "box3d");
         Set(s->node, "style", "dashed");
       }
-      nodes_[&node] = s->node;
-      if (graph::IsCollective(node.op)) {
-        ++s->collectives[node.op + " [" + node.group + "]" + (graph::IsGradientReduction(node) ? " (backward)" : "")];
-      }
+      nodes_[&node] = hidden ? nullptr : s->node;
+      if (graph::IsCollective(node.op) && !hidden) ++s->collectives[SummaryKey(node)];
+      return;
+    }
+    if (hidden) {
+      nodes_[&node] = nullptr;
       return;
     }
     Agnode_t* n = agnode(ClusterFor(node), Mut(node.name), 1);
     nodes_[&node] = n;
-    std::string label = EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op);
+    std::string label = (Inserted(node) ? "+ " : "") + EscapeLabel(node.name) + "\\n" + EscapeLabel(node.op);
     if (graph::IsCollective(node.op)) {
-      // Gradient reductions run in backward: dashed, so the forward data flow stays readable.
-      const bool backward = graph::IsGradientReduction(node);
-      Set(n, "label", label + " [" + EscapeLabel(node.group) + "]" + (backward ? "\\n(backward)" : ""));
+      // Collectives that only run in backward (copy_to_tp, gradient reductions) are dashed, so
+      // the forward data flow stays readable.
+      const bool backward_only = graph::ActionsOf(node).forward.empty();
+      // A ZeRO-3 gather reads the rank's partition: its param_shape.
+      const std::string partition = node.op == graph::ops::kAllGather && node.args.empty() && node.param_shape
+                                        ? "\\npartition " + EscapeLabel(graph::ShapeToString(*node.param_shape))
+                                        : "";
+      Set(n, "label", label + "\\n" + ActionLabel(node) + partition + DiffLines(node, n));
       Set(n, "shape", "hexagon");
-      Set(n, "style", backward ? "filled,dashed" : "filled,bold");
+      Set(n, "style", backward_only && options_.direction == Direction::kBoth ? "filled,dashed" : "filled,bold");
       Set(n, "fillcolor", GroupColor(node.group));
       return;
     }
-    Set(n, "label", label);
+    // Weight shapes on the nodes that read a parameter, as this rank holds it.
+    if (node.param_shape) label += "\\nW " + EscapeLabel(graph::ShapeToString(*node.param_shape));
+    Set(n, "label", label + DiffLines(node, n));
     if (node.op == graph::ops::kRelease) {
       Set(n, "shape", "note");
       Set(n, "style", "dashed");
@@ -296,16 +371,39 @@ class Builder {
     }
   }
 
+  // The drawn nodes an operand stands for: itself, or, when it is left out in this direction,
+  // whatever it reads (recursively).
+  void Sources(const Node* arg, std::vector<Agnode_t*>& out) const {
+    Agnode_t* drawn = nodes_.at(arg);
+    if (drawn != nullptr) {
+      out.push_back(drawn);
+      return;
+    }
+    for (const Node* a : arg->args) Sources(a, out);
+  }
+
   // One edge per distinct (source, target) drawn pair: mul(%a, %a) and the many edges into and
-  // out of a summary node each draw once, labelled with the first source's shape.
+  // out of a summary node each draw once, labelled with the first source's shape. An edge into a
+  // gradient reduction carries the gradient, shaped like the parameter as the rank holds it.
   void AddEdges(const Node& node) {
     Agnode_t* to = nodes_.at(&node);
+    if (to == nullptr) return;
     for (const Node* arg : node.args) {
-      Agnode_t* from = nodes_.at(arg);
-      if (from == to || !drawn_.insert({from, to}).second) continue;
-      Agedge_t* e = agedge(root_, from, to, nullptr, 1);
-      if (arg->shape) Set(e, "label", EscapeLabel(graph::ShapeToString(*arg->shape)));
-      if (graph::HasSideEffects(node)) Set(e, "style", "dashed");  // into backward work and releases
+      std::vector<Agnode_t*> from;
+      Sources(arg, from);
+      for (Agnode_t* f : from) {
+        if (f == to || !drawn_.insert({f, to}).second) continue;
+        Agedge_t* e = agedge(root_, f, to, nullptr, 1);
+        if (graph::IsGradientReduction(node) && node.param_shape) {
+          Set(e, "label", "grad " + EscapeLabel(graph::ShapeToString(*node.param_shape)));
+        } else if (arg->shape) {
+          Set(e, "label", EscapeLabel(graph::ShapeToString(*arg->shape)));
+        }
+        if (ShapeChanged(*arg)) Set(e, "fontcolor", kChangedColor);
+        if (graph::HasSideEffects(node)) Set(e, "style", "dashed");  // into backward work and releases
+        // Backward: the same layout, arrows the way gradients flow.
+        if (options_.direction == Direction::kBackward) Set(e, "dir", "back");
+      }
     }
   }
 
@@ -349,7 +447,53 @@ class Builder {
       Set(n, "shape", "note");
       Set(n, "style", "dashed");
       Set(agedge(root_, prev, n, nullptr, 1), "style", "invis");
+      prev = n;
     }
+    if (options_.direction != Direction::kBoth) {
+      Agnode_t* n = agnode(legend, Mut("#legend_direction"), 1);
+      Set(n, "label", options_.direction == Direction::kForward
+                          ? "forward only: collectives that are\\nthe identity in forward left out"
+                          : "backward only: arrows point the way\\ngradients flow; collectives that are\\n"
+                            "the identity in backward left out");
+      Set(n, "shape", "plaintext");
+      Set(agedge(root_, prev, n, nullptr, 1), "style", "invis");
+      prev = n;
+    }
+    if (options_.before != nullptr) AddDiffLegend(legend, prev);
+  }
+
+  // --diff: what the colours mean, and the nodes the passes erased (they have no place left).
+  void AddDiffLegend(Agraph_t* legend, Agnode_t* prev) {
+    Agnode_t* inserted = agnode(legend, Mut("#legend_inserted"), 1);
+    Set(inserted, "label", "+ inserted by the passes");
+    Set(inserted, "shape", "box");
+    Set(inserted, "color", kInsertedColor);
+    Set(inserted, "penwidth", "2.5");
+    Set(agedge(root_, prev, inserted, nullptr, 1), "style", "invis");
+    Agnode_t* changed = agnode(legend, Mut("#legend_changed"), 1);
+    Set(changed, "label", "shape changed (was ...)");
+    Set(changed, "shape", "box");
+    Set(changed, "color", kChangedColor);
+    Set(changed, "penwidth", "2.5");
+    Set(agedge(root_, inserted, changed, nullptr, 1), "style", "invis");
+    std::vector<std::string> removed;
+    for (const Node* b : *options_.before) {
+      if (graph_.Find(b->name) == nullptr) removed.push_back(b->name);
+    }
+    if (removed.empty()) return;
+    std::string label = "removed by the passes:";
+    for (size_t i = 0; i < removed.size(); ++i) {
+      if (i == 12) {
+        label += "\\n... and " + std::to_string(removed.size() - 12) + " more";
+        break;
+      }
+      label += "\\n%" + EscapeLabel(removed[i]);
+    }
+    Agnode_t* n = agnode(legend, Mut("#legend_removed"), 1);
+    Set(n, "label", label);
+    Set(n, "shape", "note");
+    Set(n, "color", kInsertedColor);
+    Set(agedge(root_, changed, n, nullptr, 1), "style", "invis");
   }
 
   const Graph& graph_;
@@ -407,6 +551,13 @@ Result<std::string> WriteSvg(Agraph_t* g) {
 }
 
 }  // namespace
+
+Result<Direction> ParseDirection(std::string_view text) {
+  if (text == "both") return Direction::kBoth;
+  if (text == "forward") return Direction::kForward;
+  if (text == "backward") return Direction::kBackward;
+  return Error{"direction '" + std::string(text) + "' is not forward, backward or both"};
+}
 
 Result<LayerRange> ParseLayerRange(std::string_view text) {
   auto number = [](std::string_view s, int* out) {

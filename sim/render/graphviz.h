@@ -23,10 +23,24 @@ struct LayerRange {
 // Reads "A-B" (A <= B) or a single "N"; errors name the problem.
 Result<LayerRange> ParseLayerRange(std::string_view text);
 
+// Which half of the training step the collectives are drawn for (graph::ActionsOf): both (each
+// collective labelled with what it does forward and backward), forward only (collectives that do
+// nothing in forward, such as copy_to_tp and gradient reductions, are left out and their edges
+// pass through), or backward only (the same for reduce_from_tp, gather_from_tp; edges point the
+// way gradients flow).
+enum class Direction { kBoth, kForward, kBackward };
+// "forward", "backward" or "both".
+Result<Direction> ParseDirection(std::string_view text);
+
 struct RenderOptions {
   // Layers drawn in full; the others collapse into one summary node per contiguous run
   // ("layers 2-79 (78 x)"). Absent: every layer is drawn.
   std::optional<LayerRange> layers;
+  Direction direction = Direction::kBoth;
+  // `--diff`: the graph as built, before the passes. Nodes it lacks are drawn as inserted, nodes
+  // whose shape or weight shape changed say what they were, and the nodes the passes erased are
+  // listed. Not owned; must outlive the render.
+  const graph::Graph* before = nullptr;
 };
 
 enum class Format {

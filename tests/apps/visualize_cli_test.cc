@@ -189,6 +189,39 @@ TEST_F(VisualizeCliTest, DumpAfterPrintsTheTextForm) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+// --diff marks the picture against the graph as built, and with --dump-after prints a unified
+// diff of the text form; --direction picks one half of the step.
+TEST_F(VisualizeCliTest, DiffAndDirection) {
+  const std::string cmd =
+      "visualize graph samples/configs/autotp-layer-specs.json --model samples/models/llama-3-8b.json --world-size 8";
+  auto r = RunCli(cmd + " --diff --dump-after autotp");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("--- graph as built\n+++ after pass 'autotp'\n@@ ", 0), 0u) << r.output.substr(0, 300);
+  EXPECT_NE(r.output.find("\n+%layers_0_self_attn_q_proj_copy_to_tp = copy_to_tp(%layers_0_input_layernorm)"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("\n-%layers_0_self_attn_q_proj = linear(%layers_0_input_layernorm)"), std::string::npos);
+  EXPECT_EQ(r.output.find("# after pass"), std::string::npos);
+
+  r = RunCli(cmd + " --diff -o " + Out("diff.dot"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string dot = Read(Out("diff.dot"));
+  EXPECT_NE(dot.find("+ layers_0_self_attn_q_proj_copy_to_tp"), std::string::npos);
+  EXPECT_NE(dot.find("W was [N*D, H]"), std::string::npos);
+
+  r = RunCli(cmd + " --direction backward -o " + Out("bwd.dot"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Read(Out("bwd.dot")).find("layers_0_self_attn_o_proj_reduce_from_tp"), std::string::npos);
+  EXPECT_NE(Read(Out("bwd.dot")).find("dir=back"), std::string::npos);
+
+  r = RunCli(cmd + " --direction sideways -o " + Out("x.dot"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = RunCli(cmd + " --diff --before -o " + Out("x.dot"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("drop --before"), std::string::npos) << r.output;
+  r = RunCli(cmd + " --diff -o " + Out("x.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
 TEST_F(VisualizeCliTest, RefusesToOverwriteWithoutForce) {
   const std::string out = Out("g.json");
   { std::ofstream(out) << "keep"; }

@@ -89,11 +89,15 @@ TEST(ZeroSettingsTest, DeepCompileRunsZeroUnlessAPassOrStageZeroTakesOver) {
   EXPECT_FALSE(Read(R"({"compile": {"deepcompile": true, "passes": ["autosp"]}, "zero_optimization": {"stage": 1}})").deepcompile);
   EXPECT_FALSE(Read(R"({"compile": {"deepcompile": false}, "zero_optimization": {"stage": 2}})").deepcompile);
   EXPECT_FALSE(Read(R"({"zero_optimization": {"stage": 3}})").deepcompile);
-  // ZeRO-3's persistence after selective_gather follows a run-time profile: the threshold stays.
+  // DeepCompile's ZeRO-3 registers every parameter with ds_persist = False (compile/init_z3.py
+  // init_z3), so stage3_param_persistence_threshold has no effect: everything is gathered. (What
+  // selective_gather later keeps resident follows a run-time memory profile.)
   const ZeroSettings z3 = Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 3,
                                    "stage3_param_persistence_threshold": 1e6}})");
   EXPECT_TRUE(z3.deepcompile);
-  EXPECT_EQ(z3.param_persistence_threshold, 1e6);
+  EXPECT_EQ(z3.param_persistence_threshold, 0);
+  const ZeroSettings eager = Read(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1e6}})");
+  EXPECT_EQ(eager.param_persistence_threshold, 1e6);
 }
 
 }  // namespace

@@ -217,6 +217,27 @@ TEST(PipelineForConfigTest, TheAutoTpCompilePassRefusesWhatEagerAutoTpRuns) {
       << refused.error().message;
 }
 
+// Under DeepCompile every ZeRO-3 parameter is non-persistent (compile/init_z3.py init_z3 sets
+// p.ds_persist = False), so the norms below stage3_param_persistence_threshold are gathered too;
+// eager ZeRO-3 keeps them whole on every rank.
+TEST(PipelineForConfigTest, DeepCompileZero3GathersEveryParameter) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("tiny-llama.json");
+  auto gathers = [&](const std::string& text) {
+    const Json config = Json::parse(text);
+    auto pipeline = PipelineForConfig({.model = &model, .config = &config, .forced = std::vector<std::string>{"zero"}});
+    EXPECT_TRUE(pipeline.ok());
+    auto g = graph::BuildModelGraph(model);
+    EXPECT_TRUE(pipeline->Run(*g).ok());
+    return CountOp(*g, graph::ops::kAllGather, "");
+  };
+  const int eager = gathers(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 100000}})");
+  const int compiled = gathers(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 100000},
+                                   "compile": {"deepcompile": true}})");
+  const int all = gathers(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})");
+  EXPECT_LT(eager, all);
+  EXPECT_EQ(compiled, all);
+}
+
 // One verdict: over every sample model, validate reports an AutoTP error exactly when the pass
 // refuses the graph (DeepSpeed's own refusals: transformers' plans, gpt2) or draws it with notes
 // (mismatches DeepSpeed does not check but that fail or mislead at run time: pairing, gpt_oss's

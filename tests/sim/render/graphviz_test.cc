@@ -117,7 +117,7 @@ TEST(GraphvizTest, CollapsedLayersListTheirCollectivesPerLayer) {
   options.layers = LayerRange{0, 0};
   auto dot = RenderGraph(*g, options, Format::kDot);
   ASSERT_TRUE(dot.ok()) << dot.error().message;
-  EXPECT_NE(dot->find(R"(layers 1-2 (2 x)\nper layer:\ncopy_to_tp [tp] x1\nreduce_from_tp [tp] x1)"), std::string::npos)
+  EXPECT_NE(dot->find(R"(layers 1-2 (2 x)\nper layer:\ncopy_to_tp [tp] (backward) x1\nreduce_from_tp [tp] x1)"), std::string::npos)
       << *dot;
 }
 

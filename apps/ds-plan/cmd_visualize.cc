@@ -22,7 +22,9 @@
 #include "sim/graph/builder.h"
 #include "sim/graph/text_diff.h"
 #include "sim/graph/text_format.h"
+#include "sim/passes/deepcompile_budget.h"
 #include "sim/passes/from_config.h"
+#include "sim/sim_input.h"
 #include "sim/passes/pipeline.h"
 #include "sim/render/graph_json.h"
 #include "sim/render/graphviz.h"
@@ -38,6 +40,8 @@ struct VisualizeGraphArgs {
   bool before = false;
   bool diff = false;           // --diff: mark what the passes changed
   std::string direction;       // --direction forward|backward|both
+  std::string cluster;         // --cluster: memory and links for DeepCompile's ZeRO-3 passes
+  int64_t seq_len = 0;         // --seq-len, with --cluster
   std::string passes;      // --passes a,b: forced pipeline
   std::string attn_impl;   // --attn-impl
   std::string dump_after;  // --dump-after PASS|all
@@ -169,6 +173,34 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     plan = std::move(built).value();
   }
 
+  // DeepCompile's ZeRO-3 rewrites the graph again from step WARMUP on, from a profile of memory
+  // and gather times (compile/init_z3.py): with --cluster ds-plan's estimate stands in for it.
+  const sim::ZeroSettings zero = sim::ReadZeroSettings(config_json);
+  const bool dc_zero3 = zero.deepcompile && zero.stage == 3;
+  std::optional<sim::passes::DeepCompileBudget> budget;
+  if (!args.cluster.empty() && dc_zero3 && !args.before) {
+    SimArgs sim_args;
+    sim_args.config = args.config;
+    sim_args.model_path = args.model_path;
+    sim_args.cluster_path = args.cluster;
+    sim_args.world = args.world;
+    sim_args.seq_len = args.seq_len;
+    sim_args.attn_impl = args.attn_impl;
+    int exit_code = 0;
+    std::unique_ptr<SimSetup> setup = PrepareSimulation(sim_args, &exit_code);
+    if (setup == nullptr) return exit_code;
+    if (setup->eval->outcome != sim::Evaluation::Outcome::kNumbers) {
+      return UsageError("--cluster: no memory estimate for this layout (" + setup->eval->message + ")");
+    }
+    budget = sim::passes::DeepCompileBudgetFor(setup->eval->input, setup->eval->memory);
+  } else if (dc_zero3 && !args.before) {
+    std::cerr << "ds-plan: note: DeepCompile ZeRO-3 is drawn at step 0; from step WARMUP prefetch and "
+                 "selective_gather rewrite it from a run-time profile (give --cluster to draw that step)\n";
+  } else if (!args.cluster.empty() && !args.before) {
+    std::cerr << "ds-plan: note: --cluster changes the picture only for DeepCompile ZeRO-3 "
+                 "(compile.deepcompile with stage 3)\n";
+  }
+
   auto graph = sim::graph::BuildModelGraph(*model);
   if (!graph.ok()) return UsageError("--model: " + graph.error().message);
   // --diff: the graph as built, which the rewritten one is marked against.
@@ -183,7 +215,11 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   }
   if (!args.before) {
     auto pipeline = sim::passes::PipelineForConfig(
-        {.model = &*model, .config = &config_json, .plan = plan ? &*plan : nullptr, .forced = forced});
+        {.model = &*model,
+         .config = &config_json,
+         .plan = plan ? &*plan : nullptr,
+         .forced = forced,
+         .deepcompile_budget = budget ? &*budget : nullptr});
     if (!pipeline.ok()) return UsageError(pipeline.error().message);
     if (!args.dump_after.empty()) {
       bool found = args.dump_after == "all";
@@ -209,7 +245,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
       std::cerr << args.config << ": error: " << changed.error().message << "\n";
       return kExitFindings;
     }
-    PrintPassNotes(args.config, pipeline->Notes());
+    PrintPassNotes(args.config, pipeline->Notes(), pipeline->Remarks());
   }
   if (args.output.empty()) return kExitOk;  // --dump-after only
   std::string contents;
@@ -259,6 +295,11 @@ Command AddVisualizeCommand(CLI::App& root) {
                     "the ones the config implies");
   graph->add_option("--dump-after", args->dump_after,
                     "print the graph's text form to stdout after this pass (or 'all')");
+  graph->add_option("--cluster", args->cluster,
+                    "cluster description: with DeepCompile ZeRO-3, draw the step after WARMUP, when "
+                    "prefetch and selective_gather have rewritten the graph (ds-plan's memory and "
+                    "gather-time estimates stand in for DeepSpeed's profile)");
+  graph->add_option("--seq-len", args->seq_len, "sequence length for --cluster's memory estimate (default: the model's)");
   graph->add_flag("--force", args->force, "replace OUT if it exists");
   graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json (- for standard output, with --format)");
   graph->add_option("--format", args->format, "output format, instead of the extension's")

@@ -135,8 +135,10 @@ void PrintWarnings(const FileReport& report) {
   std::cerr << RenderText({warnings}, StyleFor(stderr));
 }
 
-void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes) {
+void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes,
+                    const std::vector<std::string>& remarks) {
   for (const std::string& note : notes) std::cerr << config << ": warning: " << note << "\n";
+  for (const std::string& remark : remarks) std::cerr << config << ": note: " << remark << "\n";
 }
 
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {

@@ -69,7 +69,9 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
 // it ignores. Nothing when there are none.
 void PrintWarnings(const FileReport& report);
 // The passes' notes (Pipeline::Notes): drawn as DeepSpeed builds it, but it will misbehave.
-void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes);
+// Remarks (Pipeline::Remarks: what a profile-driven pass decided) print as notes.
+void PrintPassNotes(const std::string& config, const std::vector<std::string>& notes,
+                    const std::vector<std::string>& remarks = {});
 
 // The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
 // the flags' own checks cannot catch (an unknown DeepSpeed version).

@@ -159,7 +159,7 @@ int LayerOfModule(std::string_view module) { return LayerPathOf(module).layer; }
 
 bool IsCollective(std::string_view op) {
   for (std::string_view c : {ops::kAllToAll, ops::kCopyToTp, ops::kReduceFromTp, ops::kGatherFromTp, ops::kAllGather,
-                             ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine}) {
+                             ops::kReduceScatter, ops::kAllReduce, ops::kDispatch, ops::kCombine, ops::kPrefetch}) {
     if (op == c) return true;
   }
   return false;
@@ -184,6 +184,8 @@ CollectiveActions ActionsOf(const Node& node) {
   if (op == ops::kAllToAll || op == ops::kDispatch || op == ops::kCombine) {
     return {std::string(ops::kAllToAll), std::string(ops::kAllToAll)};
   }
+  // The forward graph's prefetch; the backward graph gets its own (not drawn).
+  if (op == ops::kPrefetch) return {std::string(ops::kAllGather), ""};
   if (op == ops::kAllGather) {
     // A ZeRO-3 parameter gather (no operand) runs again before backward reads the parameter
     // (eager: partition_parameters.py fetch in the backward hooks; DeepCompile:
@@ -196,7 +198,7 @@ CollectiveActions ActionsOf(const Node& node) {
 }
 
 bool HasSideEffects(const Node& node) {
-  return node.op == ops::kRelease || IsGradientReduction(node);
+  return node.op == ops::kRelease || node.op == ops::kPrefetch || IsGradientReduction(node);
 }
 
 size_t Graph::EliminateDeadCode() {

@@ -60,6 +60,10 @@ inline constexpr std::string_view kDispatch = "dispatch";
 inline constexpr std::string_view kCombine = "combine";
 // ZeRO-3 frees a gathered parameter after its last reader; not a collective.
 inline constexpr std::string_view kRelease = "release";
+// DeepCompile's prefetch_params_fused (compile/passes/prefetch.py): one fused, asynchronous
+// all-gather of several parameters launched ahead of their gathers; `param` lists them,
+// comma-separated; no operands.
+inline constexpr std::string_view kPrefetch = "prefetch";
 }  // namespace ops
 
 struct Node;

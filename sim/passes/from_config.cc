@@ -145,8 +145,17 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
     if ((pc.sp > 1 || Lists(pc.compile_passes, "autosp")) && !AutoSpFallsBack(pc)) wanted.push_back("autosp");
     // Every stage reduces gradients: ZeRO-0's engine all-reduces them after backward
     // (engine.py allreduce_gradients), which the zero pass draws as it does for stages 1-3.
-    (void)zero;
     wanted.push_back("zero");
+    // init_z3.py: the offload_parameters / offload_opt_states / offload_activation schedules run
+    // in place of prefetch and selective_gather.
+    ConfigView v(config);
+    const bool offload = v.Bool("/compile/offload_parameters").or_default(false) ||
+                         v.Bool("/compile/offload_opt_states").or_default(false) ||
+                         v.Bool("/compile/offload_activation").or_default(false);
+    if (zero.deepcompile && zero.stage == 3 && !offload && r.deepcompile_budget != nullptr) {
+      wanted.push_back("selective_gather");
+      wanted.push_back("prefetch");
+    }
   }
   Pipeline pipeline;
   for (const PassInfo& info : RegisteredPasses()) {
@@ -178,6 +187,15 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
       pipeline.Add(std::make_unique<AutoSpPass>(std::move(o)));
     } else if (info.name == "zero") {
       pipeline.Add(std::make_unique<ZeroPass>(ZeroOptionsFor(model, config, pc, r.plan)));
+    } else if (info.name == "selective_gather" || info.name == "prefetch") {
+      if (r.deepcompile_budget == nullptr) {
+        return Error{"the " + std::string(info.name) + " pass decides from memory and gather times: give --cluster"};
+      }
+      if (info.name == "selective_gather") {
+        pipeline.Add(std::make_unique<SelectiveGatherPass>(*r.deepcompile_budget));
+      } else {
+        pipeline.Add(std::make_unique<PrefetchPass>(*r.deepcompile_budget));
+      }
     }
   }
   for (const std::string& name : wanted) {

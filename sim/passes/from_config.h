@@ -14,6 +14,7 @@
 #include "core/model/model_spec.h"
 #include "core/plan/plan.h"
 #include "core/util/result.h"
+#include "sim/passes/deepcompile_z3.h"
 #include "sim/passes/pipeline.h"
 
 namespace dsp::sim::passes {
@@ -28,11 +29,16 @@ struct PipelineRequest {
   // from the config.
   std::optional<std::vector<std::string>> forced = {};
   std::optional<int64_t> seq_len = {};
+  // DeepCompile ZeRO-3 after WARMUP: with a budget (memory and the comm predictor, from a
+  // cluster) the selective_gather and prefetch passes run; without one the picture is step 0.
+  const DeepCompileBudget* deepcompile_budget = nullptr;
 };
 
 // Chosen from the config: autoep when expert_parallel.enabled; autotp when autotp_size > 1 or
 // compile.passes lists "autotp"; autosp when the sequence-parallel size is > 1 or compile.passes
-// lists "autosp"; zero when zero_optimization.stage >= 1 or compile.passes lists "z1"/"z3".
+// lists "autosp"; zero when zero_optimization.stage >= 1 or compile.passes lists "z1"/"z3";
+// selective_gather and prefetch under DeepCompile's ZeRO-3 when a budget is given and no
+// compile.offload_* option replaces them (compile/init_z3.py's default schedule).
 // Errors: an unknown name in `forced` (the message lists the registered passes).
 Result<Pipeline> PipelineForConfig(const PipelineRequest& request);
 

@@ -26,6 +26,9 @@ class Pass {
   // What the last Run drew as DeepSpeed builds it although it will misbehave at run time (a
   // mismatch DeepSpeed itself does not check): one line each, for the caller to print as warnings.
   virtual std::vector<std::string> notes() const { return {}; }
+  // What the last Run decided that the picture alone does not say (a profile-driven choice and
+  // what it was based on): one line each, printed as notes.
+  virtual std::vector<std::string> remarks() const { return {}; }
 };
 
 }  // namespace dsp::sim::passes

@@ -32,6 +32,14 @@ std::vector<std::string> Pipeline::Notes() const {
   return notes;
 }
 
+std::vector<std::string> Pipeline::Remarks() const {
+  std::vector<std::string> remarks;
+  for (const auto& pass : passes_) {
+    for (std::string& r : pass->remarks()) remarks.push_back(std::move(r));
+  }
+  return remarks;
+}
+
 const std::vector<PassInfo>& RegisteredPasses() {
   // The order a pipeline applies them, whatever order they are asked for in: AutoEP first (in
   // DeepSpeed it is module injection at engine start, and AutoTP skips the subtrees it owns),
@@ -50,6 +58,12 @@ const std::vector<PassInfo>& RegisteredPasses() {
       {"zero",
        "ZeRO: stage 3 gathers each parameter before first use and releases it after last use; "
        "gradients reduced over the family's group (dp/sp_dp, edp for routed experts)"},
+      {"selective_gather",
+       "DeepCompile ZeRO-3 after WARMUP: keep the parameters with the costliest gathers per byte "
+       "gathered, within 0.9 x HBM - peak (needs --cluster)"},
+      {"prefetch",
+       "DeepCompile ZeRO-3 after WARMUP: fuse gathers and launch them ahead, at most 4e9 bytes "
+       "outstanding (needs --cluster)"},
   };
   return passes;
 }

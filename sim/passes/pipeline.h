@@ -34,6 +34,8 @@ class Pipeline {
   Result<bool> Run(graph::Graph& graph) const;
   // Every pass's notes from the last Run, in pipeline order.
   std::vector<std::string> Notes() const;
+  // Every pass's remarks from the last Run, in pipeline order.
+  std::vector<std::string> Remarks() const;
 
  private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -7,6 +7,7 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -171,6 +172,11 @@ class Builder {
     agattr(root_, AGEDGE, Mut("fontsize"), Mut("8"));
     PlanSummaries();
     ScanContainers();
+    for (const Node* node : graph_) {
+      if (node->op == graph::ops::kAllGather && node->args.empty() && !node->param.empty()) {
+        gather_of_.emplace(node->param, node);
+      }
+    }
     for (const Node* node : graph_) AddNode(*node);
     for (const Node* node : graph_) AddEdges(*node);
     LabelSummaries();
@@ -348,9 +354,13 @@ class Builder {
       // the forward data flow stays readable.
       const bool backward_only = graph::ActionsOf(node).forward.empty();
       // A ZeRO-3 gather reads the rank's partition: its param_shape.
-      const std::string partition = node.op == graph::ops::kAllGather && node.args.empty() && node.param_shape
-                                        ? "\\npartition " + EscapeLabel(graph::ShapeToString(*node.param_shape))
-                                        : "";
+      std::string partition = node.op == graph::ops::kAllGather && node.args.empty() && node.param_shape
+                                  ? "\\npartition " + EscapeLabel(graph::ShapeToString(*node.param_shape))
+                                  : "";
+      if (node.op == graph::ops::kPrefetch) {
+        const size_t params = 1 + static_cast<size_t>(std::count(node.param.begin(), node.param.end(), ','));
+        partition = "\\n" + std::to_string(params) + (params == 1 ? " parameter" : " parameters, fused");
+      }
       Set(n, "label", label + "\\n" + ActionLabel(node) + partition + DiffLines(node, n));
       Set(n, "shape", "hexagon");
       Set(n, "style", backward_only && options_.direction == Direction::kBoth ? "filled,dashed" : "filled,bold");
@@ -388,6 +398,7 @@ class Builder {
   void AddEdges(const Node& node) {
     Agnode_t* to = nodes_.at(&node);
     if (to == nullptr) return;
+    if (node.op == graph::ops::kPrefetch) AddPrefetchEdges(node, to);
     for (const Node* arg : node.args) {
       std::vector<Agnode_t*> from;
       Sources(arg, from);
@@ -404,6 +415,37 @@ class Builder {
         // Backward: the same layout, arrows the way gradients flow.
         if (options_.direction == Direction::kBackward) Set(e, "dir", "back");
       }
+    }
+  }
+
+  // DeepCompile's prefetch: drawn where it is launched (after the node before it in the program)
+  // with a dotted edge to each gather it serves, which does not pull it towards them.
+  void AddPrefetchEdges(const Node& node, Agnode_t* from) {
+    for (const Node* before = node.prev(); before != nullptr; before = before->prev()) {
+      Agnode_t* b = nodes_.at(before);
+      if (b == nullptr || b == from) continue;
+      if (drawn_.insert({b, from}).second) {
+        Agedge_t* e = agedge(root_, b, from, nullptr, 1);
+        Set(e, "style", "dotted");
+        Set(e, "label", "launch");
+        if (options_.direction == Direction::kBackward) Set(e, "dir", "back");
+      }
+      break;
+    }
+    size_t start = 0;
+    while (start <= node.param.size()) {
+      size_t comma = node.param.find(',', start);
+      if (comma == std::string::npos) comma = node.param.size();
+      auto it = gather_of_.find(node.param.substr(start, comma - start));
+      start = comma + 1;
+      if (it == gather_of_.end()) continue;
+      Agnode_t* to = nodes_.at(it->second);
+      if (to == nullptr || to == from || !drawn_.insert({from, to}).second) continue;
+      Agedge_t* e = agedge(root_, from, to, nullptr, 1);
+      Set(e, "style", "dotted");
+      Set(e, "label", "prefetched");
+      Set(e, "constraint", "false");
+      if (options_.direction == Direction::kBackward) Set(e, "dir", "back");
     }
   }
 
@@ -502,6 +544,7 @@ class Builder {
   std::vector<Summary> summaries_;
   std::set<std::pair<int, std::string>> containers_;
   std::map<const Node*, Agnode_t*> nodes_;
+  std::map<std::string, const Node*> gather_of_;  // ZeRO-3 gathers by parameter
   std::set<std::pair<Agnode_t*, Agnode_t*>> drawn_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "sim/graph/builder.h"
 #include "sim/memory_model.h"
+#include "sim/plan_symbols.h"
 #include "sim/step_time.h"
 #include "sim/offload_time.h"
 #include "sim/comm_plan.h"
@@ -101,14 +102,7 @@ class Builder {
  private:
   Status BindValues() {
     const Plan& plan = *in_.plan;
-    values_ = graph::ModelSymbolValues(*in_.model, in_.workload.micro_batch, in_.workload.seq_len);
-    values_["T"] = std::max(plan.sizes.tp, 1);
-    graph::BindTensorParallelHeads(*in_.model, values_["T"], values_);
-    values_["P"] = std::max(plan.sizes.sp, 1);
-    values_["EP"] = std::max(plan.sizes.ep, 1);
-    values_["DP"] = GroupSize(plan, GroupKind::kDp);
-    values_["SDP"] = GroupSize(plan, GroupKind::kSpDp);
-    values_["EDP"] = GroupSize(plan, GroupKind::kEdp);
+    values_ = PlanSymbolValues(in_);
     const Cluster& c = *in_.cluster;
     flops_rate_ = c.gpu.peak_bf16_flops_per_second * (c.efficiency.matmul > 0 ? c.efficiency.matmul : 1.0);
     hbm_rate_ = c.gpu.hbm_bytes_per_second * (c.efficiency.memory > 0 ? c.efficiency.memory : 1.0);

@@ -145,13 +145,14 @@ TEST_F(VisualizeCliTest, FoldingConfigRunsAutoEpAutoTpAndZero) {
 TEST_F(VisualizeCliTest, PassesCommandAndForcedPipeline) {
   auto r = RunCli("passes");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.rfind("autoep  AutoEP:", 0), 0u) << r.output;
-  for (const char* name : {"\nautotp  ", "\nautosp  ", "\nzero    "}) {
+  EXPECT_EQ(r.output.rfind("autoep            AutoEP:", 0), 0u) << r.output;
+  for (const char* name : {"\nautotp            ", "\nautosp            ", "\nzero              ",
+                           "\nselective_gather  ", "\nprefetch          "}) {
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
   }
   r = RunCli("passes --format json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(Json::parse(r.output).size(), 4u);
+  EXPECT_EQ(Json::parse(r.output).size(), 6u);
 
   // --passes zero on the folding config: only ZeRO runs, so there is no dispatch.
   r = RunCli(std::string("visualize graph ") + kFolding + kMixtral + " --passes zero -o " + Out("z.json"));
@@ -181,7 +182,7 @@ TEST_F(VisualizeCliTest, DumpAfterPrintsTheTextForm) {
   r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
              "--passes autotp,bogus -o " + Out("x.svg"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("unknown pass 'bogus' (known: autoep, autotp, autosp, zero)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown pass 'bogus' (known: autoep, autotp, autosp, zero, selective_gather, prefetch)"), std::string::npos) << r.output;
   r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --before "
              "--dump-after all");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -220,6 +221,41 @@ TEST_F(VisualizeCliTest, DiffAndDirection) {
   EXPECT_NE(r.output.find("drop --before"), std::string::npos) << r.output;
   r = RunCli(cmd + " --diff -o " + Out("x.json"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// DeepCompile ZeRO-3: without --cluster the picture is step 0 and says so; with it the
+// selective_gather and prefetch passes run on ds-plan's memory and gather-time estimates and
+// say what they decided. Llama-3-70B on 256 H100 at 1,024 tokens leaves headroom for some
+// parameters only, so both passes change the graph.
+TEST_F(VisualizeCliTest, DeepCompileZero3AfterWarmupWithACluster) {
+  const std::string config = Out("dc.json");
+  std::ofstream(config) << R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+    "gradient_clipping": 1.0, "bf16": {"enabled": true}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+    "zero_optimization": {"stage": 3}, "compile": {"deepcompile": true}})";
+  const std::string cmd = "visualize graph " + config + " --model samples/models/llama-3-70b.json --world-size 256";
+  auto r = RunCli(cmd + " -o " + Out("step0.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("DeepCompile ZeRO-3 is drawn at step 0"), std::string::npos) << r.output;
+  EXPECT_EQ(Read(Out("step0.json")).find("\"prefetch\""), std::string::npos);
+
+  r = RunCli(cmd + " --cluster samples/clusters/h100-sxm.json --seq-len 1024 -o " + Out("warm.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: selective_gather: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" of 723 parameters ("), std::string::npos) << r.output;
+  const std::string warm = Read(Out("warm.json"));
+  EXPECT_NE(warm.find("\"prefetch\""), std::string::npos);
+  // selective_gather removed the gathers of the parameters it keeps.
+  auto gathers = [](const std::string& json) {
+    int n = 0;
+    for (size_t p = json.find("\"all_gather\""); p != std::string::npos; p = json.find("\"all_gather\"", p + 1)) ++n;
+    return n;
+  };
+  EXPECT_LT(gathers(warm), gathers(Read(Out("step0.json"))));
+
+  r = RunCli("visualize graph samples/configs/autotp-layer-specs.json --model samples/models/llama-3-8b.json "
+             "--world-size 8 --cluster samples/clusters/h100-sxm.json -o " + Out("tp.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--cluster changes the picture only for DeepCompile ZeRO-3"), std::string::npos);
 }
 
 TEST_F(VisualizeCliTest, RefusesToOverwriteWithoutForce) {

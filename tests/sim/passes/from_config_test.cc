@@ -72,7 +72,7 @@ TEST(PipelineForConfigTest, ParsePassList) {
   EXPECT_EQ(*ok, (V{"zero", "autotp"}));
   auto unknown = ParsePassList("autotp,z3");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().message, "unknown pass 'z3' (known: autoep, autotp, autosp, zero)");
+  EXPECT_EQ(unknown.error().message, "unknown pass 'z3' (known: autoep, autotp, autosp, zero, selective_gather, prefetch)");
   auto empty = ParsePassList(" , ");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.error().message, "the pass list is empty (known passes: see `ds-plan passes`)");

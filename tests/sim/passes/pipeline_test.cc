@@ -2,6 +2,7 @@
 // The pipeline: verifies after every pass, names the failing pass, dumps after each pass, and
 // autotp+autosp leave a valid graph on every preset.
 #include "sim/passes/pipeline.h"
+#include "sim/passes/deepcompile_z3.h"
 
 #include <gtest/gtest.h>
 
@@ -94,11 +95,15 @@ TEST(PipelineTest, DumpsAfterEachPassAndVerifiesOnEveryPreset) {
 
 TEST(PipelineTest, RegistryListsPassesWithDescriptions) {
   const auto& passes = RegisteredPasses();
-  ASSERT_EQ(passes.size(), 4u);
+  ASSERT_EQ(passes.size(), 6u);
   EXPECT_EQ(passes[0].name, "autoep");
   EXPECT_EQ(passes[1].name, "autotp");
   EXPECT_EQ(passes[2].name, "autosp");
   EXPECT_EQ(passes[3].name, "zero");
+  EXPECT_EQ(passes[4].name, "selective_gather");
+  EXPECT_EQ(passes[5].name, "prefetch");
+  EXPECT_EQ(passes[4].description, SelectiveGatherPass(DeepCompileBudget{}).description());
+  EXPECT_EQ(passes[5].description, PrefetchPass(DeepCompileBudget{}).description());
   EXPECT_EQ(passes[0].description, AutoEpPass(AutoEpOptions{}).description());
   EXPECT_EQ(passes[1].description, AutoTpPass(AutoTpOptions{}).description());
   EXPECT_EQ(passes[2].description, AutoSpPass(AutoSpOptions{}).description());

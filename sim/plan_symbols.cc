@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim/plan_symbols.h"
+
+#include <algorithm>
+
+#include "sim/graph/builder.h"
+
+namespace dsp::sim {
+namespace {
+
+int64_t GroupSize(const Plan& plan, GroupKind kind) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
+  return static_cast<int64_t>(it->second.front().size());
+}
+
+}  // namespace
+
+graph::SymbolValues PlanSymbolValues(const SimInput& in) {
+  const Plan& plan = *in.plan;
+  graph::SymbolValues values = graph::ModelSymbolValues(*in.model, in.workload.micro_batch, in.workload.seq_len);
+  values["T"] = std::max(plan.sizes.tp, 1);
+  graph::BindTensorParallelHeads(*in.model, values["T"], values);
+  values["P"] = std::max(plan.sizes.sp, 1);
+  values["EP"] = std::max(plan.sizes.ep, 1);
+  values["DP"] = GroupSize(plan, GroupKind::kDp);
+  values["SDP"] = GroupSize(plan, GroupKind::kSpDp);
+  values["EDP"] = GroupSize(plan, GroupKind::kEdp);
+  return values;
+}
+
+}  // namespace dsp::sim

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/model/model_spec.h"
+#include "core/rules/tensor_parallel_internal.h"
 #include "sim/group_links.h"
 #include "sim/param_sharding.h"
 
@@ -262,6 +263,26 @@ bool Zero3SynchronousFetch(const SimInput& input) {
   return input.engine.deepspeed_version < ds_release::kZero3Coalesced;
 }
 
+namespace {
+
+// Per layer, the q/k norms whose gradient AutoTP's hook all-reduces over tp: transformers'
+// tp_plan entries of style replicated_with_grad_allreduce, when DeepSpeed converts that plan.
+double QkNormGradAllreduceHooks(const SimInput& in) {
+  const ModelSpec& m = *in.model;
+  if (in.plan->sizes.tp <= 1 || !in.plan->parallel.autotp_transformers_plan || !m.qk_norm || in.engine.megatron()) {
+    return 0;
+  }
+  const std::vector<autotp::HfTpPlanEntry>* plan = autotp::HfTpPlan(m);
+  if (plan == nullptr || !autotp::UnsupportedHfStyles(*plan, in.engine.deepspeed_version).empty()) return 0;
+  double hooks = 0;
+  for (const autotp::HfTpPlanEntry& e : *plan) {
+    if (std::string_view(e.style) == "replicated_with_grad_allreduce") ++hooks;
+  }
+  return hooks;
+}
+
+}  // namespace
+
 std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTimeOptions& options) {
   if (in.plan == nullptr || in.model == nullptr || in.cluster == nullptr) return {};
   const ModelSpec& m = *in.model;
@@ -324,6 +345,15 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
              tokens * static_cast<double>(m.vocab_size) * bpe, 1, critical, StageScope::kLast);
     plan.Add("tp_lm_head_input_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, tokens * h * bpe, 1,
              critical, StageScope::kLast);
+  }
+
+  // AutoTP's grad_allreduce hooks (auto_tp.py register_replicated_grad_hooks): transformers' plan
+  // marks Qwen3's q_norm/k_norm replicated_with_grad_allreduce, and each hook sums that norm's
+  // head_dim gradient over tp with a blocking dist.all_reduce, every micro-step. (Custom
+  // layer_specs with grad_allreduce are drawn and scheduled but not counted here.)
+  if (const double hooks = QkNormGradAllreduceHooks(in); hooks > 0) {
+    plan.Add("tp_qk_norm_grad_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, d * bpe, hooks * layers,
+             critical);
   }
 
   // Pipeline: every micro-batch sends its activations to the next stage and its gradients back,

@@ -32,6 +32,7 @@ enum class Role { kReplicated, kColumn, kGathered, kRow, kLmHeadRow, kExperts, k
 struct CompiledSpec {
   TpPartition partition;
   bool gather_output = false;
+  bool grad_allreduce = false;
   std::vector<PythonRegex> regexes;
   std::optional<std::vector<std::string>> model_types;
 };
@@ -44,7 +45,7 @@ class Classifier {
  public:
   explicit Classifier(const AutoTpOptions& o) : model_type_(o.model_type) {
     for (const TpLayerSpec& s : o.layer_specs) {
-      CompiledSpec c{s.partition, s.gather_output, {}, s.model_types};
+      CompiledSpec c{s.partition, s.gather_output, s.grad_allreduce, {}, s.model_types};
       for (const std::string& p : s.patterns) c.regexes.push_back(CompilePythonRegex(p));
       specs_.push_back(std::move(c));
     }
@@ -53,6 +54,7 @@ class Classifier {
         CompiledSpec c{s.kind == autotp::PartitionKind::kColumn ? TpPartition::kColumn
                        : s.kind == autotp::PartitionKind::kRow  ? TpPartition::kRow
                                                                 : TpPartition::kSkip,
+                       false,
                        false,
                        {},
                        s.model_types};
@@ -67,6 +69,12 @@ class Classifier {
     const CompiledSpec* s = Winner(param);
     if (specs_.empty()) return DefaultPlan(param);
     return s == nullptr ? std::nullopt : std::optional<TpPartition>(s->partition);
+  }
+  // A skip spec with grad_allreduce claims it (auto_tp.py register_replicated_grad_hooks:
+  // find_matching_spec, then spec.grad_allreduce).
+  bool GradAllreduce(const std::string& param) const {
+    const CompiledSpec* s = Winner(param);
+    return s != nullptr && s->partition == TpPartition::kSkip && s->grad_allreduce;
   }
   bool GathersOutput(const std::string& param) const {
     const CompiledSpec* s = Winner(param);
@@ -162,6 +170,7 @@ void AutoTpOptions::UseTransformersPlan(const ModelSpec& spec) {
                   : style == "rowwise"         ? TpPartition::kRow
                                                : TpPartition::kSkip;
     s.gather_output = s.partition == TpPartition::kColumn && style != "colwise";
+    s.grad_allreduce = style == "replicated_with_grad_allreduce";
     s.patterns.push_back(autotp::HfPatternRegex(pattern));
     layer_specs.push_back(std::move(s));
   }
@@ -453,6 +462,24 @@ Result<bool> AutoTpPass::Run(Graph& g) {
     g.SetArg(n, 0, slice);
   }
   for (Node* n : gathered) follow_with(n, graph::ops::kGatherFromTp, gathered_full[n]);
+  // Replicated parameters whose gradient a hook sums over tp, after their first reader (in
+  // backward the last to add to the gradient).
+  std::set<std::string> hooked;
+  std::vector<Node*> hook_readers;
+  for (Node* n : g) {
+    if (n->param.empty() || !n->param_shape || graph::IsCollective(n->op) || role_of(n) != Role::kReplicated) continue;
+    if (classifier.GradAllreduce(n->param) && hooked.insert(n->param).second) hook_readers.push_back(n);
+  }
+  for (Node* n : hook_readers) {
+    g.InsertAfter(n, {.name = "tp_grad_allreduce_" + graph::NodeNameOfPath(n->param),
+                      .op = std::string(graph::ops::kAllReduce),
+                      .args = {n},
+                      .module = n->module,
+                      .param = n->param,
+                      .param_shape = n->param_shape,
+                      .shape = n->param_shape,
+                      .group = "tp"});
+  }
   g.EliminateDeadCode();
   return true;
 }

@@ -28,6 +28,10 @@ struct TpLayerSpec {
   // Column specs: the output is all-gathered over tp (LinearLayer(gather_output=True)), so the
   // layer's readers see whole features and no row partner is needed.
   bool gather_output = false;
+  // Skip specs: the parameter stays whole but its gradient is summed over tp by a hook
+  // (auto_tp.py register_replicated_grad_hooks; transformers' replicated_with_grad_allreduce,
+  // Qwen3's q_norm/k_norm, which normalize the rank's own heads).
+  bool grad_allreduce = false;
 };
 
 struct AutoTpOptions {
@@ -66,7 +70,9 @@ struct AutoTpOptions {
 // rewrites: shapes sharded (column output dim /T, heads and MLP widths /T between a column and its
 // row partner), ONE copy_to_tp per input activation shared by column linears and one
 // reduce_from_tp after each row linear and experts node, all in group "tp". A row-parallel
-// lm_head is LmHeadLinearAllreduce: a local H/T slice of its input, then reduce_from_tp.
+// lm_head is LmHeadLinearAllreduce: a local H/T slice of its input, then reduce_from_tp. A
+// parameter a grad_allreduce skip spec claims gets tp_grad_allreduce_<param>, an all_reduce of
+// its gradient over tp (a gradient reduction, after its first reader).
 // Errors (graph untouched) are DeepSpeed's own: a refused transformers plan, gpt2, and under
 // the compile pass LmHeadLinearAllreduce or tp_overlap_comm. Pairing mismatches DeepSpeed does
 // not check (a column output read by something other than a row linear, ...) are drawn as built

@@ -51,6 +51,9 @@ AutoTpOptions TpOptions(const ModelSpec& model, const Json& config, int64_t tp) 
     if (auto it = spec.find("gather_output"); it != spec.end() && it->is_boolean()) {
       s.gather_output = it->get<bool>();
     }
+    if (auto it = spec.find("grad_allreduce"); it != spec.end() && it->is_boolean()) {
+      s.grad_allreduce = it->get<bool>();
+    }
     for (const Json& p : spec.value("patterns", Json::array())) {
       if (p.is_string()) s.patterns.push_back(p.get<std::string>());
     }

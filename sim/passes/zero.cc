@@ -124,6 +124,11 @@ Result<bool> ZeroPass::Run(Graph& g) {
 
     Node* grad = first;
     Node* after = first;
+    // AutoTP's grad_allreduce hook sums the gradient over tp before it is accumulated: the DP
+    // reduction reads its result.
+    for (Node* u : first->users) {
+      if (graph::IsGradientReduction(*u) && u->param == p.name) grad = after = u;
+    }
     const bool routed = &family != &options_.dense;
     if (folding && !routed && !Mentions(local, options_.tp_symbol)) {
       grad = g.InsertAfter(after, {.name = "tp_average_grad_" + tag,

@@ -49,6 +49,9 @@ int64_t GroupSize(const Plan& plan, GroupKind kind) {
 struct GradPath {
   const Node* reduce = nullptr;      // reduce_grad_*: op and family group
   const Node* tp_average = nullptr;  // tp_average_grad_* (folding)
+  // tp_grad_allreduce_* (AutoTP's grad_allreduce hook): summed over tp every micro-step, in the
+  // autograd hook, before accumulation and before the DP reduction.
+  const Node* tp_hook = nullptr;
   double elements = 0;
 };
 
@@ -135,6 +138,8 @@ class Builder {
         GradPath& path = grads_[n->param];
         if (n->name.starts_with("tp_average_grad_")) {
           path.tp_average = n;
+        } else if (n->name.starts_with("tp_grad_allreduce_")) {
+          path.tp_hook = n;
         } else {
           path.reduce = n;
         }
@@ -410,8 +415,21 @@ class Builder {
 
   void GradientReady(const std::string& param, int task, int m) {
     auto it = grads_.find(param);
-    if (it == grads_.end() || !ReducesIn(m)) return;
+    if (it == grads_.end()) return;
     const GradPath& path = it->second;
+    if (path.tp_hook != nullptr) {
+      // dist.all_reduce inside the hook: the compute stream waits for it (auto_tp.py
+      // register_replicated_grad_hooks), every micro-step.
+      Task t{.name = "all_reduce tp grad_allreduce hook " + path.tp_hook->name, .phase = Phase::kBackward,
+             .micro = m, .stream = kComputeStream};
+      t.collective = true;
+      t.kind = CollectiveKind::kAllReduce;
+      t.group = GroupKind::kTp;
+      t.bytes = bpe_ * path.elements;
+      t.deps = {task};
+      Add(std::move(t));
+    }
+    if (!ReducesIn(m)) return;
     if (path.tp_average != nullptr && m == micro_steps_ - 1) {
       Bucket& b = buckets_["tp_average"];
       b.elements += path.elements;

@@ -106,6 +106,44 @@ TEST(ProgramTest, DeepCompileZeroAllReducesInsideBackward) {
   }
 }
 
+// AutoTP from transformers' plan marks Qwen3's q_norm/k_norm replicated_with_grad_allreduce:
+// each gets a hook (auto_tp.py register_replicated_grad_hooks) that sums its gradient over tp
+// with a blocking all-reduce every micro-step, before the DP reduction. The closed form counts
+// the same calls (comm_plan's tp_qk_norm_grad_allreduce).
+TEST(ProgramTest, GradAllreduceHooksRunEveryMicroStepOnTheComputeStream) {
+  Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                                "zero_optimization": {"stage": 1}, "tensor_parallel": {"autotp_size": 2}})");
+  ScheduleCase c(ScheduleCase::InlineConfig{config}, 8, 8, "qwen3-8b.json", 1, 2048, 3);
+  std::set<int> micros;
+  int hooks = 0;
+  for (const Task& t : c.program.tasks) {
+    if (t.name.find("grad_allreduce hook") == std::string::npos) continue;
+    ++hooks;
+    micros.insert(t.micro);
+    EXPECT_EQ(t.kind, CollectiveKind::kAllReduce);
+    EXPECT_EQ(t.group, GroupKind::kTp);
+    EXPECT_EQ(t.phase, Phase::kBackward);
+    EXPECT_DOUBLE_EQ(t.bytes, 2.0 * 128);  // head_dim bf16
+  }
+  EXPECT_EQ(hooks, 2 * 36 * 3);
+  EXPECT_EQ(micros, (std::set<int>{0, 1, 2}));
+  // The graph: the DP reduction reads the hook's result.
+  const graph::Node* hook = c.graph.Find("tp_grad_allreduce_layers_0_self_attn_k_norm_weight");
+  ASSERT_NE(hook, nullptr);
+  ASSERT_EQ(hook->users.size(), 1u);
+  EXPECT_EQ(hook->users.front()->name, "reduce_grad_layers_0_self_attn_k_norm_weight");
+  const TimeReport closed = EstimateStepTime(c.input());
+  double calls = 0;
+  for (const CollectiveCall& call : closed.collectives) {
+    if (call.purpose == "tp_qk_norm_grad_allreduce") calls = call.calls_per_step;
+  }
+  EXPECT_EQ(calls, 2 * 36 * 3);
+  // A model without q/k norms, or a preset (no grad_allreduce spec), has none.
+  config["tensor_parallel"]["preset_model"] = "qwen2";
+  ScheduleCase preset(ScheduleCase::InlineConfig{config}, 8, 8, "qwen3-8b.json", 1, 2048, 3);
+  EXPECT_EQ(Count(preset.program, [](const Task& t) { return t.name.find("grad_allreduce hook") != std::string::npos; }), 0);
+}
+
 TEST(ProgramTest, ZeroTwoReducesEveryMicroStepAndGathersAfterTheStep) {
   ScheduleCase c("autotp-layer-specs.json", 8, 8, "llama-3-8b.json", 1, 4096, 2);
   const Program& p = c.program;

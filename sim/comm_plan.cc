@@ -529,7 +529,10 @@ std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTim
     plan.AddBucketed("dp_grad_reduce", grad_kind, dense_group, params.dense, grad_bytes,
                      zero.reduce_bucket_size, grad_schedule);
   }
-  plan.AddBucketed("edp_grad_reduce", grad_kind, GroupKind::kEdp, params.routed, grad_bytes,
+  // DeepCompile's ZeRO has one communicator, over the data-parallel group (init_z1_and_2 /
+  // init_z3: dc.init): routed experts reduce there too (validate: compile-deepcompile-expert-groups).
+  plan.AddBucketed(zero.deepcompile ? "dp_expert_grad_reduce" : "edp_grad_reduce", grad_kind,
+                   zero.deepcompile ? dense_group : GroupKind::kEdp, params.routed, grad_bytes,
                    zero.reduce_bucket_size, grad_schedule);
   if (sizes.pp > 1 && m.tie_word_embeddings && engine.megatron()) {
     // PipelineModule's TiedLayerSpec: the embedding's gradient is all-reduced between the first

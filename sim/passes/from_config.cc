@@ -88,7 +88,10 @@ ZeroOptions ZeroOptionsFor(const ModelSpec& model, const Json& config, const Par
     o.dense = {"dp", "DP", GroupSize(plan, GroupKind::kDp)};
   }
   if (plan != nullptr && o.dense.size == 0) o.dense.size = 1;  // a known world without the kind
-  if (pc.autoep_enabled) {
+  // DeepCompile's ZeRO registers every parameter with its one communicator over
+  // engine.data_parallel_group (init_z1_and_2 / init_z3: dc.init): routed experts get no group of
+  // their own and reduce with the dense family (validate: compile-deepcompile-expert-groups).
+  if (pc.autoep_enabled && !zero.deepcompile) {
     o.experts = ZeroGroup{"edp", "EDP", GroupSize(plan, GroupKind::kEdp)};
     if (plan != nullptr && o.experts->size == 0) o.experts->size = 1;
   }

@@ -456,5 +456,22 @@ TEST(StepTimeTest, UnevenKvHeadsArePricedOnTheBusiestRank) {
   EXPECT_NEAR(flops_of(busiest, "mlp_up") / flops_of(whole, "mlp_up"), 1.0 / 3.0, 1e-12);
 }
 
+// DeepCompile's one communicator (compile/init_z1_and_2.py dc.init over
+// engine.data_parallel_group): AutoEP's expert gradients are reduced over dp, not edp.
+TEST(StepTimeTest, DeepCompileReducesExpertGradientsOverDp) {
+  Json config = ParseJsonOrDie(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                  "zero_optimization": {"stage": 1},
+                                  "expert_parallel": {"enabled": true, "autoep_size": 4}})");
+  SimCase eager(config, 8, 8, "mixtral-8x7b.json");
+  eager.input.zero = ReadZeroSettings(config);
+  EXPECT_NE(Find(EstimateStepTime(eager.input), "edp_grad_reduce", GroupKind::kEdp), nullptr);
+  config["compile"] = {{"deepcompile", true}};
+  SimCase compiled(config, 8, 8, "mixtral-8x7b.json");
+  compiled.input.zero = ReadZeroSettings(config);
+  const TimeReport r = EstimateStepTime(compiled.input);
+  EXPECT_EQ(Find(r, "edp_grad_reduce", GroupKind::kEdp), nullptr);
+  ASSERT_NE(Find(r, "dp_expert_grad_reduce", GroupKind::kDp), nullptr);
+}
+
 }  // namespace
 }  // namespace dsp::sim

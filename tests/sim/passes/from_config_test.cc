@@ -238,6 +238,25 @@ TEST(PipelineForConfigTest, DeepCompileZero3GathersEveryParameter) {
   EXPECT_EQ(compiled, all);
 }
 
+// DeepCompile's ZeRO has one communicator over engine.data_parallel_group (compile/init_z1_and_2.py,
+// init_z3.py: dc.init): AutoEP's routed experts reduce over dp with everything else, where eager
+// ZeRO reduces them over edp.
+TEST(PipelineForConfigTest, DeepCompileReducesRoutedExpertsOverTheOneDataParallelGroup) {
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("mixtral-8x7b.json");
+  auto expert_group = [&](const std::string& text) {
+    const Json config = Json::parse(text);
+    auto pipeline = PipelineForConfig({.model = &model, .config = &config});
+    EXPECT_TRUE(pipeline.ok());
+    auto g = graph::BuildModelGraph(model);
+    EXPECT_TRUE(pipeline->Run(*g).ok());
+    const graph::Node* n = g->Find("reduce_grad_layers_0_block_sparse_moe_experts");
+    return n == nullptr ? std::string("none") : n->group;
+  };
+  const std::string autoep = R"("expert_parallel": {"enabled": true, "autoep_size": 4}, "zero_optimization": {"stage": 1})";
+  EXPECT_EQ(expert_group("{" + autoep + "}"), "edp");
+  EXPECT_EQ(expert_group("{" + autoep + R"(, "compile": {"deepcompile": true}})"), "dp");
+}
+
 // One verdict: over every sample model, validate reports an AutoTP error exactly when the pass
 // refuses the graph (DeepSpeed's own refusals: transformers' plans, gpt2) or draws it with notes
 // (mismatches DeepSpeed does not check but that fail or mislead at run time: pairing, gpt_oss's

@@ -24,12 +24,6 @@ namespace {
 // elements at a time (buffered_allreduce_fallback).
 constexpr double kStage0AllreduceElements = 5e8;
 
-int64_t GroupSize(const Plan& plan, GroupKind kind) {
-  auto it = plan.groups.groups.find(kind);
-  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
-  return static_cast<int64_t>(it->second.front().size());
-}
-
 // Parameters one rank of a pipeline stage holds (after TP/EP, before ZeRO).
 struct StageParams {
   // Indexed by ParamFamily (kAllParamFamilies order).
@@ -198,13 +192,13 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
 
   MemoryReport r;
   r.pipeline_stage = stage;
-  r.zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, false));
+  r.zero_group_size = GroupSizeOf(plan, ZeroPartitionGroup(plan, false));
   // MiCS partitions the dense model states over its shard group instead (mics.py
   // create_mics_comm_groups: blocks of mics_shard_size consecutive ranks).
   if (in.zero.stage == 3 && in.zero.mics_shard_size > 0) {
     r.zero_group_size = std::min<int64_t>(r.zero_group_size, in.zero.mics_shard_size);
   }
-  r.expert_zero_group_size = GroupSize(plan, ZeroPartitionGroup(plan, true));
+  r.expert_zero_group_size = GroupSizeOf(plan, ZeroPartitionGroup(plan, true));
   const MemoryConvention conv = in.workload.convention;
   const double bpv = in.workload.bytes_per_param;
   const int zero_stage = std::clamp(in.zero.stage, 0, 3);

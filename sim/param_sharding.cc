@@ -6,15 +6,6 @@
 #include "core/plan/plan.h"
 
 namespace dsp::sim {
-namespace {
-
-double GroupSize(const Plan& plan, GroupKind kind) {
-  auto it = plan.groups.groups.find(kind);
-  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
-  return static_cast<double>(it->second.front().size());
-}
-
-}  // namespace
 
 // How many ranks share one copy of a family before ZeRO: AutoTP splits attention and dense MLP
 // weights (column/row); embedding and lm_head stay whole (AutoTP training replaces only the
@@ -89,8 +80,8 @@ double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab
 double PartitionedParamsPerRank(const SimInput& input) {
   const Plan& plan = *input.plan;
   const ParamCounts counts = CountParameters(*input.model);
-  const double dense_group = GroupSize(plan, ZeroPartitionGroup(plan, false));
-  const double expert_group = GroupSize(plan, ZeroPartitionGroup(plan, true));
+  const double dense_group = static_cast<double>(GroupSizeOf(plan, ZeroPartitionGroup(plan, false)));
+  const double expert_group = static_cast<double>(GroupSizeOf(plan, ZeroPartitionGroup(plan, true)));
   double params = 0;
   for (const auto& [family, count] : counts.by_family) {
     const double per_rank = static_cast<double>(count) /

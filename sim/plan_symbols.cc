@@ -6,15 +6,6 @@
 #include "sim/graph/builder.h"
 
 namespace dsp::sim {
-namespace {
-
-int64_t GroupSize(const Plan& plan, GroupKind kind) {
-  auto it = plan.groups.groups.find(kind);
-  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
-  return static_cast<int64_t>(it->second.front().size());
-}
-
-}  // namespace
 
 graph::SymbolValues PlanSymbolValues(const SimInput& in) {
   const Plan& plan = *in.plan;
@@ -23,9 +14,9 @@ graph::SymbolValues PlanSymbolValues(const SimInput& in) {
   graph::BindTensorParallelHeads(*in.model, values["T"], values);
   values["P"] = std::max(plan.sizes.sp, 1);
   values["EP"] = std::max(plan.sizes.ep, 1);
-  values["DP"] = GroupSize(plan, GroupKind::kDp);
-  values["SDP"] = GroupSize(plan, GroupKind::kSpDp);
-  values["EDP"] = GroupSize(plan, GroupKind::kEdp);
+  values["DP"] = GroupSizeOf(plan, GroupKind::kDp);
+  values["SDP"] = GroupSizeOf(plan, GroupKind::kSpDp);
+  values["EDP"] = GroupSizeOf(plan, GroupKind::kEdp);
   return values;
 }
 

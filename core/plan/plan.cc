@@ -60,4 +60,10 @@ GroupKind ZeroPartitionGroup(const Plan& plan, bool routed_experts) {
   return GroupKind::kDp;
 }
 
+int64_t GroupSizeOf(const Plan& plan, GroupKind kind) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
+  return static_cast<int64_t>(it->second.front().size());
+}
+
 }  // namespace dsp

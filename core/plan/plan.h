@@ -42,4 +42,8 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs);
 // sequence-data-parallel group when Ulysses SP is on (else dense DP), routed experts over EDP.
 GroupKind ZeroPartitionGroup(const Plan& plan, bool routed_experts);
 
+// Ranks in a group of `kind` (every group of one kind has the same size); 1 when the plan builds
+// none of that kind.
+int64_t GroupSizeOf(const Plan& plan, GroupKind kind);
+
 }  // namespace dsp

@@ -506,18 +506,18 @@ class Builder {
 
   // --diff: what the colours mean, and the nodes the passes erased (they have no place left).
   void AddDiffLegend(Agraph_t* legend, Agnode_t* prev) {
-    Agnode_t* inserted = agnode(legend, Mut("#legend_inserted"), 1);
-    Set(inserted, "label", "+ inserted by the passes");
-    Set(inserted, "shape", "box");
-    Set(inserted, "color", kInsertedColor);
-    Set(inserted, "penwidth", "2.5");
-    Set(agedge(root_, prev, inserted, nullptr, 1), "style", "invis");
-    Agnode_t* changed = agnode(legend, Mut("#legend_changed"), 1);
-    Set(changed, "label", "shape changed (was ...)");
-    Set(changed, "shape", "box");
-    Set(changed, "color", kChangedColor);
-    Set(changed, "penwidth", "2.5");
-    Set(agedge(root_, inserted, changed, nullptr, 1), "style", "invis");
+    // A box with the border the marked nodes get, stacked under `above`.
+    auto entry = [&](const char* name, const char* label, const char* color, Agnode_t* above) {
+      Agnode_t* n = agnode(legend, Mut(name), 1);
+      Set(n, "label", label);
+      Set(n, "shape", "box");
+      Set(n, "color", color);
+      Set(n, "penwidth", "2.5");
+      Set(agedge(root_, above, n, nullptr, 1), "style", "invis");
+      return n;
+    };
+    Agnode_t* inserted = entry("#legend_inserted", "+ inserted by the passes", kInsertedColor, prev);
+    Agnode_t* changed = entry("#legend_changed", "shape changed (was ...)", kChangedColor, inserted);
     std::vector<std::string> removed;
     for (const Node* b : *options_.before) {
       if (graph_.Find(b->name) == nullptr) removed.push_back(b->name);

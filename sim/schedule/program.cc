@@ -39,12 +39,6 @@ void AddDeps(std::vector<int>& deps, const std::vector<int>& more) {
   }
 }
 
-int64_t GroupSize(const Plan& plan, GroupKind kind) {
-  auto it = plan.groups.groups.find(kind);
-  if (it == plan.groups.groups.end() || it->second.empty()) return 1;
-  return static_cast<int64_t>(it->second.front().size());
-}
-
 // A parameter's gradient path as the ZeRO pass left it in the graph.
 struct GradPath {
   const Node* reduce = nullptr;      // reduce_grad_*: op and family group
@@ -315,7 +309,7 @@ class Builder {
       return Error{"%" + n.name + ": the plan has no " + std::string(GroupKindName(*kind)) + " groups"};
     }
     auto cost = NodeCollectiveCost(n, backward, values_, bpe_,
-                                   static_cast<int>(GroupSize(*in_.plan, *kind)));
+                                   static_cast<int>(GroupSizeOf(*in_.plan, *kind)));
     if (!cost.ok()) return cost.error();
     if (!cost->has_value()) return -1;
     Task t{.name = std::string(backward ? "bwd " : "fwd ") + n.name, .phase = phase, .micro = m,

@@ -26,9 +26,11 @@ enum class Fault {
   kSkipTpCancel,     // folded TP x EP: routed-expert gradients keep restore's tp factor
   kSumRouterGrads,   // folded TP x EP: router gradients SUMmed over tp instead of AVERAGEd
   kWrongEpGroup,     // folded TP x EP: EP groups of the non-folded lane-major layout (path B)
+  kExpertGradsOverDp,  // ZeRO-3: routed experts partitioned and reduced over dp instead of edp
 };
 
-// "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group".
+// "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
+// "expert-grads-over-dp".
 std::string FaultName(Fault fault);
 // The inverse; false for an unknown name.
 bool ParseFault(const std::string& name, Fault* fault);

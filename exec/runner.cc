@@ -13,6 +13,7 @@
 #include "exec/model/collective_functions.h"
 #include "exec/model/tiny_model.h"
 #include "exec/optim/data_parallel.h"
+#include "exec/optim/zero3.h"
 #include "exec/run.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -41,10 +42,13 @@ std::string ModeName(const Plan& plan) {
 Status CheckSupported(const RunOptions& o) {
   const Plan& plan = o.plan;
   if (plan.sizes.pp > 1) return Error{"pipeline parallelism (pp > 1) is not implemented in ds-plan run"};
-  if (plan.zero_stage > 2) {
-    return Error{"ZeRO stage " + std::to_string(plan.zero_stage) + " is not implemented in ds-plan run (stages 0-2 are)"};
-  }
   const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
+  // validate rejects folding with ZeRO-3 (ep-fold-zero3) before this point.
+  if (plan.zero_stage == 3 && folded) return Error{"AutoEP+AutoTP folding with ZeRO stage 3 is not run"};
+  if (o.fault == Fault::kExpertGradsOverDp && (plan.zero_stage != 3 || !plan.sizes.expert_parallel)) {
+    return Error{"--inject expert-grads-over-dp breaks ZeRO-3's expert partitioning: it needs a config with "
+                 "zero_optimization.stage 3 and expert_parallel enabled"};
+  }
   if (folded && plan.groups.expert_layout != ExpertLayout::kFolding) {
     return Error{"AutoEP with autotp_size > 1 runs only with DeepSpeed's folding layout in ds-plan run"};
   }
@@ -244,7 +248,18 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     folding.skip_tp_cancel = o.fault == Fault::kSkipTpCancel;
     folding.sum_router_grads = o.fault == Fault::kSumRouterGrads;
   }
-  DataParallelSgd sgd(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
+  // ZeRO-3 partitions what each group reduces over that group. The fault sums the routed
+  // experts' gradients over dp, whose ranks hold other experts, instead of their edp group.
+  std::unique_ptr<Zero3Partitions> zero3;
+  std::optional<DataParallelSgd> sgd;
+  if (o.plan.zero_stage == 3) {
+    zero3 = std::make_unique<Zero3Partitions>(model, reduce,
+                                              o.fault == Fault::kExpertGradsOverDp ? dense : nullptr);
+    Zero3Partitions* z = zero3.get();
+    model.SetWeightHook([z](int param, const at::Tensor& x, WeightOp op) { return z->Apply(param, x, std::move(op)); });
+  } else {
+    sgd.emplace(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
+  }
 
   const TinyConfig& t = o.tiny;
   const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
@@ -278,7 +293,15 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
       return Error{e.what()};
     }
     FamilyDiffs diffs;
-    if (auto s = sgd.Step(diffs); !s.ok()) return s.error();
+    if (zero3 != nullptr) {
+      try {
+        if (auto s = zero3->Step(o.lr, diffs); !s.ok()) return s.error();
+      } catch (const CollectiveError& e) {
+        return Error{e.what()};
+      }
+    } else if (auto s = sgd->Step(diffs); !s.ok()) {
+      return s.error();
+    }
 
     // The global loss: replica means summed over sp, averaged over dp (tp ranks agree).
     at::Tensor global = loss.detach().reshape({1}).clone();

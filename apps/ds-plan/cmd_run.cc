@@ -294,7 +294,8 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--timeout", args->timeout, "seconds to wait for a peer before naming it and giving up")
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
-      ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group"}));
+      ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
+                                "expert-grads-over-dp"}));
   app->add_option("--dtype", args->dtype,
                   "what the sharded run and the reference compute in: fp32 (tolerance rtol 1e-4, atol 1e-6) or "
                   "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.125, "

@@ -26,9 +26,7 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return at::matmul(at::softmax(scores, -1), vt).transpose(1, 2);
 }
 
-at::Tensor SwiGlu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down) {
-  return at::matmul(at::silu(at::matmul(x, gate.t())) * at::matmul(x, up.t()), down.t());
-}
+at::Tensor MatmulT(const at::Tensor& x, const at::Tensor& w) { return at::matmul(x, w.t()); }
 
 }  // namespace
 
@@ -108,6 +106,16 @@ const at::Tensor& TinyModel::W(bool reference, int index) const {
   return reference ? params_[index].ref : params_[index].local;
 }
 
+at::Tensor TinyModel::Use(bool reference, int index, const at::Tensor& x, const WeightOp& op) const {
+  if (!reference && params_[index].zero3) return hook_(index, x, op);
+  return op(x, W(reference, index));
+}
+
+at::Tensor TinyModel::SwiGlu(bool ref, int gate, int up, int down, const at::Tensor& x) const {
+  at::Tensor a = at::silu(Use(ref, gate, x, MatmulT)) * Use(ref, up, x, MatmulT);
+  return Use(ref, down, a, MatmulT);
+}
+
 at::Tensor TinyModel::ReferenceLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator) {
   return Forward(true, tokens, targets, denominator, ShardComms{});
 }
@@ -125,29 +133,31 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
   const int64_t tpn = ref ? 1 : layout_.tp, d = cfg_.head_dim;
   const int64_t b = tokens.size(0), s = tokens.size(1);
   const int64_t nq = cfg_.heads / tpn, nk = cfg_.kv_heads / tpn;
-  at::Tensor x = at::embedding(W(ref, embed_), tokens);  // [B, S, H]
+  const double eps = cfg_.rms_eps;
+  auto norm = [eps](const at::Tensor& x, const at::Tensor& w) { return RmsNorm(x, w, eps); };
+  at::Tensor x = Use(ref, embed_, tokens, [](const at::Tensor& t, const at::Tensor& w) { return at::embedding(w, t); });
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerIdx& li = layers_[l];
-    at::Tensor h = CopyToTp(RmsNorm(x, W(ref, li.in_norm), cfg_.rms_eps), tp, skip);
-    at::Tensor q = at::matmul(h, W(ref, li.q).t()).view({b, s, nq, d});
-    at::Tensor k = at::matmul(h, W(ref, li.k).t()).view({b, s, nk, d});
-    at::Tensor v = at::matmul(h, W(ref, li.v).t()).view({b, s, nk, d});
+    at::Tensor h = CopyToTp(Use(ref, li.in_norm, x, norm), tp, skip);
+    at::Tensor q = Use(ref, li.q, h, MatmulT).view({b, s, nq, d});
+    at::Tensor k = Use(ref, li.k, h, MatmulT).view({b, s, nk, d});
+    at::Tensor v = Use(ref, li.v, h, MatmulT).view({b, s, nk, d});
     // Ulysses: scatter heads, gather the sequence, so attention sees every position.
     at::Tensor o = HeadsToSeq(Attention(SeqToHeads(q, sp), SeqToHeads(k, sp), SeqToHeads(v, sp)), sp);
-    o = ReduceFromTp(at::matmul(o.reshape({b, s, nq * d}), W(ref, li.o).t()), tp);
+    o = ReduceFromTp(Use(ref, li.o, o.reshape({b, s, nq * d}), MatmulT), tp);
     x = x + o;
-    h = RmsNorm(x, W(ref, li.post_norm), cfg_.rms_eps);
+    h = Use(ref, li.post_norm, x, norm);
     if (cfg_.is_moe()) {
       x = x + Moe(ref, static_cast<int>(l), h, comms);
     } else {
       at::Tensor hc = CopyToTp(h, tp, skip);
-      x = x + ReduceFromTp(SwiGlu(hc, W(ref, li.gate), W(ref, li.up), W(ref, li.down)), tp);
+      x = x + ReduceFromTp(SwiGlu(ref, li.gate, li.up, li.down, hc), tp);
     }
   }
-  x = RmsNorm(x, W(ref, final_norm_), cfg_.rms_eps);
+  x = Use(ref, final_norm_, x, norm);
   // The cross entropy in fp32 (a no-op for fp32 runs), as mixed-precision training does: bf16
   // log_softmax over the vocabulary would lose the small probabilities.
-  at::Tensor logits = at::matmul(x, W(ref, lm_head_).t()).to(at::kFloat);
+  at::Tensor logits = Use(ref, lm_head_, x, MatmulT).to(at::kFloat);
   at::Tensor nll = at::nll_loss(at::log_softmax(logits.reshape({b * s, cfg_.vocab}), -1), targets.reshape({b * s}),
                                 {}, at::Reduction::Sum, -100);
   return nll / denominator;
@@ -168,7 +178,10 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   // The gate in fp32, as DeepSpeed's TopKGate does (its wg is .float(), its input cast to fp32):
   // in bf16 near-tied router scores would pick different experts in the sharded and the reference
   // run. A no-op for fp32 runs; the gate values go back to the model's dtype.
-  at::Tensor probs = at::softmax(at::matmul(x.to(at::kFloat), W(ref, li.router).to(at::kFloat).t()), -1);
+  at::Tensor probs = at::softmax(Use(ref, li.router, x, [](const at::Tensor& in, const at::Tensor& w) {
+                                   return at::matmul(in.to(at::kFloat), w.to(at::kFloat).t());
+                                 }),
+                                 -1);
   auto [topv, topi] = at::topk(probs, k, -1);
   if (ref) {
     if (ref_routes_.size() < layers_.size()) ref_routes_.resize(layers_.size());
@@ -180,14 +193,17 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   if (cfg_.norm_topk_prob) topv = topv / topv.sum({-1}, true);
   topv = topv.to(x.scalar_type());
   auto expert = [&](int64_t e, const at::Tensor& rows) {
-    return SwiGlu(rows, W(ref, li.expert_gate[e]), W(ref, li.expert_up[e]), W(ref, li.expert_down[e]));
+    return SwiGlu(ref, li.expert_gate[e], li.expert_up[e], li.expert_down[e], rows);
   };
+  // ZeRO-3: a gather is a collective of the expert's whole group, so every local expert runs,
+  // with or without tokens (DeepSpeed gathers the module's parameters whenever it is called).
+  const bool every_expert = !ref && hook_ != nullptr;
   at::Tensor out = at::zeros({t, hid}, x.options());
   if (!sharded) {
     for (int64_t e = 0; e < cfg_.experts; ++e) {
       at::Tensor hit = topi == e;  // [T, k]
       at::Tensor idx = hit.any(-1).nonzero().squeeze(1);
-      if (idx.numel() == 0) continue;
+      if (idx.numel() == 0 && !every_expert) continue;
       at::Tensor gate = (topv * hit).sum(-1).index_select(0, idx).unsqueeze(1);
       out = out.index_add(0, idx, expert(e, x.index_select(0, idx)) * gate);
     }
@@ -227,7 +243,7 @@ at::Tensor TinyModel::Moe(bool ref, int layer, const at::Tensor& h, const ShardC
   at::Tensor y = at::zeros_like(rows);
   for (int64_t e = layout_.ep_rank * per_rank; e < (layout_.ep_rank + 1) * per_rank; ++e) {
     at::Tensor idx = (rows_e == e).nonzero().squeeze(1);
-    if (idx.numel() == 0) continue;
+    if (idx.numel() == 0 && !every_expert) continue;
     y = y.index_add(0, idx, expert(e, rows.index_select(0, idx)));
   }
   at::Tensor back = AllToAllRows(y, ep, recv, send) * flat_g.index_select(0, order).unsqueeze(1);

@@ -10,6 +10,7 @@
 //   -> rmsnorm -> lm_head -> cross entropy
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,17 @@ struct Param {
   bool expert = false; // routed expert: reduced over EDP, not dense DP
   at::Tensor ref;      // the reference weight (requires grad)
   at::Tensor local;    // this rank's shard (requires grad); undefined for experts another rank holds
+                       // and, under ZeRO-3, once partitioned (zero3: the partitions hold it)
   Shard shard;
+  bool zero3 = false;
   at::Tensor RefSlice(const at::Tensor& full) const;  // `full` (ref-shaped) narrowed to this shard
 };
+
+// One use of a weight: y = op(x, w). `x` may be integer (token ids).
+using WeightOp = std::function<at::Tensor(const at::Tensor& x, const at::Tensor& w)>;
+// Runs a use of the sharded model's parameter `param` when that parameter is not held whole
+// (ZeRO-3: gather, op, release; exec/optim/zero3.h).
+using WeightHook = std::function<at::Tensor(int param, const at::Tensor& x, WeightOp op)>;
 
 struct ShardLayout {
   int64_t tp = 1, tp_rank = 0;
@@ -68,6 +77,10 @@ class TinyModel {
   void PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
   std::vector<Param>& params() { return params_; }
+  // ZeRO-3: the sharded forward reaches its weights through `hook` (every parameter with
+  // Param::zero3 set), and runs every local expert even without tokens, because each gather is a
+  // collective its whole group must join.
+  void SetWeightHook(WeightHook hook) { hook_ = std::move(hook); }
 
   // Sum of token cross entropies of `tokens` -> `targets` ([B, S] int64), divided by `denominator`.
   at::Tensor ReferenceLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator);
@@ -80,6 +93,9 @@ class TinyModel {
                      const ShardComms& comms);
   at::Tensor Moe(bool reference, int layer, const at::Tensor& h, const ShardComms& comms);
   const at::Tensor& W(bool reference, int index) const;
+  // op(x, weight): directly, or through the weight hook for a ZeRO-3 parameter of the shard.
+  at::Tensor Use(bool reference, int index, const at::Tensor& x, const WeightOp& op) const;
+  at::Tensor SwiGlu(bool reference, int gate, int up, int down, const at::Tensor& x) const;
 
   TinyConfig cfg_;
   ShardLayout layout_;
@@ -95,6 +111,7 @@ class TinyModel {
   std::vector<LayerIdx> layers_;
   std::vector<at::Tensor> ref_routes_;  // per MoE layer: the last reference top-k ids, [B, S, k]
   std::vector<at::Tensor> pinned_;      // per MoE layer: the shard's slice of them (PinShardRouting)
+  WeightHook hook_;
 };
 
 }  // namespace dsp::exec

@@ -32,13 +32,14 @@ std::string FaultName(Fault fault) {
     case Fault::kSkipTpCancel: return "skip-tp-cancel";
     case Fault::kSumRouterGrads: return "sum-router-grads";
     case Fault::kWrongEpGroup: return "wrong-ep-group";
+    case Fault::kExpertGradsOverDp: return "expert-grads-over-dp";
   }
   return "none";
 }
 
 bool ParseFault(const std::string& name, Fault* fault) {
   for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads,
-                  Fault::kWrongEpGroup}) {
+                  Fault::kWrongEpGroup, Fault::kExpertGradsOverDp}) {
     if (FaultName(f) == name) {
       *fault = f;
       return true;

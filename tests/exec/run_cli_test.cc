@@ -182,6 +182,44 @@ TEST(RunCliTest, Ep4WithoutTpMatchesTheUnshardedModel) {
   EXPECT_TRUE(doc["ok"].get<bool>());
 }
 
+// ZeRO-3 (exec/optim/zero3.h): every parameter partitioned over its family's group, gathered for
+// each use and again in backward, its gradient reduce-scattered there. Dense dp4, AutoTP tp2 x dp2
+// (the tp-sharded parameters partitioned again over dp), and AutoEP with the routed experts
+// partitioned over edp (ep4 on 4 ranks: edp1; ep2: edp2).
+TEST(RunCliTest, Zero3MatchesTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  auto dp = Torchrun(4, "samples/configs/run/dp4-zero3.json --steps 3 --format json", false);
+  EXPECT_EQ(dp.r.exit_code, 0) << dp.r.output;
+  Json doc = ParseReport(dp.r.output);
+  EXPECT_EQ(doc["sizes"]["zero_stage"], 3);
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  for (const auto& f : doc["step_reports"][2]["families"]) EXPECT_LT(f["grad_max_rel"].get<double>(), 1e-4) << f;
+  auto tp = Torchrun(4, "samples/configs/run/tp2-dp2-zero3.json --steps 2");
+  EXPECT_EQ(tp.r.exit_code, 0) << tp.r.output;
+  EXPECT_TRUE(Has(tp.r.output, "ds-plan run: dp2 x tp2, zero-3 on 4 ranks (gloo)")) << tp.r.output;
+  EXPECT_TRUE(Has(tp.r.output, "parity: ok (2 steps")) << tp.r.output;
+  auto ep = Torchrun(4, "samples/configs/run/ep4-zero3.json --model samples/models/tiny-moe.json --steps 2");
+  EXPECT_EQ(ep.r.exit_code, 0) << ep.r.output;
+  EXPECT_TRUE(Has(ep.r.output, "dp4, ep4 (edp1), zero-3")) << ep.r.output;
+  EXPECT_TRUE(Has(ep.r.output, "parity: ok (2 steps")) << ep.r.output;
+}
+
+// The routed experts' gradients summed over dp (ranks holding other experts) instead of their edp
+// group: step 1 fails in routed_experts alone, every other family still matches.
+TEST(RunCliTest, ExpertGradsOverDpFailsInTheRoutedExperts) {
+  SKIP_WITHOUT_TORCH();
+  auto t = Torchrun(4, "samples/configs/run/ep4-zero3.json --model samples/models/tiny-moe.json --steps 1 "
+                       "--inject expert-grads-over-dp --format json", false);
+  EXPECT_NE(t.r.exit_code, 0) << t.r.output;
+  Json doc = ParseReport(t.r.output);
+  EXPECT_FALSE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["first_failure"]["families"], Json::array({"routed_experts"})) << doc["first_failure"];
+  // A plan without ZeRO-3 and experts has nothing for the fault to break.
+  auto refused = Torchrun(4, "samples/configs/run/dp4-zero2.json --inject expert-grads-over-dp");
+  EXPECT_NE(refused.r.exit_code, 0);
+  EXPECT_TRUE(Has(refused.r.output, "--inject expert-grads-over-dp breaks ZeRO-3's expert partitioning")) << refused.r.output;
+}
+
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce --format json",

@@ -90,6 +90,10 @@ struct RunOptions {
   Fault fault = Fault::kNone;
   Dtype dtype = Dtype::kFp32;
   Tolerances tolerances;  // set with DefaultTolerances(dtype) when dtype changes
+  // --recompute full: every decoder layer of the sharded model checkpointed (its input kept, the
+  // layer run again in backward); cpu_checkpointing from the config's activation_checkpointing.
+  bool recompute = false;
+  bool cpu_checkpointing = false;
   PlanFingerprint fingerprint;
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.
@@ -134,6 +138,9 @@ struct RunReport {
   std::string plan_hash;
   std::string dtype = "fp32";    // DtypeName
   std::string comm_dtype = "fp32";  // how tensors travel: "fp32", "bf16", or the gloo probe's words
+  // "none", "full" or "full, cpu_checkpointing", and what rank 0 counted over the run.
+  std::string recompute = "none";
+  int recomputed_layers = 0, offloaded_inputs = 0;
   Tolerances tolerances;
   std::vector<StepParity> step_reports;
   std::vector<std::string> failing_families;  // sorted, unique, over all steps

@@ -167,6 +167,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   report.tolerances = o.tolerances;
   report.dtype = DtypeName(o.dtype);
   report.comm_dtype = o.dtype == Dtype::kFp32 ? "fp32" : GlooBf16Support();
+  report.recompute = !o.recompute ? "none" : o.cpu_checkpointing ? "full, cpu_checkpointing" : "full";
   report.plan_hash = HashHex(PlanHash(o.fingerprint));
   if (auto s = rv.CheckSamePlan(report.plan_hash, PlanFields(o.fingerprint));
       !s.ok()) {
@@ -234,6 +235,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
 
   TinyModel model(o.tiny, o.seed, layout, o.dtype == Dtype::kBf16 ? at::kBFloat16 : at::kFloat);
+  model.SetCheckpointing(o.recompute, o.cpu_checkpointing);
   ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
   for (size_t i = 0; i < model.params().size(); ++i) {
     const Param& p = model.params()[i];
@@ -359,6 +361,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   std::sort(report.failing_families.begin(), report.failing_families.end());
   report.seconds_steps = Seconds(t1, Clock::now());
   report.seconds_total = Seconds(t0, Clock::now());
+  report.recomputed_layers = model.checkpoint_counters().recomputed;
+  report.offloaded_inputs = model.checkpoint_counters().offloaded;
   if (rank == 0 && o.report_sink) o.report_sink(report);
   if (auto s = rv.Finish(); !s.ok()) return s.error();
   return report;

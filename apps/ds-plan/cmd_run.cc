@@ -27,6 +27,7 @@
 #include "apps/ds-plan/model_input.h"
 #include "core/json/hjson_parser.h"
 #include "core/config/config_view.h"
+#include "core/rules/ds_semantics.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
 #include "core/validate/validator.h"
@@ -47,6 +48,7 @@ struct RunArgs {
   double timeout = 60;
   std::string inject = "none";
   std::string dtype = "fp32";
+  std::string recompute = "none";
   std::string report_path;
   bool force = false;
   bool bench = false;
@@ -206,12 +208,16 @@ int RunInProcess(const RunArgs& args) {
   exec::ParseFault(args.inject, &o.fault);  // CLI11 already restricted --inject to the known names
   exec::ParseDtype(args.dtype, &o.dtype);   // and --dtype
   o.tolerances = exec::DefaultTolerances(o.dtype);
+  o.recompute = args.recompute == "full";
+  o.cpu_checkpointing = o.recompute && ds_semantics::DictFlag(ConfigView(parsed.doc.root),
+                                                              "/activation_checkpointing/cpu_checkpointing");
   o.fingerprint.config_text = text.value();
   o.fingerprint.model_text = model_text;
   o.fingerprint.world_size = env->world_size;
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
                          "seed=" + std::to_string(args.seed), "inject=" + args.inject,
-                         std::string("bench=") + (args.bench ? "1" : "0"), "dtype=" + args.dtype};
+                         std::string("bench=") + (args.bench ? "1" : "0"), "dtype=" + args.dtype,
+                         "recompute=" + args.recompute};
   o.bench = args.bench;
   Json base_cluster;
   if (!args.cluster_out.empty()) {
@@ -296,6 +302,11 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
                                 "expert-grads-over-dp"}));
+  app->add_option("--recompute", args->recompute,
+                  "activation checkpointing of the sharded model: none, or full (every decoder layer keeps "
+                  "its input and runs again in backward; the config's activation_checkpointing."
+                  "cpu_checkpointing keeps those inputs in host copies)")
+      ->check(CLI::IsMember({"none", "full"}));
   app->add_option("--dtype", args->dtype,
                   "what the sharded run and the reference compute in: fp32 (tolerance rtol 1e-4, atol 1e-6) or "
                   "bf16 (parameters, activations and gradients in bfloat16, cross entropy in fp32; rtol 0.125, "

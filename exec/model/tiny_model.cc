@@ -136,8 +136,10 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
   const double eps = cfg_.rms_eps;
   auto norm = [eps](const at::Tensor& x, const at::Tensor& w) { return RmsNorm(x, w, eps); };
   at::Tensor x = Use(ref, embed_, tokens, [](const at::Tensor& t, const at::Tensor& w) { return at::embedding(w, t); });
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  // One decoder layer, x -> x'; checkpointed in the sharded run under --recompute full.
+  auto layer = [this, ref, tp, sp, skip, b, s, nq, nk, d, norm, comms](size_t l, const at::Tensor& in) {
     const LayerIdx& li = layers_[l];
+    at::Tensor x = in;
     at::Tensor h = CopyToTp(Use(ref, li.in_norm, x, norm), tp, skip);
     at::Tensor q = Use(ref, li.q, h, MatmulT).view({b, s, nq, d});
     at::Tensor k = Use(ref, li.k, h, MatmulT).view({b, s, nk, d});
@@ -153,6 +155,16 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
       at::Tensor hc = CopyToTp(h, tp, skip);
       x = x + ReduceFromTp(SwiGlu(ref, li.gate, li.up, li.down, hc), tp);
     }
+    return x;
+  };
+  if (!ref) layer_fns_.clear();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (ref || !checkpoint_) {
+      x = layer(l, x);
+      continue;
+    }
+    layer_fns_.emplace_back([layer, l](const at::Tensor& in) { return layer(l, in); });
+    x = CheckpointLayer(x, &layer_fns_.back(), cpu_checkpointing_, &counters_);
   }
   x = Use(ref, final_norm_, x, norm);
   // The cross entropy in fp32 (a no-op for fp32 runs), as mixed-precision training does: bf16

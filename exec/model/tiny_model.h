@@ -10,6 +10,7 @@
 //   -> rmsnorm -> lm_head -> cross entropy
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "core/model/model_spec.h"
 #include "exec/comm/comm.h"
+#include "exec/model/checkpoint.h"
 #include "exec/model/tiny_config.h"
 
 namespace dsp::exec {
@@ -81,6 +83,13 @@ class TinyModel {
   // Param::zero3 set), and runs every local expert even without tokens, because each gather is a
   // collective its whole group must join.
   void SetWeightHook(WeightHook hook) { hook_ = std::move(hook); }
+  // Activation checkpointing of the sharded model's decoder layers (--recompute full): each layer
+  // keeps only its input and runs again in backward (exec/model/checkpoint.h).
+  void SetCheckpointing(bool on, bool cpu_checkpointing) {
+    checkpoint_ = on;
+    cpu_checkpointing_ = cpu_checkpointing;
+  }
+  const CheckpointCounters& checkpoint_counters() const { return counters_; }
 
   // Sum of token cross entropies of `tokens` -> `targets` ([B, S] int64), divided by `denominator`.
   at::Tensor ReferenceLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator);
@@ -112,6 +121,9 @@ class TinyModel {
   std::vector<at::Tensor> ref_routes_;  // per MoE layer: the last reference top-k ids, [B, S, k]
   std::vector<at::Tensor> pinned_;      // per MoE layer: the shard's slice of them (PinShardRouting)
   WeightHook hook_;
+  bool checkpoint_ = false, cpu_checkpointing_ = false;
+  CheckpointCounters counters_;
+  std::deque<LayerFn> layer_fns_;  // the checkpointed layers of the last sharded forward
 };
 
 }  // namespace dsp::exec

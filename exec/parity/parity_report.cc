@@ -90,6 +90,10 @@ std::string RenderRunText(const RunReport& r) {
       << " steps, seed " << r.seed << "\n";
   if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
   out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
+  if (r.recompute != "none") {
+    out << "recompute: " << r.recompute << " (every decoder layer of the sharded model; " << r.recomputed_layers
+        << " layers recomputed in backward, " << r.offloaded_inputs << " inputs kept in host copies, rank 0)\n";
+  }
   out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
       << " * max|reference| (" << r.dtype << ")\n";
   for (const auto& s : r.step_reports) {
@@ -141,6 +145,8 @@ std::string RenderRunJson(const RunReport& r) {
   root["plan_hash"] = r.plan_hash;
   root["dtype"] = r.dtype;
   root["communication"] = r.comm_dtype;
+  root["recompute"] = {{"mode", r.recompute}, {"recomputed_layers", r.recomputed_layers},
+                       {"offloaded_inputs", r.offloaded_inputs}};
   root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
   Json steps = Json::array();
   for (const auto& s : r.step_reports) {

@@ -220,6 +220,30 @@ TEST(RunCliTest, ExpertGradsOverDpFailsInTheRoutedExperts) {
   EXPECT_TRUE(Has(refused.r.output, "--inject expert-grads-over-dp breaks ZeRO-3's expert partitioning")) << refused.r.output;
 }
 
+// Activation checkpointing (exec/model/checkpoint.h): every decoder layer of the sharded model
+// keeps its input (in a host copy with cpu_checkpointing) and runs again in backward, collectives
+// included. In fp32 the run must be the same run: every step's loss and every family's
+// differences identical to the run without recompute, on AutoTP with cpu_checkpointing, on
+// ZeRO-3 and on AutoEP.
+TEST(RunCliTest, RecomputeChangesNoNumber) {
+  SKIP_WITHOUT_TORCH();
+  for (const std::string args : {std::string("samples/configs/run/tp2-dp2-cpu-checkpointing.json"),
+                                 std::string("samples/configs/run/dp4-zero3.json"),
+                                 std::string("samples/configs/run/ep4-zero1.json --model samples/models/tiny-moe.json")}) {
+    auto plain = Torchrun(4, args + " --steps 2 --format json", false);
+    auto recomputed = Torchrun(4, args + " --steps 2 --recompute full --format json", false);
+    ASSERT_EQ(plain.r.exit_code, 0) << plain.r.output;
+    ASSERT_EQ(recomputed.r.exit_code, 0) << recomputed.r.output;
+    Json a = ParseReport(plain.r.output), b = ParseReport(recomputed.r.output);
+    EXPECT_EQ(a["step_reports"], b["step_reports"]) << args;
+    EXPECT_EQ(a["recompute"]["mode"], "none");
+    EXPECT_EQ(b["recompute"]["recomputed_layers"], 2 * 2) << "2 layers x 2 steps on rank 0: " << args;
+    const bool offload = args.find("cpu-checkpointing") != std::string::npos;
+    EXPECT_EQ(b["recompute"]["mode"], offload ? "full, cpu_checkpointing" : "full") << args;
+    EXPECT_EQ(b["recompute"]["offloaded_inputs"], offload ? 4 : 0) << args;
+  }
+}
+
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce --format json",

@@ -27,6 +27,7 @@ enum class Fault {
   kSumRouterGrads,   // folded TP x EP: router gradients SUMmed over tp instead of AVERAGEd
   kWrongEpGroup,     // folded TP x EP: EP groups of the non-folded lane-major layout (path B)
   kExpertGradsOverDp,  // ZeRO-3: routed experts partitioned and reduced over dp instead of edp
+  kSkipTpShardOnSave,  // --save writes tp rank 0's shards only (DeepSpeed's bug before PR #8168)
 };
 
 // "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
@@ -94,6 +95,9 @@ struct RunOptions {
   // layer run again in backward); cpu_checkpointing from the config's activation_checkpointing.
   bool recompute = false;
   bool cpu_checkpointing = false;
+  // --save DIR: write the shards after the last step; --load DIR: resume from a checkpoint saved
+  // on any layout (exec/checkpoint/).
+  std::string save_dir, load_dir;
   PlanFingerprint fingerprint;
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.
@@ -141,6 +145,8 @@ struct RunReport {
   // "none", "full" or "full, cpu_checkpointing", and what rank 0 counted over the run.
   std::string recompute = "none";
   int recomputed_layers = 0, offloaded_inputs = 0;
+  int64_t resumed_from_step = 0;  // --load: the saved step the run continued from
+  std::string saved_to;           // --save: the directory
   Tolerances tolerances;
   std::vector<StepParity> step_reports;
   std::vector<std::string> failing_families;  // sorted, unique, over all steps

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "exec/bench.h"
+#include "exec/checkpoint/run_checkpoint.h"
 #include "exec/comm/comm.h"
 #include "exec/launch/env.h"
 #include "exec/launch/rendezvous.h"
@@ -45,6 +46,10 @@ Status CheckSupported(const RunOptions& o) {
   const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
   // validate rejects folding with ZeRO-3 (ep-fold-zero3) before this point.
   if (plan.zero_stage == 3 && folded) return Error{"AutoEP+AutoTP folding with ZeRO stage 3 is not run"};
+  if (o.fault == Fault::kSkipTpShardOnSave && (o.save_dir.empty() || plan.sizes.tp <= 1)) {
+    return Error{"--inject skip-tp-shard-on-save drops the tensor-parallel shards from a checkpoint: it needs --save "
+                 "and tensor_parallel.autotp_size > 1"};
+  }
   if (o.fault == Fault::kExpertGradsOverDp && (plan.zero_stage != 3 || !plan.sizes.expert_parallel)) {
     return Error{"--inject expert-grads-over-dp breaks ZeRO-3's expert partitioning: it needs a config with "
                  "zero_optimization.stage 3 and expert_parallel enabled"};
@@ -143,10 +148,6 @@ Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
   return g;
 }
 
-at::Tensor Batch(uint64_t seed, int step, int64_t rows, int64_t cols, int64_t vocab) {
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ull + 7919ull * (step + 1));
-  return at::randint(vocab, {rows, cols}, gen, at::kLong);
-}
 
 Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvous& rv, Clock::time_point t0,
                             std::chrono::milliseconds timeout) {
@@ -236,6 +237,13 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
 
   TinyModel model(o.tiny, o.seed, layout, o.dtype == Dtype::kBf16 ? at::kBFloat16 : at::kFloat);
   model.SetCheckpointing(o.recompute, o.cpu_checkpointing);
+  int64_t first_step = 0;
+  if (!o.load_dir.empty()) {
+    auto resumed = LoadRun(o, model);
+    if (!resumed.ok()) return resumed.error();
+    first_step = *resumed;
+    report.resumed_from_step = first_step;
+  }
   ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
   for (size_t i = 0; i < model.params().size(); ++i) {
     const Param& p = model.params()[i];
@@ -275,8 +283,9 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     }
   }
   const auto t1 = Clock::now();
-  for (int step = 0; step < o.steps; ++step) {
-    at::Tensor data = Batch(o.seed, step, rows, seq + 1, t.vocab);
+  const int last_step = static_cast<int>(first_step) + o.steps;
+  for (int step = static_cast<int>(first_step); step < last_step; ++step) {
+    at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);
     at::Tensor inputs = data.narrow(1, 0, seq), targets = data.narrow(1, 1, seq);
     at::Tensor ref_loss = model.ReferenceLoss(inputs, targets, static_cast<double>(rows * seq));
     ref_loss.backward();
@@ -355,12 +364,16 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     }
     report.loss_ok = report.loss_ok && sp_report.loss_ok;
     report.ok = report.ok && sp_report.ok;
-    if (rank == 0 && o.step_sink) o.step_sink(sp_report, o.steps, Seconds(t1, Clock::now()));
+    if (rank == 0 && o.step_sink) o.step_sink(sp_report, last_step, Seconds(t1, Clock::now()));
     report.step_reports.push_back(std::move(sp_report));
   }
   std::sort(report.failing_families.begin(), report.failing_families.end());
   report.seconds_steps = Seconds(t1, Clock::now());
   report.seconds_total = Seconds(t0, Clock::now());
+  if (!o.save_dir.empty()) {
+    if (auto s = SaveRun(o, rank, last_step, model, zero3.get(), groups->world.get()); !s.ok()) return s.error();
+    report.saved_to = o.save_dir;
+  }
   report.recomputed_layers = model.checkpoint_counters().recomputed;
   report.offloaded_inputs = model.checkpoint_counters().offloaded;
   if (rank == 0 && o.report_sink) o.report_sink(report);

@@ -49,6 +49,7 @@ struct RunArgs {
   std::string inject = "none";
   std::string dtype = "fp32";
   std::string recompute = "none";
+  std::string save_dir, load_dir;
   std::string report_path;
   bool force = false;
   bool bench = false;
@@ -209,6 +210,14 @@ int RunInProcess(const RunArgs& args) {
   exec::ParseDtype(args.dtype, &o.dtype);   // and --dtype
   o.tolerances = exec::DefaultTolerances(o.dtype);
   o.recompute = args.recompute == "full";
+  o.save_dir = args.save_dir;
+  o.load_dir = args.load_dir;
+  if (!o.save_dir.empty() && o.save_dir == o.load_dir) {
+    return UsageError("--save and --load name the same directory (" + o.save_dir + "): save the resumed run elsewhere");
+  }
+  if (!o.save_dir.empty() && std::filesystem::exists(std::filesystem::path(o.save_dir) / "manifest.json") && !args.force) {
+    return UsageError("--save " + o.save_dir + " already holds a checkpoint (manifest.json); pass --force to replace it");
+  }
   o.cpu_checkpointing = o.recompute && ds_semantics::DictFlag(ConfigView(parsed.doc.root),
                                                               "/activation_checkpointing/cpu_checkpointing");
   o.fingerprint.config_text = text.value();
@@ -217,7 +226,7 @@ int RunInProcess(const RunArgs& args) {
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
                          "seed=" + std::to_string(args.seed), "inject=" + args.inject,
                          std::string("bench=") + (args.bench ? "1" : "0"), "dtype=" + args.dtype,
-                         "recompute=" + args.recompute};
+                         "recompute=" + args.recompute, "save=" + args.save_dir, "load=" + args.load_dir};
   o.bench = args.bench;
   Json base_cluster;
   if (!args.cluster_out.empty()) {
@@ -301,7 +310,13 @@ Command AddRunCommand(CLI::App& root) {
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
-                                "expert-grads-over-dp"}));
+                                "expert-grads-over-dp", "skip-tp-shard-on-save"}));
+  app->add_option("--save", args->save_dir,
+                  "after the last step, write every rank's shards and a manifest (layout, group tables, step) "
+                  "to this directory");
+  app->add_option("--load", args->load_dir,
+                  "resume from a checkpoint saved by --save on any layout: shards consolidated across tp and "
+                  "ZeRO partitions, the reference replayed to the saved step and checked against them");
   app->add_option("--recompute", args->recompute,
                   "activation checkpointing of the sharded model: none, or full (every decoder layer keeps "
                   "its input and runs again in backward; the config's activation_checkpointing."
@@ -315,7 +330,7 @@ Command AddRunCommand(CLI::App& root) {
   app->add_option("--report", args->report_path,
                   "also write the JSON report to this file (rank 0; - for standard output, the text report then "
                   "goes to stderr)");
-  app->add_flag("--force", args->force, "let --report and --cluster-out replace existing files");
+  app->add_flag("--force", args->force, "let --report and --cluster-out replace existing files, and --save an existing checkpoint");
   app->add_flag("--bench", args->bench,
                 "measure every collective kind on every group kind instead of checking parity (nccl-tests "
                 "bus bandwidth)");

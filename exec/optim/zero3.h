@@ -51,6 +51,7 @@ class Zero3Partitions {
     int64_t numel = 0, padded = 0;
     at::Tensor chunk;  // this rank's partition, requires grad
   };
+  const std::vector<Part>& parts() const { return parts_; }
 
  private:
   at::Tensor ReferenceChunk(const Part& p, const at::Tensor& full) const;

@@ -33,13 +33,14 @@ std::string FaultName(Fault fault) {
     case Fault::kSumRouterGrads: return "sum-router-grads";
     case Fault::kWrongEpGroup: return "wrong-ep-group";
     case Fault::kExpertGradsOverDp: return "expert-grads-over-dp";
+    case Fault::kSkipTpShardOnSave: return "skip-tp-shard-on-save";
   }
   return "none";
 }
 
 bool ParseFault(const std::string& name, Fault* fault) {
   for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads,
-                  Fault::kWrongEpGroup, Fault::kExpertGradsOverDp}) {
+                  Fault::kWrongEpGroup, Fault::kExpertGradsOverDp, Fault::kSkipTpShardOnSave}) {
     if (FaultName(f) == name) {
       *fault = f;
       return true;
@@ -90,6 +91,8 @@ std::string RenderRunText(const RunReport& r) {
       << " steps, seed " << r.seed << "\n";
   if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
   out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
+  if (r.resumed_from_step > 0) out << "resumed: from step " << r.resumed_from_step << " of a checkpoint\n";
+  if (!r.saved_to.empty()) out << "saved: " << r.saved_to << "\n";
   if (r.recompute != "none") {
     out << "recompute: " << r.recompute << " (every decoder layer of the sharded model; " << r.recomputed_layers
         << " layers recomputed in backward, " << r.offloaded_inputs << " inputs kept in host copies, rank 0)\n";
@@ -145,6 +148,8 @@ std::string RenderRunJson(const RunReport& r) {
   root["plan_hash"] = r.plan_hash;
   root["dtype"] = r.dtype;
   root["communication"] = r.comm_dtype;
+  root["resumed_from_step"] = r.resumed_from_step;
+  root["saved_to"] = r.saved_to;
   root["recompute"] = {{"mode", r.recompute}, {"recomputed_layers", r.recomputed_layers},
                        {"offloaded_inputs", r.offloaded_inputs}};
   root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "exec/checkpoint/run_checkpoint.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "exec/checkpoint/checkpoint.h"
+
+namespace dsp::exec {
+namespace {
+
+// Position of `rank` in its group of `kind` (0 when the plan has no such group).
+int64_t PositionIn(const Plan& plan, GroupKind kind, int rank) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end()) return 0;
+  for (const auto& g : it->second) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (g[i] == rank) return static_cast<int64_t>(i);
+    }
+  }
+  return 0;
+}
+
+GroupKind DenseKind(const Plan& plan) { return plan.sizes.sp > 1 ? GroupKind::kSpDp : GroupKind::kDp; }
+
+std::string Two(int64_t v) {
+  char out[16];
+  std::snprintf(out, sizeof out, "%02lld", static_cast<long long>(v));
+  return out;
+}
+
+// DeepSpeed's names (runtime/engine.py _get_ckpt_name, _get_zero_ckpt_name, the expert files of
+// _get_expert_ckpt_name), with ".bin": raw tensors, not torch.save pickles.
+struct RankFiles {
+  std::string dense;   // empty: this rank writes no dense pieces
+  std::string expert;  // empty: no expert pieces of its own
+};
+
+RankFiles FilesOf(const Plan& plan, int rank) {
+  const int64_t tp = PositionIn(plan, GroupKind::kTp, rank);
+  const int64_t dense = PositionIn(plan, DenseKind(plan), rank);
+  RankFiles f;
+  if (plan.zero_stage == 3) {
+    f.dense = "zero_pp_rank_" + std::to_string(dense) + "_mp_rank_" + Two(tp) + "_optim_states.bin";
+    return f;  // the rank's expert chunks go in the same file
+  }
+  if (dense == 0) f.dense = "mp_rank_" + Two(tp) + "_model_states.bin";
+  if (plan.sizes.expert_parallel && PositionIn(plan, GroupKind::kEdp, rank) == 0) {
+    f.expert = "expp_rank_" + std::to_string(PositionIn(plan, GroupKind::kEp, rank)) + "_mp_rank_" + Two(tp) +
+               "_model_states.bin";
+  }
+  return f;
+}
+
+Json Identity(const RunOptions& o) {
+  const TinyConfig& t = o.tiny;
+  return Json{{"model_type", t.model_type}, {"layers", t.layers},   {"hidden", t.hidden},
+              {"heads", t.heads},           {"kv_heads", t.kv_heads}, {"head_dim", t.head_dim},
+              {"intermediate", t.intermediate}, {"vocab", t.vocab}, {"experts", t.experts},
+              {"top_k", t.top_k},           {"expert_intermediate", t.expert_intermediate},
+              {"seq_len", t.seq_len},       {"seed", o.seed},       {"dtype", DtypeName(o.dtype)},
+              {"lr", o.lr}};
+}
+
+// A tp-sharded parameter: the #8168 bug dropped these on save.
+bool TpSharded(const Param& p) { return p.shard.dim >= 0 && p.shard.parts > 1; }
+
+}  // namespace
+
+at::Tensor RunBatch(uint64_t seed, int64_t step, int64_t rows, int64_t cols, int64_t vocab) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ull + 7919ull * (step + 1));
+  return at::randint(vocab, {rows, cols}, gen, at::kLong);
+}
+
+Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, const Zero3Partitions* zero3,
+               Comm* world) {
+  const Plan& plan = o.plan;
+  std::error_code ec;
+  std::filesystem::create_directories(o.save_dir, ec);
+  if (ec) return Error{"--save " + o.save_dir + ": " + ec.message()};
+  const bool drop_tp = o.fault == Fault::kSkipTpShardOnSave && PositionIn(plan, GroupKind::kTp, rank) != 0;
+  const RankFiles files = FilesOf(plan, rank);
+  std::vector<CheckpointPiece> dense, expert;
+  at::NoGradGuard no_grad;
+  if (zero3 != nullptr) {
+    for (const Zero3Partitions::Part& part : zero3->parts()) {
+      const Param& p = model.params()[part.param];
+      if (drop_tp && TpSharded(p)) continue;
+      dense.push_back({p.name, p.shard, part.comm->rank() * part.chunk.numel(), part.chunk.detach().reshape({-1})});
+    }
+  } else {
+    for (const Param& p : model.params()) {
+      if (!p.local.defined() || (drop_tp && TpSharded(p))) continue;
+      CheckpointPiece piece{p.name, p.shard, 0, p.local.detach().reshape({-1}).contiguous()};
+      if (p.expert && plan.sizes.expert_parallel) {
+        if (!files.expert.empty()) expert.push_back(std::move(piece));
+      } else if (!files.dense.empty()) {
+        dense.push_back(std::move(piece));
+      }
+    }
+  }
+  if (!files.dense.empty()) {
+    if (Status s = WriteCheckpointFile(o.save_dir, files.dense, dense); !s.ok()) return s;
+  }
+  if (!files.expert.empty()) {
+    if (Status s = WriteCheckpointFile(o.save_dir, files.expert, expert); !s.ok()) return s;
+  }
+  // The manifest goes last: a checkpoint without one is an interrupted save.
+  if (Status s = world->Barrier(); !s.ok()) return s;
+  if (rank != 0) return Status::Ok();
+  Json list = Json::array();
+  std::set<std::string> seen;
+  for (int r = 0; r < plan.sizes.world; ++r) {
+    for (const std::string& f : {FilesOf(plan, r).dense, FilesOf(plan, r).expert}) {
+      if (!f.empty() && seen.insert(f).second) list.push_back(f);
+    }
+  }
+  Json tables = Json::object();
+  for (const auto& [kind, groups] : plan.groups.groups) tables[std::string(GroupKindName(kind))] = groups;
+  Json shapes = Json::object();
+  for (const Param& p : model.params()) shapes[p.name] = p.ref.sizes().vec();
+  Json manifest{{"format", "ds-plan run checkpoint 1"},
+                {"identity", Identity(o)},
+                {"step", step},
+                {"layout",
+                 {{"tp", plan.sizes.tp},
+                  {"dp", plan.derived.dp},
+                  {"sp", plan.sizes.sp},
+                  {"ep", plan.sizes.expert_parallel ? plan.sizes.ep : 1},
+                  {"zero_stage", plan.zero_stage},
+                  {"micro_batch", o.tiny.micro_batch},
+                  {"groups", tables}}},
+                {"parameters", shapes},
+                {"files", list}};
+  return WriteCheckpointManifest(o.save_dir, manifest);
+}
+
+Result<int64_t> LoadRun(const RunOptions& o, TinyModel& model) {
+  auto loaded = LoadCheckpoint(o.load_dir, model, Identity(o), model.dtype());
+  if (!loaded.ok()) return loaded.error();
+  // The reference never stopped: replay it to the saved step on the batches the saved run drew
+  // (its global batch: the saved layout's dp x micro-batch).
+  const TinyConfig& t = o.tiny;
+  const int64_t rows = loaded->layout.value("dp", int64_t{1}) * loaded->layout.value("micro_batch", t.micro_batch);
+  const int64_t seq = t.seq_len;
+  for (int64_t step = 0; step < loaded->step; ++step) {
+    at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);
+    model.ReferenceLoss(data.narrow(1, 0, seq), data.narrow(1, 1, seq), static_cast<double>(rows * seq)).backward();
+    at::NoGradGuard no_grad;
+    for (Param& p : model.params()) {
+      if (p.ref.grad().defined()) p.ref -= o.lr * p.ref.grad();
+      p.ref.mutable_grad() = at::Tensor();
+    }
+  }
+  at::NoGradGuard no_grad;
+  for (Param& p : model.params()) {
+    const at::Tensor& full = loaded->full.at(p.name);
+    const double diff = (full.to(at::kFloat) - p.ref.to(at::kFloat)).abs().max().item<double>();
+    const double ref = p.ref.to(at::kFloat).abs().max().item<double>();
+    if (diff > o.tolerances.atol + o.tolerances.rtol * ref) {
+      return Error{"--load " + o.load_dir + ": " + p.name + " differs from the reference replayed to step " +
+                   std::to_string(loaded->step) + " by " + std::to_string(diff) + " (max |reference| " +
+                   std::to_string(ref) + "): the checkpoint does not hold this run's weights"};
+    }
+    if (p.local.defined()) p.local.copy_(p.RefSlice(full));
+  }
+  return loaded->step;
+}
+
+}  // namespace dsp::exec

@@ -182,6 +182,14 @@ TEST(RunCliTest, Ep4WithoutTpMatchesTheUnshardedModel) {
   EXPECT_TRUE(doc["ok"].get<bool>());
 }
 
+// ARGS on 4 ranks under torchrun: exit 0, `mode` in the header, parity over every step.
+void ExpectParityOk(const std::string& args, const std::string& mode) {
+  auto t = Torchrun(4, args);
+  EXPECT_EQ(t.r.exit_code, 0) << args << "\n" << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, mode)) << t.r.output;
+  EXPECT_TRUE(Has(t.r.output, "parity: ok (")) << t.r.output;
+}
+
 // ZeRO-3 (exec/optim/zero3.h): every parameter partitioned over its family's group, gathered for
 // each use and again in backward, its gradient reduce-scattered there. Dense dp4, AutoTP tp2 x dp2
 // (the tp-sharded parameters partitioned again over dp), and AutoEP with the routed experts
@@ -194,14 +202,9 @@ TEST(RunCliTest, Zero3MatchesTheUnshardedModel) {
   EXPECT_EQ(doc["sizes"]["zero_stage"], 3);
   EXPECT_TRUE(doc["ok"].get<bool>());
   for (const auto& f : doc["step_reports"][2]["families"]) EXPECT_LT(f["grad_max_rel"].get<double>(), 1e-4) << f;
-  auto tp = Torchrun(4, "samples/configs/run/tp2-dp2-zero3.json --steps 2");
-  EXPECT_EQ(tp.r.exit_code, 0) << tp.r.output;
-  EXPECT_TRUE(Has(tp.r.output, "ds-plan run: dp2 x tp2, zero-3 on 4 ranks (gloo)")) << tp.r.output;
-  EXPECT_TRUE(Has(tp.r.output, "parity: ok (2 steps")) << tp.r.output;
-  auto ep = Torchrun(4, "samples/configs/run/ep4-zero3.json --model samples/models/tiny-moe.json --steps 2");
-  EXPECT_EQ(ep.r.exit_code, 0) << ep.r.output;
-  EXPECT_TRUE(Has(ep.r.output, "dp4, ep4 (edp1), zero-3")) << ep.r.output;
-  EXPECT_TRUE(Has(ep.r.output, "parity: ok (2 steps")) << ep.r.output;
+  ExpectParityOk("samples/configs/run/tp2-dp2-zero3.json --steps 2", "ds-plan run: dp2 x tp2, zero-3 on 4 ranks (gloo)");
+  ExpectParityOk("samples/configs/run/ep4-zero3.json --model samples/models/tiny-moe.json --steps 2",
+                 "dp4, ep4 (edp1), zero-3");
 }
 
 // The routed experts' gradients summed over dp (ranks holding other experts) instead of their edp

@@ -258,6 +258,19 @@ TEST_F(VisualizeCliTest, DeepCompileZero3AfterWarmupWithACluster) {
   EXPECT_NE(r.output.find("--cluster changes the picture only for DeepCompile ZeRO-3"), std::string::npos);
 }
 
+// One verdict with validate: key-value heads that do not split over tp are a validate warning
+// (DeepSpeed shards them unevenly: tp_shard.py get_shard_size), and visualize prints that same
+// warning and draws tp rank 0's heads instead of refusing.
+TEST_F(VisualizeCliTest, UnevenHeadsPrintValidatesWarningAndDrawTheBusiestRank) {
+  const std::string config = Out("tp3.json");
+  std::ofstream(config) << R"({"train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1.0,
+    "zero_optimization": {"stage": 1}, "tensor_parallel": {"autotp_size": 3}})";
+  auto r = RunCli("visualize graph " + config + " --model samples/models/llama-3-8b.json --world-size 6 --dump-after autotp");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[tp-uneven-heads]"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("param_shape=[N0*D, H], shape=[B, S, N0*D]"), std::string::npos);
+}
+
 TEST_F(VisualizeCliTest, RefusesToOverwriteWithoutForce) {
   const std::string out = Out("g.json");
   { std::ofstream(out) << "keep"; }

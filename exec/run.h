@@ -79,6 +79,14 @@ struct BenchResult {
 struct RunReport;
 struct StepParity;
 
+// A further model trained in the same process (--model given twice: teacher/student,
+// actor/reference, DeepSpeed PR #8241): its own tiny decoder, shards, optimizer state and
+// reference, on the same plan, groups and batches.
+struct CompanionModel {
+  TinyConfig tiny;
+  std::string model_label;
+};
+
 struct RunOptions {
   Plan plan;
   TinyConfig tiny;
@@ -98,6 +106,7 @@ struct RunOptions {
   // --save DIR: write the shards after the last step; --load DIR: resume from a checkpoint saved
   // on any layout (exec/checkpoint/).
   std::string save_dir, load_dir;
+  std::vector<CompanionModel> companions;
   PlanFingerprint fingerprint;
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.
@@ -129,6 +138,18 @@ struct StepParity {
   bool ok = true;
 };
 
+// One model's parity over the run.
+struct ModelParity {
+  std::string model_label;
+  TinyConfig tiny;
+  std::vector<StepParity> step_reports;
+  std::vector<std::string> failing_families;  // sorted, unique, over all steps
+  int first_failing_step = 0;
+  std::vector<std::string> first_failing_families;
+  bool loss_ok = true;
+  bool ok = true;
+};
+
 struct RunReport {
   int world_size = 0;
   std::string backend;           // "gloo" | "nccl"
@@ -157,6 +178,8 @@ struct RunReport {
   bool loss_ok = true;
   bool ok = true;
   std::vector<BenchResult> bench;  // --bench only (then step_reports is empty)
+  // The companion models (RunOptions::companions), in order; `ok` covers them too.
+  std::vector<ModelParity> companions;
   double seconds_total = 0;      // rank 0, from entering RunPlan to the report
   double seconds_setup = 0;      // store, plan check, process groups
   double seconds_steps = 0;      // sharded + reference steps and parity reductions

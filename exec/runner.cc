@@ -149,6 +149,16 @@ Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
 }
 
 
+// One model of the run (the main one or a companion) and everything it owns.
+struct Lane {
+  TinyConfig tiny;
+  std::unique_ptr<TinyModel> model;
+  std::unique_ptr<Zero3Partitions> zero3;
+  std::optional<DataParallelSgd> sgd;
+  std::vector<ParamFamily> present;
+  ModelParity parity;
+};
+
 Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvous& rv, Clock::time_point t0,
                             std::chrono::milliseconds timeout) {
   RunReport report;
@@ -235,139 +245,171 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
     return report;
   }
 
-  TinyModel model(o.tiny, o.seed, layout, o.dtype == Dtype::kBf16 ? at::kBFloat16 : at::kFloat);
-  model.SetCheckpointing(o.recompute, o.cpu_checkpointing);
+  // One lane per model: the main one, then each companion (--model twice), each with its own
+  // tiny decoder, reference, shards and optimizer state; nothing mutable is shared between them.
+  std::vector<Lane> lanes;
+  lanes.emplace_back();
+  lanes.back().tiny = o.tiny;
+  lanes.back().parity.model_label = o.model_label;
+  for (const CompanionModel& c : o.companions) {
+    lanes.emplace_back();
+    lanes.back().tiny = c.tiny;
+    lanes.back().parity.model_label = c.model_label;
+  }
   int64_t first_step = 0;
-  if (!o.load_dir.empty()) {
-    auto resumed = LoadRun(o, model);
-    if (!resumed.ok()) return resumed.error();
-    first_step = *resumed;
-    report.resumed_from_step = first_step;
-  }
-  ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
-  for (size_t i = 0; i < model.params().size(); ++i) {
-    const Param& p = model.params()[i];
-    if (!p.local.defined()) continue;
-    (p.expert && edp != nullptr ? expert_group : dense_group).params.push_back(static_cast<int>(i));
-  }
-  std::vector<ReduceGroup> reduce{dense_group};
-  if (!expert_group.params.empty()) reduce.push_back(expert_group);
-  FoldingReduction folding;
-  if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
-    folding.tp = comms.tp;
-    folding.skip_tp_cancel = o.fault == Fault::kSkipTpCancel;
-    folding.sum_router_grads = o.fault == Fault::kSumRouterGrads;
-  }
-  // ZeRO-3 partitions what each group reduces over that group. The fault sums the routed
-  // experts' gradients over dp, whose ranks hold other experts, instead of their edp group.
-  std::unique_ptr<Zero3Partitions> zero3;
-  std::optional<DataParallelSgd> sgd;
-  if (o.plan.zero_stage == 3) {
-    zero3 = std::make_unique<Zero3Partitions>(model, reduce,
-                                              o.fault == Fault::kExpertGradsOverDp ? dense : nullptr);
-    Zero3Partitions* z = zero3.get();
-    model.SetWeightHook([z](int param, const at::Tensor& x, WeightOp op) { return z->Apply(param, x, std::move(op)); });
-  } else {
-    sgd.emplace(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
-  }
-
-  const TinyConfig& t = o.tiny;
-  const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
-  std::vector<ParamFamily> present;
-  for (ParamFamily f : kAllParamFamilies) {
-    for (const auto& p : model.params()) {
-      if (p.family == f) {
-        present.push_back(f);
-        break;
+  for (Lane& lane : lanes) {
+    lane.parity.tiny = lane.tiny;
+    lane.model = std::make_unique<TinyModel>(lane.tiny, o.seed, layout, o.dtype == Dtype::kBf16 ? at::kBFloat16 : at::kFloat);
+    TinyModel& model = *lane.model;
+    model.SetCheckpointing(o.recompute, o.cpu_checkpointing);
+    if (!o.load_dir.empty()) {
+      auto resumed = LoadRun(o, model);
+      if (!resumed.ok()) return resumed.error();
+      first_step = *resumed;
+      report.resumed_from_step = first_step;
+    }
+    ReduceGroup dense_group{dense, static_cast<double>(dp), {}}, expert_group{edp, static_cast<double>(dp), {}};
+    for (size_t i = 0; i < model.params().size(); ++i) {
+      const Param& p = model.params()[i];
+      if (!p.local.defined()) continue;
+      (p.expert && edp != nullptr ? expert_group : dense_group).params.push_back(static_cast<int>(i));
+    }
+    std::vector<ReduceGroup> reduce{dense_group};
+    if (!expert_group.params.empty()) reduce.push_back(expert_group);
+    FoldingReduction folding;
+    if (o.plan.sizes.expert_parallel && o.plan.sizes.tp > 1) {
+      folding.tp = comms.tp;
+      folding.skip_tp_cancel = o.fault == Fault::kSkipTpCancel;
+      folding.sum_router_grads = o.fault == Fault::kSumRouterGrads;
+    }
+    // ZeRO-3 partitions what each group reduces over that group. The fault sums the routed
+    // experts' gradients over dp, whose ranks hold other experts, instead of their edp group.
+    if (o.plan.zero_stage == 3) {
+      lane.zero3 = std::make_unique<Zero3Partitions>(model, reduce,
+                                                     o.fault == Fault::kExpertGradsOverDp ? dense : nullptr);
+      Zero3Partitions* z = lane.zero3.get();
+      model.SetWeightHook([z](int param, const at::Tensor& x, WeightOp op) { return z->Apply(param, x, std::move(op)); });
+    } else {
+      lane.sgd.emplace(model, static_cast<int>(o.plan.zero_stage), o.lr, reduce, folding);
+    }
+    for (ParamFamily f : kAllParamFamilies) {
+      for (const auto& p : model.params()) {
+        if (p.family == f) {
+          lane.present.push_back(f);
+          break;
+        }
       }
     }
   }
+
   const auto t1 = Clock::now();
   const int last_step = static_cast<int>(first_step) + o.steps;
   for (int step = static_cast<int>(first_step); step < last_step; ++step) {
-    at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);
-    at::Tensor inputs = data.narrow(1, 0, seq), targets = data.narrow(1, 1, seq);
-    at::Tensor ref_loss = model.ReferenceLoss(inputs, targets, static_cast<double>(rows * seq));
-    ref_loss.backward();
-    at::Tensor li = inputs.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
-    at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
-    // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
-    if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
-    // ... or freezes, as under SIGSTOP or Ctrl-Z: alive, connections open, no heartbeat.
-    if (const char* k = std::getenv("DSP_RUN_TEST_STOP_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGSTOP);
-    if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
-    at::Tensor loss;
-    try {
-      loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
-      loss.backward();
-    } catch (const CollectiveError& e) {
-      return Error{e.what()};
-    }
-    FamilyDiffs diffs;
-    if (zero3 != nullptr) {
+    for (size_t lane_index = 0; lane_index < lanes.size(); ++lane_index) {
+      Lane& lane = lanes[lane_index];
+      TinyModel& model = *lane.model;
+      const TinyConfig& t = lane.tiny;
+      const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
+      at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);
+      at::Tensor inputs = data.narrow(1, 0, seq), targets = data.narrow(1, 1, seq);
+      at::Tensor ref_loss = model.ReferenceLoss(inputs, targets, static_cast<double>(rows * seq));
+      ref_loss.backward();
+      at::Tensor li = inputs.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
+      at::Tensor lt = targets.narrow(0, replica * t.micro_batch, t.micro_batch).narrow(1, sp_rank * chunk, chunk);
+      // Test hook (tests/exec): this rank disappears mid-run, as after `kill -9` or an OOM kill.
+      if (const char* k = std::getenv("DSP_RUN_TEST_KILL_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGKILL);
+      // ... or freezes, as under SIGSTOP or Ctrl-Z: alive, connections open, no heartbeat.
+      if (const char* k = std::getenv("DSP_RUN_TEST_STOP_RANK"); k != nullptr && std::atoi(k) == rank) std::raise(SIGSTOP);
+      if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
+      at::Tensor loss;
       try {
-        if (auto s = zero3->Step(o.lr, diffs); !s.ok()) return s.error();
+        loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
+        loss.backward();
       } catch (const CollectiveError& e) {
         return Error{e.what()};
       }
-    } else if (auto s = sgd->Step(diffs); !s.ok()) {
-      return s.error();
-    }
+      FamilyDiffs diffs;
+      if (lane.zero3 != nullptr) {
+        try {
+          if (auto s = lane.zero3->Step(o.lr, diffs); !s.ok()) return s.error();
+        } catch (const CollectiveError& e) {
+          return Error{e.what()};
+        }
+      } else if (auto s = lane.sgd->Step(diffs); !s.ok()) {
+        return s.error();
+      }
 
-    // The global loss: replica means summed over sp, averaged over dp (tp ranks agree).
-    at::Tensor global = loss.detach().reshape({1}).clone();
-    if (auto s = dense->AllReduceSum(global); !s.ok()) return s.error();
-    global /= static_cast<double>(dp);
-    // Per family the max over ranks of [grad diff, grad ref, weight diff, weight ref].
-    at::Tensor stats = at::zeros({1, static_cast<int64_t>(present.size()) * 4}, at::kFloat);
-    for (size_t i = 0; i < present.size(); ++i) {
-      const FamilyDiff& d = diffs[present[i]];
-      stats[0][4 * i] = d.grad_abs;
-      stats[0][4 * i + 1] = d.grad_ref;
-      stats[0][4 * i + 2] = d.weight_abs;
-      stats[0][4 * i + 3] = d.weight_ref;
-    }
-    auto all = groups->world->AllGather(stats);
-    if (!all.ok()) return all.error();
-    at::Tensor m = std::get<0>(all->max(0));
+      // The global loss: replica means summed over sp, averaged over dp (tp ranks agree).
+      at::Tensor global = loss.detach().reshape({1}).clone();
+      if (auto s = dense->AllReduceSum(global); !s.ok()) return s.error();
+      global /= static_cast<double>(dp);
+      // Per family the max over ranks of [grad diff, grad ref, weight diff, weight ref].
+      const std::vector<ParamFamily>& present = lane.present;
+      at::Tensor stats = at::zeros({1, static_cast<int64_t>(present.size()) * 4}, at::kFloat);
+      for (size_t i = 0; i < present.size(); ++i) {
+        const FamilyDiff& d = diffs[present[i]];
+        stats[0][4 * i] = d.grad_abs;
+        stats[0][4 * i + 1] = d.grad_ref;
+        stats[0][4 * i + 2] = d.weight_abs;
+        stats[0][4 * i + 3] = d.weight_ref;
+      }
+      auto all = groups->world->AllGather(stats);
+      if (!all.ok()) return all.error();
+      at::Tensor m = std::get<0>(all->max(0));
 
-    StepParity sp_report;
-    sp_report.step = step + 1;
-    sp_report.loss = global.item<double>();
-    sp_report.ref_loss = ref_loss.item<double>();
-    const auto& tol = o.tolerances;
-    sp_report.loss_ok = std::abs(sp_report.loss - sp_report.ref_loss) <= tol.atol + tol.rtol * std::abs(sp_report.ref_loss);
-    sp_report.ok = sp_report.loss_ok;
-    for (size_t i = 0; i < present.size(); ++i) {
-      FamilyParity f;
-      f.family = std::string(ParamFamilyName(present[i]));
-      f.grad_max_abs = m[4 * i].item<double>();
-      f.grad_ref_max = m[4 * i + 1].item<double>();
-      f.weight_max_abs = m[4 * i + 2].item<double>();
-      f.weight_ref_max = m[4 * i + 3].item<double>();
-      f.ok = f.grad_max_abs <= tol.atol + tol.rtol * f.grad_ref_max &&
-             f.weight_max_abs <= tol.atol + tol.rtol * f.weight_ref_max;
-      if (!f.ok) {
-        sp_report.ok = false;
-        if (std::find(report.failing_families.begin(), report.failing_families.end(), f.family) ==
-            report.failing_families.end()) {
-          report.failing_families.push_back(f.family);
+      ModelParity& parity = lane.parity;
+      StepParity sp_report;
+      sp_report.step = step + 1;
+      sp_report.loss = global.item<double>();
+      sp_report.ref_loss = ref_loss.item<double>();
+      const auto& tol = o.tolerances;
+      sp_report.loss_ok = std::abs(sp_report.loss - sp_report.ref_loss) <= tol.atol + tol.rtol * std::abs(sp_report.ref_loss);
+      sp_report.ok = sp_report.loss_ok;
+      for (size_t i = 0; i < present.size(); ++i) {
+        FamilyParity f;
+        f.family = std::string(ParamFamilyName(present[i]));
+        f.grad_max_abs = m[4 * i].item<double>();
+        f.grad_ref_max = m[4 * i + 1].item<double>();
+        f.weight_max_abs = m[4 * i + 2].item<double>();
+        f.weight_ref_max = m[4 * i + 3].item<double>();
+        f.ok = f.grad_max_abs <= tol.atol + tol.rtol * f.grad_ref_max &&
+               f.weight_max_abs <= tol.atol + tol.rtol * f.weight_ref_max;
+        if (!f.ok) {
+          sp_report.ok = false;
+          if (std::find(parity.failing_families.begin(), parity.failing_families.end(), f.family) ==
+              parity.failing_families.end()) {
+            parity.failing_families.push_back(f.family);
+          }
+        }
+        sp_report.families.push_back(f);
+      }
+      if (!sp_report.ok && parity.first_failing_step == 0) {
+        parity.first_failing_step = sp_report.step;
+        for (const auto& f : sp_report.families) {
+          if (!f.ok) parity.first_failing_families.push_back(f.family);
         }
       }
-      sp_report.families.push_back(f);
+      parity.loss_ok = parity.loss_ok && sp_report.loss_ok;
+      parity.ok = parity.ok && sp_report.ok;
+      if (rank == 0 && o.step_sink && lane_index == 0) o.step_sink(sp_report, last_step, Seconds(t1, Clock::now()));
+      parity.step_reports.push_back(std::move(sp_report));
     }
-    if (!sp_report.ok && report.first_failing_step == 0) {
-      report.first_failing_step = sp_report.step;
-      for (const auto& f : sp_report.families) {
-        if (!f.ok) report.first_failing_families.push_back(f.family);
-      }
-    }
-    report.loss_ok = report.loss_ok && sp_report.loss_ok;
-    report.ok = report.ok && sp_report.ok;
-    if (rank == 0 && o.step_sink) o.step_sink(sp_report, last_step, Seconds(t1, Clock::now()));
-    report.step_reports.push_back(std::move(sp_report));
   }
-  std::sort(report.failing_families.begin(), report.failing_families.end());
+  for (Lane& lane : lanes) std::sort(lane.parity.failing_families.begin(), lane.parity.failing_families.end());
+  // The main model's parity is the report's own; the companions follow it, and `ok` covers all.
+  ModelParity& main = lanes.front().parity;
+  report.step_reports = std::move(main.step_reports);
+  report.failing_families = main.failing_families;
+  report.first_failing_step = main.first_failing_step;
+  report.first_failing_families = main.first_failing_families;
+  report.loss_ok = main.loss_ok;
+  report.ok = main.ok;
+  for (size_t i = 1; i < lanes.size(); ++i) {
+    report.ok = report.ok && lanes[i].parity.ok;
+    report.companions.push_back(std::move(lanes[i].parity));
+  }
+  TinyModel& model = *lanes.front().model;
+  std::unique_ptr<Zero3Partitions>& zero3 = lanes.front().zero3;
   report.seconds_steps = Seconds(t1, Clock::now());
   report.seconds_total = Seconds(t0, Clock::now());
   if (!o.save_dir.empty()) {

@@ -41,6 +41,8 @@ namespace {
 struct RunArgs {
   std::string config;
   std::string model_path;
+  // --model given again: companion models trained in the same process (RunOptions::companions).
+  std::vector<std::string> companion_paths;
   int steps = 3;
   std::string backend = "gloo";
   uint64_t seed = 1;
@@ -185,6 +187,27 @@ int RunInProcess(const RunArgs& args) {
   auto micro = ConfigView(parsed.doc.root).Int("/train_micro_batch_size_per_gpu");
   auto tiny = exec::MakeTinyConfig(model, plan->sizes, micro.present() ? micro.value : 1);
   if (!tiny.ok()) return UsageError("run: " + tiny.error().message);
+  // Companions: each validated against the config like the first model, each its own tiny decoder.
+  std::vector<exec::CompanionModel> companions;
+  for (const std::string& path : args.companion_paths) {
+    auto m = LoadModel(path);
+    if (!m.ok()) return UsageError("--model " + path + ": " + m.error().message);
+    ValidateOptions copt = vopt;
+    copt.model = &*m;
+    FileReport checked = ValidateText(args.config, text.value(), copt);
+    if (!checked.valid()) {
+      if (reporter) std::cerr << RenderText({checked}, StyleFor(stderr));
+      std::cerr << args.config << ": error: DeepSpeed would reject this config for the model " << path << "\n";
+      return kExitFindings;
+    }
+    auto t = exec::MakeTinyConfig(*m, plan->sizes, micro.present() ? micro.value : 1);
+    if (!t.ok()) return UsageError("run: --model " + path + ": " + t.error().message);
+    companions.push_back({*t, path});
+    model_text += "\n--model\n" + ReadFile(path).value();
+  }
+  if (!companions.empty() && (!args.save_dir.empty() || !args.load_dir.empty())) {
+    return UsageError("--save and --load checkpoint one model: give --model once");
+  }
 
   // Every rank checks the outputs before any work (only rank 0 writes them), so a refusal ends
   // the whole job at once instead of leaving the other ranks waiting for rank 0.
@@ -210,6 +233,7 @@ int RunInProcess(const RunArgs& args) {
   exec::ParseDtype(args.dtype, &o.dtype);   // and --dtype
   o.tolerances = exec::DefaultTolerances(o.dtype);
   o.recompute = args.recompute == "full";
+  o.companions = companions;
   o.save_dir = args.save_dir;
   o.load_dir = args.load_dir;
   if (!o.save_dir.empty() && o.save_dir == o.load_dir) {
@@ -299,9 +323,18 @@ Command AddRunCommand(CLI::App& root) {
       "  scripts/torchrun --nproc_per_node 4 --no_python ds-plan run CONFIG\n"
       "(scripts/torchrun is torchrun with the Debian torch 1.13 / Python 3.11 fix).");
   app->add_option("config", args->config, "DeepSpeed config file")->required();
-  app->add_option("--model", args->model_path,
-                  "Hugging Face config.json the tiny model is derived from (default: a built-in llama, "
-                  "or qwen3_moe when expert_parallel is enabled)");
+  app->add_option_function<std::vector<std::string>>(
+         "--model",
+         [args](const std::vector<std::string>& paths) {
+           args->model_path = paths.front();
+           args->companion_paths.assign(paths.begin() + 1, paths.end());
+         },
+         "Hugging Face config.json the tiny model is derived from (default: a built-in llama, or qwen3_moe "
+         "when expert_parallel is enabled); given twice, a second model (teacher/student, actor/reference) "
+         "is built, sharded and trained in the same process, and both must keep parity")
+      ->expected(1, 2)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--steps", args->steps, "SGD steps")->check(CLI::Range(1, 1000));
   app->add_option("--backend", args->backend, "communication backend")->check(CLI::IsMember({"gloo", "nccl"}));
   app->add_option("--seed", args->seed, "seed of the weights and the synthetic data");

@@ -80,26 +80,23 @@ bool HaveNccl() {
 #endif
 }
 
-std::string RenderRunText(const RunReport& r) {
+namespace {
+
+std::string TinyLine(const TinyConfig& t, const RunReport& r) {
   std::ostringstream out;
-  out << "ds-plan run: " << r.mode << " on " << r.world_size << " ranks (" << r.backend << "), model "
-      << r.model_label << "\n";
-  out << "tiny model: " << r.tiny.layers << " layers, hidden " << r.tiny.hidden << ", heads " << r.tiny.heads
-      << "/" << r.tiny.kv_heads << " kv, mlp " << r.tiny.intermediate;
-  if (r.tiny.is_moe()) out << ", " << r.tiny.experts << " experts top-" << r.tiny.top_k;
-  out << ", batch " << r.tiny.micro_batch << "x" << r.tiny.seq_len << " per replica, SGD, " << r.steps
-      << " steps, seed " << r.seed << "\n";
-  if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
-  out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
-  if (r.resumed_from_step > 0) out << "resumed: from step " << r.resumed_from_step << " of a checkpoint\n";
-  if (!r.saved_to.empty()) out << "saved: " << r.saved_to << "\n";
-  if (r.recompute != "none") {
-    out << "recompute: " << r.recompute << " (every decoder layer of the sharded model; " << r.recomputed_layers
-        << " layers recomputed in backward, " << r.offloaded_inputs << " inputs kept in host copies, rank 0)\n";
-  }
-  out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
-      << " * max|reference| (" << r.dtype << ")\n";
-  for (const auto& s : r.step_reports) {
+  out << "tiny model: " << t.layers << " layers, hidden " << t.hidden << ", heads " << t.heads << "/" << t.kv_heads
+      << " kv, mlp " << t.intermediate;
+  if (t.is_moe()) out << ", " << t.experts << " experts top-" << t.top_k;
+  out << ", batch " << t.micro_batch << "x" << t.seq_len << " per replica, SGD, " << r.steps << " steps, seed "
+      << r.seed << "\n";
+  return out.str();
+}
+
+// The step blocks and the verdict line of one model.
+std::string ParityText(const std::vector<StepParity>& steps, bool ok, bool loss_ok, int first_failing_step,
+                       const std::vector<std::string>& first_failing, const std::vector<std::string>& failing) {
+  std::ostringstream out;
+  for (const auto& s : steps) {
     out << "step " << s.step << ": loss " << Num(s.loss) << " reference " << Num(s.ref_loss) << " diff "
         << Num(s.loss - s.ref_loss) << (s.loss_ok ? "" : "  FAIL") << "\n";
     for (const auto& f : s.families) {
@@ -110,51 +107,34 @@ std::string RenderRunText(const RunReport& r) {
       out << line;
     }
   }
-  if (r.ok) {
-    out << "parity: ok (" << r.step_reports.size() << " steps, every family within tolerance)\n";
+  if (ok) {
+    out << "parity: ok (" << steps.size() << " steps, every family within tolerance)\n";
   } else {
     auto join = [](const std::vector<std::string>& v) {
       std::string s;
       for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
       return s;
     };
-    out << "parity: FAILED at step " << r.first_failing_step;
-    if (!r.first_failing_families.empty()) out << " in " << join(r.first_failing_families);
-    if (r.first_failing_families.empty() && !r.loss_ok) out << " in the loss";
-    if (r.failing_families != r.first_failing_families && !r.failing_families.empty()) {
-      out << " (over all steps: " << join(r.failing_families) << ")";
-    }
+    out << "parity: FAILED at step " << first_failing_step;
+    if (!first_failing.empty()) out << " in " << join(first_failing);
+    if (first_failing.empty() && !loss_ok) out << " in the loss";
+    if (failing != first_failing && !failing.empty()) out << " (over all steps: " << join(failing) << ")";
     out << "\n";
   }
   return out.str();
 }
 
-std::string RenderRunJson(const RunReport& r) {
-  Json root = Json::object();
-  root["schema_version"] = 2;
-  root["world_size"] = r.world_size;
-  root["backend"] = r.backend;
-  root["mode"] = r.mode;
-  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"zero_stage", r.zero_stage}};
-  root["fault"] = r.fault;
-  root["model"] = r.model_label;
-  root["tiny_model"] = {{"model_type", r.tiny.model_type}, {"layers", r.tiny.layers}, {"hidden", r.tiny.hidden},
-                        {"heads", r.tiny.heads}, {"kv_heads", r.tiny.kv_heads}, {"head_dim", r.tiny.head_dim},
-                        {"intermediate", r.tiny.intermediate}, {"vocab", r.tiny.vocab},
-                        {"experts", r.tiny.experts}, {"top_k", r.tiny.top_k},
-                        {"seq_len", r.tiny.seq_len}, {"micro_batch", r.tiny.micro_batch}};
-  root["steps"] = r.steps;
-  root["seed"] = r.seed;
-  root["plan_hash"] = r.plan_hash;
-  root["dtype"] = r.dtype;
-  root["communication"] = r.comm_dtype;
-  root["resumed_from_step"] = r.resumed_from_step;
-  root["saved_to"] = r.saved_to;
-  root["recompute"] = {{"mode", r.recompute}, {"recomputed_layers", r.recomputed_layers},
-                       {"offloaded_inputs", r.offloaded_inputs}};
-  root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
+Json TinyJson(const TinyConfig& t) {
+  return {{"model_type", t.model_type}, {"layers", t.layers}, {"hidden", t.hidden},
+          {"heads", t.heads}, {"kv_heads", t.kv_heads}, {"head_dim", t.head_dim},
+          {"intermediate", t.intermediate}, {"vocab", t.vocab},
+          {"experts", t.experts}, {"top_k", t.top_k},
+          {"seq_len", t.seq_len}, {"micro_batch", t.micro_batch}};
+}
+
+Json StepsJson(const std::vector<StepParity>& step_reports) {
   Json steps = Json::array();
-  for (const auto& s : r.step_reports) {
+  for (const auto& s : step_reports) {
     Json fams = Json::array();
     for (const auto& f : s.families) {
       fams.push_back({{"family", f.family},
@@ -172,11 +152,78 @@ std::string RenderRunJson(const RunReport& r) {
                      {"families", fams},
                      {"ok", s.ok}});
   }
+  return steps;
+}
+
+Json FirstFailure(int step, const std::vector<std::string>& families) {
+  return step == 0 ? Json(nullptr) : Json{{"step", step}, {"families", families}};
+}
+
+}  // namespace
+
+std::string RenderRunText(const RunReport& r) {
+  std::ostringstream out;
+  out << "ds-plan run: " << r.mode << " on " << r.world_size << " ranks (" << r.backend << "), model "
+      << r.model_label << "\n";
+  out << TinyLine(r.tiny, r);
+  if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
+  out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
+  if (r.resumed_from_step > 0) out << "resumed: from step " << r.resumed_from_step << " of a checkpoint\n";
+  if (!r.saved_to.empty()) out << "saved: " << r.saved_to << "\n";
+  if (r.recompute != "none") {
+    out << "recompute: " << r.recompute << " (every decoder layer of the sharded model; " << r.recomputed_layers
+        << " layers recomputed in backward, " << r.offloaded_inputs << " inputs kept in host copies, rank 0)\n";
+  }
+  out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
+      << " * max|reference| (" << r.dtype << ")\n";
+  bool main_ok = true;
+  for (const auto& s : r.step_reports) main_ok = main_ok && s.ok;
+  out << ParityText(r.step_reports, main_ok && r.loss_ok, r.loss_ok, r.first_failing_step, r.first_failing_families,
+                    r.failing_families);
+  // Companion models (--model twice): each model's own block, after the first.
+  for (const ModelParity& c : r.companions) {
+    out << "second model: " << c.model_label << "\n" << TinyLine(c.tiny, r);
+    out << ParityText(c.step_reports, c.ok, c.loss_ok, c.first_failing_step, c.first_failing_families,
+                      c.failing_families);
+  }
+  return out.str();
+}
+
+std::string RenderRunJson(const RunReport& r) {
+  Json root = Json::object();
+  root["schema_version"] = 2;
+  root["world_size"] = r.world_size;
+  root["backend"] = r.backend;
+  root["mode"] = r.mode;
+  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"zero_stage", r.zero_stage}};
+  root["fault"] = r.fault;
+  root["model"] = r.model_label;
+  root["tiny_model"] = TinyJson(r.tiny);
+  root["steps"] = r.steps;
+  root["seed"] = r.seed;
+  root["plan_hash"] = r.plan_hash;
+  root["dtype"] = r.dtype;
+  root["communication"] = r.comm_dtype;
+  root["resumed_from_step"] = r.resumed_from_step;
+  root["saved_to"] = r.saved_to;
+  root["recompute"] = {{"mode", r.recompute}, {"recomputed_layers", r.recomputed_layers},
+                       {"offloaded_inputs", r.offloaded_inputs}};
+  root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
+  const Json steps = StepsJson(r.step_reports);
   root["step_reports"] = steps;
   root["failing_families"] = r.failing_families;
-  root["first_failure"] = r.first_failing_step == 0
-                              ? Json(nullptr)
-                              : Json{{"step", r.first_failing_step}, {"families", r.first_failing_families}};
+  root["first_failure"] = FirstFailure(r.first_failing_step, r.first_failing_families);
+  Json companions = Json::array();
+  for (const ModelParity& c : r.companions) {
+    companions.push_back({{"model", c.model_label},
+                          {"tiny_model", TinyJson(c.tiny)},
+                          {"step_reports", StepsJson(c.step_reports)},
+                          {"failing_families", c.failing_families},
+                          {"first_failure", FirstFailure(c.first_failing_step, c.first_failing_families)},
+                          {"loss_ok", c.loss_ok},
+                          {"ok", c.ok}});
+  }
+  root["companions"] = companions;
   root["loss_ok"] = r.loss_ok;
   root["ok"] = r.ok;
   return root.dump(2) + "\n";

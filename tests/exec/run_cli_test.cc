@@ -308,6 +308,37 @@ TEST(RunCliTest, SkipTpShardOnSaveIsRefusedOnLoad) {
   std::filesystem::remove_all(dir);
 }
 
+// Two models in one process (--model twice; teacher/student, actor/reference, DeepSpeed PR
+// #8241): an MHA model (pythia: 4/4 kv heads) and a GQA one (qwen3: 4/2) sharded by the same plan,
+// each with its own shards, optimizer state and reference, trained step by step side by side.
+// Module-level state that one model's sharding leaves for the other (what #8241 fixed in
+// tp_shard's kv-head globals) would break the second model's parity.
+TEST(RunCliTest, TwoModelsInOneProcessBothKeepParity) {
+  SKIP_WITHOUT_TORCH();
+  for (const char* config : {"samples/configs/run/tp2-dp2-zero1.json", "samples/configs/run/dp4-zero3.json"}) {
+    auto t = Torchrun(4, std::string(config) + " --model samples/models/pythia-160m.json --model samples/models/qwen3-8b.json "
+                                               "--steps 2 --format json",
+                      false);
+    ASSERT_EQ(t.r.exit_code, 0) << config << "\n" << t.r.output;
+    Json doc = ParseReport(t.r.output);
+    EXPECT_TRUE(doc["ok"].get<bool>());
+    EXPECT_EQ(doc["tiny_model"]["kv_heads"], 4);
+    ASSERT_EQ(doc["companions"].size(), 1u);
+    const Json& second = doc["companions"][0];
+    EXPECT_EQ(second["model"], "samples/models/qwen3-8b.json");
+    EXPECT_EQ(second["tiny_model"]["kv_heads"], 2);
+    EXPECT_TRUE(second["ok"].get<bool>());
+    EXPECT_EQ(second["step_reports"].size(), 2u);
+  }
+  // A fault breaks both, and each says where.
+  auto broken = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --model samples/models/pythia-160m.json "
+                            "--model samples/models/qwen3-8b.json --steps 1 --inject no-copy-allreduce --format json",
+                         false);
+  Json doc = ParseReport(broken.r.output);
+  EXPECT_FALSE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["companions"][0]["first_failure"]["step"], 1);
+}
+
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce --format json",

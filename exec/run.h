@@ -28,6 +28,7 @@ enum class Fault {
   kWrongEpGroup,     // folded TP x EP: EP groups of the non-folded lane-major layout (path B)
   kExpertGradsOverDp,  // ZeRO-3: routed experts partitioned and reduced over dp instead of edp
   kSkipTpShardOnSave,  // --save writes tp rank 0's shards only (DeepSpeed's bug before PR #8168)
+  kPpStaleActivation,  // pipeline: the second stage reuses the previous micro-batch's activation
 };
 
 // "none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
@@ -107,6 +108,8 @@ struct RunOptions {
   // on any layout (exec/checkpoint/).
   std::string save_dir, load_dir;
   std::vector<CompanionModel> companions;
+  // gradient_accumulation_steps: the micro-batches one pipeline step runs (pp > 1 only).
+  int64_t grad_accum = 1;
   PlanFingerprint fingerprint;
   // Called on rank 0 with the finished report before any rank exits (apps/ prints it here): under
   // torchrun a worker that exits non-zero gets every other worker killed.

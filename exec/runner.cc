@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <deque>
 #include <optional>
 
 #include "exec/bench.h"
@@ -31,6 +32,7 @@ std::string ModeName(const Plan& plan) {
   std::string out = "dp" + std::to_string(plan.derived.dp);
   if (plan.sizes.tp > 1) out += " x tp" + std::to_string(plan.sizes.tp);
   if (plan.sizes.sp > 1) out += " x sp" + std::to_string(plan.sizes.sp);
+  if (plan.sizes.pp > 1) out += " x pp" + std::to_string(plan.sizes.pp);
   if (plan.sizes.expert_parallel) {
     out += std::string(plan.sizes.tp > 1 ? ", folded" : ",") + " ep" + std::to_string(plan.sizes.ep) + " (edp" +
            std::to_string(plan.derived.edp) + ")";
@@ -42,7 +44,19 @@ std::string ModeName(const Plan& plan) {
 // What the executor can run today; everything else is refused up front with the reason.
 Status CheckSupported(const RunOptions& o) {
   const Plan& plan = o.plan;
-  if (plan.sizes.pp > 1) return Error{"pipeline parallelism (pp > 1) is not implemented in ds-plan run"};
+  if (plan.sizes.pp > 2) return Error{"pipeline parallelism runs with 2 stages in ds-plan run (--pp 2)"};
+  if (plan.sizes.pp > 1) {
+    if (plan.sizes.sp > 1 || plan.sizes.expert_parallel) {
+      return Error{"pipeline stages run with data and tensor parallelism in ds-plan run, not with sp or AutoEP"};
+    }
+    if (o.tiny.layers % plan.sizes.pp != 0) return Error{"the tiny model's layers do not split over the pipeline stages"};
+    if (!o.companions.empty() || !o.save_dir.empty() || !o.load_dir.empty()) {
+      return Error{"pipeline stages run with one model and without --save/--load in ds-plan run"};
+    }
+  }
+  if (o.fault == Fault::kPpStaleActivation && plan.sizes.pp <= 1) {
+    return Error{"--inject pp-stale-activation breaks the pipeline's activation hand-off: it needs --pp 2"};
+  }
   const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
   // validate rejects folding with ZeRO-3 (ep-fold-zero3) before this point.
   if (plan.zero_stage == 3 && folded) return Error{"AutoEP+AutoTP folding with ZeRO stage 3 is not run"};
@@ -149,6 +163,57 @@ Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
 }
 
 
+// One step through two pipeline stages (DeepSpeed's PipelineEngine, runtime/pipe/engine.py, with
+// its 1F1B schedule, runtime/pipe/schedule.py TrainSchedule): the first stage runs forward on
+// micro-batch j and sends its activation, then receives the gradient of micro-batch j-1 and runs
+// its backward, so at most two micro-batches are in flight; the last stage receives each
+// activation, runs forward, loss and backward at once, and sends the input gradient back after it
+// has received the next activation. Point-to-point transfers are broadcasts over the two-rank pp
+// group, every rank issuing them in the same order: act 0, act 1, grad 0, act 2, grad 1, ...,
+// grad M-1. Returns the summed micro-batch losses on the last stage, 0 on the first.
+// `stale`: the pp-stale-activation fault, the last stage reusing the previous activation.
+at::Tensor PipelineStep(TinyModel& model, const ShardComms& comms, Comm* pp, const at::Tensor& inputs,
+                        const at::Tensor& targets, int64_t replica, int64_t dp, int64_t micro, int64_t micro_steps,
+                        bool stale) {
+  const int64_t seq = inputs.size(1);
+  const double denominator = static_cast<double>(micro * micro_steps * seq);
+  auto slice = [&](const at::Tensor& t, int64_t j) { return t.narrow(0, (j * dp + replica) * micro, micro); };
+  at::Tensor loss = at::zeros({}, at::kFloat);
+  if (model.first_stage()) {
+    std::deque<at::Tensor> in_flight;
+    auto backward_oldest = [&] {
+      at::Tensor g = at::zeros_like(in_flight.front().detach());
+      ThrowIfError(pp->Broadcast(g, 1));
+      in_flight.front().backward(g);
+      in_flight.pop_front();
+    };
+    for (int64_t j = 0; j < micro_steps; ++j) {
+      at::Tensor y = model.StageForward(slice(inputs, j), at::Tensor(), denominator, comms);
+      at::Tensor send = y.detach().contiguous().clone();
+      ThrowIfError(pp->Broadcast(send, 0));
+      in_flight.push_back(y);
+      if (j >= 1) backward_oldest();
+    }
+    backward_oldest();
+    return loss;
+  }
+  at::Tensor pending, previous;
+  for (int64_t j = 0; j < micro_steps; ++j) {
+    at::Tensor received = at::zeros({micro, seq, model.hidden()}, at::TensorOptions().dtype(model.dtype()));
+    ThrowIfError(pp->Broadcast(received, 0));
+    at::Tensor act = stale && previous.defined() ? previous : received;
+    previous = received;
+    if (pending.defined()) ThrowIfError(pp->Broadcast(pending, 1));
+    at::Tensor x = act.detach().clone().requires_grad_(true);
+    at::Tensor l = model.StageForward(x, slice(targets, j), denominator, comms);
+    l.backward();
+    loss += l.detach().to(at::kFloat);
+    pending = x.grad().contiguous().clone();
+  }
+  ThrowIfError(pp->Broadcast(pending, 1));
+  return loss;
+}
+
 // One model of the run (the main one or a companion) and everything it owns.
 struct Lane {
   TinyConfig tiny;
@@ -221,6 +286,13 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   layout.tp_rank = position(GroupKind::kTp);
   layout.ep = o.plan.sizes.expert_parallel ? o.plan.sizes.ep : 1;
   layout.ep_rank = position(GroupKind::kEp);
+  layout.pp = o.plan.sizes.pp;
+  layout.pp_rank = position(GroupKind::kPp);
+  Comm* pp_comm = groups->get(GroupKind::kPp);
+  if (layout.pp > 1 && pp_comm == nullptr) return Error{"internal: no pipeline group for rank " + std::to_string(rank)};
+  // Micro-batches per step: one with no pipeline (the run's contract), gradient_accumulation_steps
+  // through the pipeline.
+  const int64_t micro_steps = layout.pp > 1 ? std::max<int64_t>(o.grad_accum, 1) : 1;
   const int64_t replica = position(GroupKind::kDp), sp_rank = position(GroupKind::kSp);
   const int64_t dp = o.plan.derived.dp, sp = o.plan.sizes.sp;
   ShardComms comms;
@@ -309,7 +381,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
       Lane& lane = lanes[lane_index];
       TinyModel& model = *lane.model;
       const TinyConfig& t = lane.tiny;
-      const int64_t rows = dp * t.micro_batch, seq = t.seq_len, chunk = seq / sp;
+      const int64_t rows = dp * t.micro_batch * micro_steps, seq = t.seq_len, chunk = seq / sp;
       at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);
       at::Tensor inputs = data.narrow(1, 0, seq), targets = data.narrow(1, 1, seq);
       at::Tensor ref_loss = model.ReferenceLoss(inputs, targets, static_cast<double>(rows * seq));
@@ -323,8 +395,13 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
       if (o.dtype == Dtype::kBf16) model.PinShardRouting(replica * t.micro_batch, t.micro_batch, sp_rank * chunk, chunk);
       at::Tensor loss;
       try {
-        loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
-        loss.backward();
+        if (layout.pp > 1) {
+          loss = PipelineStep(model, comms, pp_comm, inputs, targets, replica, dp, t.micro_batch, micro_steps,
+                              o.fault == Fault::kPpStaleActivation);
+        } else {
+          loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
+          loss.backward();
+        }
       } catch (const CollectiveError& e) {
         return Error{e.what()};
       }
@@ -343,6 +420,10 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
       at::Tensor global = loss.detach().reshape({1}).clone();
       if (auto s = dense->AllReduceSum(global); !s.ok()) return s.error();
       global /= static_cast<double>(dp);
+      // Only the last stage computes the loss: every stage reports it.
+      if (layout.pp > 1) {
+        if (auto s = pp_comm->Broadcast(global, static_cast<int>(layout.pp - 1)); !s.ok()) return s.error();
+      }
       // Per family the max over ranks of [grad diff, grad ref, weight diff, weight ref].
       const std::vector<ParamFamily>& present = lane.present;
       at::Tensor stats = at::zeros({1, static_cast<int64_t>(present.size()) * 4}, at::kFloat);

@@ -44,6 +44,7 @@ struct RunArgs {
   // --model given again: companion models trained in the same process (RunOptions::companions).
   std::vector<std::string> companion_paths;
   int steps = 3;
+  int64_t pp = 1;  // --pp: pipeline stages, as in simulate
   std::string backend = "gloo";
   uint64_t seed = 1;
   std::string format = "text";
@@ -162,6 +163,7 @@ int RunInProcess(const RunArgs& args) {
 
   ValidateOptions vopt;
   vopt.world_size = env->world_size;
+  vopt.pp = args.pp;
   if (!args.model_path.empty()) vopt.model = &model;
   FileReport validated = ValidateText(args.config, text.value(), vopt);
   if (!validated.valid()) {
@@ -175,6 +177,7 @@ int RunInProcess(const RunArgs& args) {
   ParsedJson parsed = ParseDeepSpeedConfig(args.config, text.value());
   PlanInputs inputs;
   inputs.world_size = env->world_size;
+  inputs.pp = args.pp;
   auto plan = BuildPlan(parsed.doc.root, inputs);
   if (!plan.ok()) {
     if (reporter) std::cerr << args.config << ": error: " << plan.error().message << "\n";
@@ -234,6 +237,7 @@ int RunInProcess(const RunArgs& args) {
   o.tolerances = exec::DefaultTolerances(o.dtype);
   o.recompute = args.recompute == "full";
   o.companions = companions;
+  o.grad_accum = ConfigView(parsed.doc.root).Int("/gradient_accumulation_steps").or_default(1);
   o.save_dir = args.save_dir;
   o.load_dir = args.load_dir;
   if (!o.save_dir.empty() && o.save_dir == o.load_dir) {
@@ -250,7 +254,8 @@ int RunInProcess(const RunArgs& args) {
   o.fingerprint.flags = {"steps=" + std::to_string(args.steps), "backend=" + args.backend,
                          "seed=" + std::to_string(args.seed), "inject=" + args.inject,
                          std::string("bench=") + (args.bench ? "1" : "0"), "dtype=" + args.dtype,
-                         "recompute=" + args.recompute, "save=" + args.save_dir, "load=" + args.load_dir};
+                         "recompute=" + args.recompute, "save=" + args.save_dir, "load=" + args.load_dir,
+                         "pp=" + std::to_string(args.pp)};
   o.bench = args.bench;
   Json base_cluster;
   if (!args.cluster_out.empty()) {
@@ -336,6 +341,10 @@ Command AddRunCommand(CLI::App& root) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--steps", args->steps, "SGD steps")->check(CLI::Range(1, 1000));
+  app->add_option("--pp", args->pp,
+                  "pipeline stages (2): the decoder layers split like DeepSpeed's PipelineModule, one 1F1B pass over "
+                  "gradient_accumulation_steps micro-batches per step")
+      ->check(CLI::Range(1, 2));
   app->add_option("--backend", args->backend, "communication backend")->check(CLI::IsMember({"gloo", "nccl"}));
   app->add_option("--seed", args->seed, "seed of the weights and the synthetic data");
   app->add_option("--format", args->format, "report format on rank 0")->check(CLI::IsMember({"text", "json"}));
@@ -343,7 +352,7 @@ Command AddRunCommand(CLI::App& root) {
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--inject", args->inject, "break one contract on purpose; the parity check must then fail")
       ->check(CLI::IsMember({"none", "no-copy-allreduce", "skip-tp-cancel", "sum-router-grads", "wrong-ep-group",
-                                "expert-grads-over-dp", "skip-tp-shard-on-save"}));
+                                "expert-grads-over-dp", "skip-tp-shard-on-save", "pp-stale-activation"}));
   app->add_option("--save", args->save_dir,
                   "after the last step, write every rank's shards and a manifest (layout, group tables, step) "
                   "to this directory");

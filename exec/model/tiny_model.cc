@@ -93,6 +93,20 @@ TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& la
   }
   final_norm_ = add("model.norm.weight", ParamFamily::kNorm, {h}, whole, 0.1, 1.0);
   lm_head_ = add("lm_head.weight", ParamFamily::kLmHead, {cfg.vocab, h}, whole, lin);
+  // Pipeline stages: a rank holds only its stage's parameters (every full tensor was still drawn,
+  // so the generator stayed in step).
+  if (layout.pp > 1) {
+    const int64_t per = cfg.layers / layout.pp;
+    auto stage_of = [&](const std::string& name) -> int64_t {
+      if (name == "model.embed_tokens.weight") return 0;
+      if (name == "model.norm.weight" || name == "lm_head.weight") return layout.pp - 1;
+      const size_t at = std::string("model.layers.").size();
+      return std::stoll(name.substr(at, name.find('.', at) - at)) / per;
+    };
+    for (Param& p : params_) {
+      if (stage_of(p.name) != layout.pp_rank) p.local = at::Tensor();
+    }
+  }
 }
 
 void TinyModel::PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
@@ -125,8 +139,21 @@ at::Tensor TinyModel::ShardedLoss(const at::Tensor& tokens, const at::Tensor& ta
   return Forward(false, tokens, targets, denominator, comms);
 }
 
+at::Tensor TinyModel::StageForward(const at::Tensor& input, const at::Tensor& targets, double denominator,
+                                   const ShardComms& comms) {
+  const int64_t per = cfg_.layers / layout_.pp;
+  return Forward(false, input, targets, denominator, comms, layout_.pp_rank * per, (layout_.pp_rank + 1) * per,
+                 first_stage(), last_stage());
+}
+
 at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tensor& targets, double denominator,
                               const ShardComms& comms) {
+  return Forward(ref, tokens, targets, denominator, comms, 0, -1, true, true);
+}
+
+at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tensor& targets, double denominator,
+                              const ShardComms& comms, int64_t first_layer, int64_t last_layer, bool embed,
+                              bool head) {
   Comm* tp = ref ? nullptr : comms.tp;
   Comm* sp = ref ? nullptr : comms.sp;
   const bool skip = !ref && comms.no_copy_allreduce;
@@ -135,7 +162,8 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
   const int64_t nq = cfg_.heads / tpn, nk = cfg_.kv_heads / tpn;
   const double eps = cfg_.rms_eps;
   auto norm = [eps](const at::Tensor& x, const at::Tensor& w) { return RmsNorm(x, w, eps); };
-  at::Tensor x = Use(ref, embed_, tokens, [](const at::Tensor& t, const at::Tensor& w) { return at::embedding(w, t); });
+  at::Tensor x = embed ? Use(ref, embed_, tokens, [](const at::Tensor& t, const at::Tensor& w) { return at::embedding(w, t); })
+                       : tokens;
   // One decoder layer, x -> x'; checkpointed in the sharded run under --recompute full.
   auto layer = [this, ref, tp, sp, skip, b, s, nq, nk, d, norm, comms](size_t l, const at::Tensor& in) {
     const LayerIdx& li = layers_[l];
@@ -158,7 +186,8 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
     return x;
   };
   if (!ref) layer_fns_.clear();
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  const size_t end = last_layer < 0 ? layers_.size() : static_cast<size_t>(last_layer);
+  for (size_t l = static_cast<size_t>(first_layer); l < end; ++l) {
     if (ref || !checkpoint_) {
       x = layer(l, x);
       continue;
@@ -166,6 +195,7 @@ at::Tensor TinyModel::Forward(bool ref, const at::Tensor& tokens, const at::Tens
     layer_fns_.emplace_back([layer, l](const at::Tensor& in) { return layer(l, in); });
     x = CheckpointLayer(x, &layer_fns_.back(), cpu_checkpointing_, &counters_);
   }
+  if (!head) return x;
   x = Use(ref, final_norm_, x, norm);
   // The cross entropy in fp32 (a no-op for fp32 runs), as mixed-precision training does: bf16
   // log_softmax over the vocabulary would lose the small probabilities.

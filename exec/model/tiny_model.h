@@ -61,6 +61,9 @@ using WeightHook = std::function<at::Tensor(int param, const at::Tensor& x, Weig
 struct ShardLayout {
   int64_t tp = 1, tp_rank = 0;
   int64_t ep = 1, ep_rank = 0;
+  // Pipeline stages: stage s holds layers [s*L/pp, (s+1)*L/pp), the embedding on the first, the
+  // final norm and lm_head on the last (DeepSpeed's PipelineModule partitioning of a decoder).
+  int64_t pp = 1, pp_rank = 0;
 };
 
 class TinyModel {
@@ -96,8 +99,20 @@ class TinyModel {
   // The same on this rank's shard and its slice of the batch (sequence chunk with sp).
   at::Tensor ShardedLoss(const at::Tensor& tokens, const at::Tensor& targets, double denominator,
                          const ShardComms& comms);
+  // This rank's pipeline stage on one micro-batch: from `input` (token ids on the first stage, the
+  // previous stage's activation [B, S, H] otherwise) through its layers; the last stage returns the
+  // loss (summed cross entropy / denominator), the others their output activation.
+  at::Tensor StageForward(const at::Tensor& input, const at::Tensor& targets, double denominator,
+                          const ShardComms& comms);
+  bool first_stage() const { return layout_.pp_rank == 0; }
+  int64_t hidden() const { return cfg_.hidden; }
+  bool last_stage() const { return layout_.pp_rank == layout_.pp - 1; }
 
  private:
+  // Layers [first_layer, last_layer) (last_layer -1: all); `embed`: `input` is token ids; `head`:
+  // finish with the final norm, lm_head and the loss.
+  at::Tensor Forward(bool reference, const at::Tensor& input, const at::Tensor& targets, double denominator,
+                     const ShardComms& comms, int64_t first_layer, int64_t last_layer, bool embed, bool head);
   at::Tensor Forward(bool reference, const at::Tensor& tokens, const at::Tensor& targets, double denominator,
                      const ShardComms& comms);
   at::Tensor Moe(bool reference, int layer, const at::Tensor& h, const ShardComms& comms);

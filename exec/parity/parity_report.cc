@@ -34,13 +34,15 @@ std::string FaultName(Fault fault) {
     case Fault::kWrongEpGroup: return "wrong-ep-group";
     case Fault::kExpertGradsOverDp: return "expert-grads-over-dp";
     case Fault::kSkipTpShardOnSave: return "skip-tp-shard-on-save";
+    case Fault::kPpStaleActivation: return "pp-stale-activation";
   }
   return "none";
 }
 
 bool ParseFault(const std::string& name, Fault* fault) {
   for (Fault f : {Fault::kNone, Fault::kNoCopyAllreduce, Fault::kSkipTpCancel, Fault::kSumRouterGrads,
-                  Fault::kWrongEpGroup, Fault::kExpertGradsOverDp, Fault::kSkipTpShardOnSave}) {
+                  Fault::kWrongEpGroup, Fault::kExpertGradsOverDp, Fault::kSkipTpShardOnSave,
+                  Fault::kPpStaleActivation}) {
     if (FaultName(f) == name) {
       *fault = f;
       return true;

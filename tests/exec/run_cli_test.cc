@@ -339,6 +339,28 @@ TEST(RunCliTest, TwoModelsInOneProcessBothKeepParity) {
   EXPECT_EQ(doc["companions"][0]["first_failure"]["step"], 1);
 }
 
+// Pipeline parallelism (--pp 2): the decoder split like DeepSpeed's PipelineModule (embedding and
+// layer 0 on stage 0; layer 1, final norm, lm_head and the loss on stage 1), one 1F1B pass over
+// gradient_accumulation_steps (3) micro-batches, activations and gradients between the stages
+// through the pp group; with data parallelism and with tensor parallelism inside each stage.
+TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
+  SKIP_WITHOUT_TORCH();
+  ExpectParityOk("samples/configs/run/pp2-dp2.json --pp 2 --steps 2", "ds-plan run: dp2 x pp2, zero-1 on 4 ranks");
+  ExpectParityOk("samples/configs/run/pp2-tp2.json --pp 2 --steps 2", "ds-plan run: dp1 x tp2 x pp2, zero-1 on 4 ranks");
+  // A stale activation (the last stage reusing micro-batch j-1's input) fails at step 1.
+  auto t = Torchrun(4, "samples/configs/run/pp2-dp2.json --pp 2 --steps 1 --inject pp-stale-activation --format json",
+                    false);
+  EXPECT_NE(t.r.exit_code, 0);
+  Json doc = ParseReport(t.r.output);
+  EXPECT_FALSE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["first_failure"]["step"], 1);
+  EXPECT_FALSE(doc["step_reports"][0]["loss_ok"].get<bool>());
+  // Refused where the executor has no pipeline: the fault without --pp.
+  auto refused = Torchrun(4, "samples/configs/run/dp4-zero2.json --inject pp-stale-activation");
+  EXPECT_NE(refused.r.exit_code, 0);
+  EXPECT_TRUE(Has(refused.r.output, "it needs --pp 2")) << refused.r.output;
+}
+
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {
   SKIP_WITHOUT_TORCH();
   auto t = Torchrun(4, "samples/configs/run/tp2-dp2-zero1.json --steps 1 --inject no-copy-allreduce --format json",

@@ -250,7 +250,7 @@ TEST(RunCliTest, RecomputeChangesNoNumber) {
 // Checkpoints (exec/checkpoint/): saved on tp2 x dp2 with ZeRO-3 (every rank its chunks, DeepSpeed's
 // zero_pp_rank_D_mp_rank_XX names), resumed on dp4 with ZeRO-2: every parameter consolidated
 // across its tp slices and ZeRO chunks (what DeepSpeed PR #8168 fixed), checked against the
-// reference replayed to the saved step, and the next steps keep parity.
+// reference replayed to the saved step, and the next steps keep parity (at ZeRO-2 and ZeRO-1).
 TEST(RunCliTest, SaveOnTp2Dp2Zero3AndResumeOnDp4) {
   SKIP_WITHOUT_TORCH();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dsp-ckpt-" + std::to_string(getpid()));
@@ -277,6 +277,12 @@ TEST(RunCliTest, SaveOnTp2Dp2Zero3AndResumeOnDp4) {
   EXPECT_EQ(doc["resumed_from_step"], 2);
   EXPECT_EQ(doc["step_reports"][0]["step"], 3);
   EXPECT_EQ(doc["step_reports"][1]["step"], 4);
+  // The same checkpoint resumed at ZeRO-1 on dp4.
+  auto zero1 = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
+  EXPECT_EQ(zero1.r.exit_code, 0) << zero1.r.output;
+  EXPECT_TRUE(Has(zero1.r.output, "ds-plan run: dp4, zero-1 on 4 ranks")) << zero1.r.output;
+  EXPECT_TRUE(Has(zero1.r.output, "resumed: from step 2 of a checkpoint")) << zero1.r.output;
+  EXPECT_TRUE(Has(zero1.r.output, "parity: ok (1 steps")) << zero1.r.output;
 
   // Another model: refused naming what differs.
   auto other = Torchrun(4, "samples/configs/run/ep4-zero1.json --model samples/models/tiny-moe.json --steps 1 --load " +

@@ -272,15 +272,7 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
   auto groups = BuildGroups(o, ctx);
   if (!groups.ok()) return groups.error();
-  const auto& tables = o.plan.groups.groups;
-  auto position = [&](GroupKind k) {
-    auto it = tables.find(k);
-    if (it == tables.end()) return 0;
-    for (const auto& g : it->second) {
-      if (int p = PositionOf(g, rank); p >= 0) return p;
-    }
-    return 0;
-  };
+  auto position = [&](GroupKind k) { return PositionInGroup(o.plan, k, rank); };
   ShardLayout layout;
   layout.tp = o.plan.sizes.tp;
   layout.tp_rank = position(GroupKind::kTp);

@@ -66,4 +66,15 @@ int64_t GroupSizeOf(const Plan& plan, GroupKind kind) {
   return static_cast<int64_t>(it->second.front().size());
 }
 
+int64_t PositionInGroup(const Plan& plan, GroupKind kind, int rank) {
+  auto it = plan.groups.groups.find(kind);
+  if (it == plan.groups.groups.end()) return 0;
+  for (const auto& g : it->second) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (g[i] == rank) return static_cast<int64_t>(i);
+    }
+  }
+  return 0;
+}
+
 }  // namespace dsp

@@ -45,5 +45,7 @@ GroupKind ZeroPartitionGroup(const Plan& plan, bool routed_experts);
 // Ranks in a group of `kind` (every group of one kind has the same size); 1 when the plan builds
 // none of that kind.
 int64_t GroupSizeOf(const Plan& plan, GroupKind kind);
+// `rank`'s position in its group of `kind`; 0 when the plan builds none of that kind.
+int64_t PositionInGroup(const Plan& plan, GroupKind kind, int rank);
 
 }  // namespace dsp

@@ -12,18 +12,6 @@
 namespace dsp::exec {
 namespace {
 
-// Position of `rank` in its group of `kind` (0 when the plan has no such group).
-int64_t PositionIn(const Plan& plan, GroupKind kind, int rank) {
-  auto it = plan.groups.groups.find(kind);
-  if (it == plan.groups.groups.end()) return 0;
-  for (const auto& g : it->second) {
-    for (size_t i = 0; i < g.size(); ++i) {
-      if (g[i] == rank) return static_cast<int64_t>(i);
-    }
-  }
-  return 0;
-}
-
 GroupKind DenseKind(const Plan& plan) { return plan.sizes.sp > 1 ? GroupKind::kSpDp : GroupKind::kDp; }
 
 std::string Two(int64_t v) {
@@ -40,16 +28,16 @@ struct RankFiles {
 };
 
 RankFiles FilesOf(const Plan& plan, int rank) {
-  const int64_t tp = PositionIn(plan, GroupKind::kTp, rank);
-  const int64_t dense = PositionIn(plan, DenseKind(plan), rank);
+  const int64_t tp = PositionInGroup(plan, GroupKind::kTp, rank);
+  const int64_t dense = PositionInGroup(plan, DenseKind(plan), rank);
   RankFiles f;
   if (plan.zero_stage == 3) {
     f.dense = "zero_pp_rank_" + std::to_string(dense) + "_mp_rank_" + Two(tp) + "_optim_states.bin";
     return f;  // the rank's expert chunks go in the same file
   }
   if (dense == 0) f.dense = "mp_rank_" + Two(tp) + "_model_states.bin";
-  if (plan.sizes.expert_parallel && PositionIn(plan, GroupKind::kEdp, rank) == 0) {
-    f.expert = "expp_rank_" + std::to_string(PositionIn(plan, GroupKind::kEp, rank)) + "_mp_rank_" + Two(tp) +
+  if (plan.sizes.expert_parallel && PositionInGroup(plan, GroupKind::kEdp, rank) == 0) {
+    f.expert = "expp_rank_" + std::to_string(PositionInGroup(plan, GroupKind::kEp, rank)) + "_mp_rank_" + Two(tp) +
                "_model_states.bin";
   }
   return f;
@@ -81,7 +69,7 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
   std::error_code ec;
   std::filesystem::create_directories(o.save_dir, ec);
   if (ec) return Error{"--save " + o.save_dir + ": " + ec.message()};
-  const bool drop_tp = o.fault == Fault::kSkipTpShardOnSave && PositionIn(plan, GroupKind::kTp, rank) != 0;
+  const bool drop_tp = o.fault == Fault::kSkipTpShardOnSave && PositionInGroup(plan, GroupKind::kTp, rank) != 0;
   const RankFiles files = FilesOf(plan, rank);
   std::vector<CheckpointPiece> dense, expert;
   at::NoGradGuard no_grad;

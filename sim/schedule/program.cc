@@ -98,7 +98,6 @@ class Builder {
 
  private:
   Status BindValues() {
-    const Plan& plan = *in_.plan;
     values_ = PlanSymbolValues(in_);
     const Cluster& c = *in_.cluster;
     flops_rate_ = c.gpu.peak_bf16_flops_per_second * (c.efficiency.matmul > 0 ? c.efficiency.matmul : 1.0);

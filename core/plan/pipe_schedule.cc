@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/plan/pipe_schedule.h"
+
+#include <algorithm>
+
+namespace dsp {
+namespace {
+
+bool Even(int64_t v) { return v % 2 == 0; }
+
+// TrainSchedule._step_to_micro_batch: even stages run forward on even steps, odd stages on odd
+// steps; the other steps are backward passes, lagging by the stages still ahead.
+void StepToMicroBatch(int64_t step, int64_t stages, int64_t stage, int64_t* micro_batch, bool* forward) {
+  if (Even(step) && Even(stage)) {
+    *micro_batch = step / 2 - stage / 2;
+    *forward = true;
+  } else if (!Even(step) && !Even(stage)) {
+    *micro_batch = (step - 1) / 2 - stage / 2;
+    *forward = true;
+  } else if (Even(step) && !Even(stage)) {
+    *micro_batch = step / 2 - stages + (stage + 1) / 2;
+    *forward = false;
+  } else {
+    *micro_batch = (step - 1) / 2 - stages + 1 + stage / 2;
+    *forward = false;
+  }
+}
+
+}  // namespace
+
+std::string_view PipeOpName(PipeOp op) {
+  switch (op) {
+    case PipeOp::kLoadMicroBatch: return "LoadMicroBatch";
+    case PipeOp::kRecvActivation: return "RecvActivation";
+    case PipeOp::kSendActivation: return "SendActivation";
+    case PipeOp::kRecvGrad: return "RecvGrad";
+    case PipeOp::kSendGrad: return "SendGrad";
+    case PipeOp::kForwardPass: return "ForwardPass";
+    case PipeOp::kBackwardPass: return "BackwardPass";
+    case PipeOp::kReduceTiedGrads: return "ReduceTiedGrads";
+    case PipeOp::kReduceGrads: return "ReduceGrads";
+    case PipeOp::kOptimizerStep: return "OptimizerStep";
+  }
+  return "?";
+}
+
+int64_t TrainScheduleBuffers(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+  return std::max<int64_t>(2, std::min(stages - stage_id, micro_batches));
+}
+
+std::vector<std::vector<PipeInstruction>> TrainSchedule(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+  const int64_t buffers = TrainScheduleBuffers(micro_batches, stages, stage_id);
+  auto valid_micro = [&](int64_t m) { return m >= 0 && m < micro_batches; };
+  auto valid_stage = [&](int64_t s) { return s >= 0 && s < stages; };
+  auto at = [&](PipeOp op, int64_t m) { return PipeInstruction{op, m, m % buffers}; };
+  const int64_t total = 2 * (micro_batches + stages - 1);
+  std::vector<std::vector<PipeInstruction>> steps;
+  steps.reserve(static_cast<size_t>(total));
+  int64_t prev = -1;
+  for (int64_t step = 0; step < total; ++step) {
+    int64_t micro = 0;
+    bool forward = false;
+    StepToMicroBatch(step, stages, stage_id, &micro, &forward);
+    std::vector<PipeInstruction> cmds;
+    // Exchange activations and gradients with the neighbours first, as DeepSpeed orders them.
+    if (forward) {
+      if (valid_micro(prev) && valid_stage(stage_id - 1)) cmds.push_back(at(PipeOp::kSendGrad, prev));
+      if (valid_micro(micro) && valid_stage(stage_id - 1)) cmds.push_back(at(PipeOp::kRecvActivation, micro));
+    } else {
+      if (valid_micro(micro) && valid_stage(stage_id + 1)) cmds.push_back(at(PipeOp::kRecvGrad, micro));
+      if (valid_micro(prev) && valid_stage(stage_id + 1)) cmds.push_back(at(PipeOp::kSendActivation, prev));
+    }
+    if ((stage_id == 0 || stage_id == stages - 1) && forward && valid_micro(micro)) {
+      cmds.push_back(at(PipeOp::kLoadMicroBatch, micro));
+    }
+    if (valid_micro(micro)) cmds.push_back(at(forward ? PipeOp::kForwardPass : PipeOp::kBackwardPass, micro));
+    if (step == total - 1) {
+      cmds.push_back({PipeOp::kReduceTiedGrads, -1, -1});
+      cmds.push_back({PipeOp::kReduceGrads, -1, -1});
+      cmds.push_back({PipeOp::kOptimizerStep, -1, -1});
+    }
+    prev = micro;
+    steps.push_back(std::move(cmds));
+  }
+  return steps;
+}
+
+}  // namespace dsp

@@ -4,6 +4,7 @@
 // build found LibTorch (DSP_HAVE_TORCH).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -119,6 +120,8 @@ struct RunOptions {
   bool bench = false;  // measure collectives instead of checking parity
   std::vector<int64_t> bench_bytes = {int64_t{1} << 10, int64_t{1} << 20, int64_t{8} << 20};
   int bench_iterations = 5;
+  // Micro-batches per step: gradient_accumulation_steps through the pipeline, one without it.
+  int64_t micro_batches() const { return plan.sizes.pp > 1 ? std::max<int64_t>(grad_accum, 1) : 1; }
 };
 
 struct FamilyParity {

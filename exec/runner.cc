@@ -4,9 +4,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <deque>
+#include <map>
 #include <optional>
 
+#include "core/plan/pipe_schedule.h"
 #include "exec/bench.h"
 #include "exec/checkpoint/run_checkpoint.h"
 #include "exec/comm/comm.h"
@@ -44,18 +45,17 @@ std::string ModeName(const Plan& plan) {
 // What the executor can run today; everything else is refused up front with the reason.
 Status CheckSupported(const RunOptions& o) {
   const Plan& plan = o.plan;
-  if (plan.sizes.pp > 2) return Error{"pipeline parallelism runs with 2 stages in ds-plan run (--pp 2)"};
   if (plan.sizes.pp > 1) {
     if (plan.sizes.sp > 1 || plan.sizes.expert_parallel) {
-      return Error{"pipeline stages run with data and tensor parallelism in ds-plan run, not with sp or AutoEP"};
+      // The layouts tune searches: with pp > 1 it plans tp and dp only (sim/tune.cc), as DeepSpeed's
+      // PipelineModule topology (runtime/pipe/topology.py) has pipe, data and model axes only.
+      return Error{"pipeline stages run with data and tensor parallelism in ds-plan run (the layouts tune plans with "
+                   "pp > 1), not with Ulysses sp or AutoEP"};
     }
     if (o.tiny.layers % plan.sizes.pp != 0) return Error{"the tiny model's layers do not split over the pipeline stages"};
-    if (!o.companions.empty() || !o.save_dir.empty() || !o.load_dir.empty()) {
-      return Error{"pipeline stages run with one model and without --save/--load in ds-plan run"};
-    }
   }
   if (o.fault == Fault::kPpStaleActivation && plan.sizes.pp <= 1) {
-    return Error{"--inject pp-stale-activation breaks the pipeline's activation hand-off: it needs --pp 2"};
+    return Error{"--inject pp-stale-activation breaks the pipeline's activation hand-off: it needs --pp 2 or more"};
   }
   const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
   // validate rejects folding with ZeRO-3 (ep-fold-zero3) before this point.
@@ -130,6 +130,7 @@ Status VerifyFoldedEpGroup(const Plan& plan, int rank, const std::vector<int>& u
 struct Groups {
   std::map<GroupKind, std::unique_ptr<Comm>> mine;  // the group of each kind containing this rank
   std::unique_ptr<Comm> world;
+  std::unique_ptr<Comm> pipe_prev, pipe_next;  // PipeLinks
   Comm* get(GroupKind k) const {
     auto it = mine.find(k);
     return it == mine.end() ? nullptr : it->second.get();
@@ -156,6 +157,17 @@ Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
   // The parity statistics are gathered over all ranks; always Gloo (a few floats per step).
   std::vector<int> all(o.plan.groups.world);
   for (int r = 0; r < o.plan.groups.world; ++r) all[r] = r;
+  // Pipeline links: every pair of neighbouring stages, in table order (a collective over the pair).
+  for (const auto& stages : o.plan.groups.groups.count(GroupKind::kPp) ? o.plan.groups.groups.at(GroupKind::kPp)
+                                                                       : std::vector<std::vector<int>>{}) {
+    for (size_t s = 0; s + 1 < stages.size(); ++s) {
+      const std::vector<int> pair{stages[s], stages[s + 1]};
+      if (PositionOf(pair, ctx.global_rank) < 0) continue;
+      auto c = make(GroupName("pp_p2p", pair), pair);
+      if (!c.ok()) return c.error();
+      (pair[0] == ctx.global_rank ? g.pipe_next : g.pipe_prev) = std::move(c).value();
+    }
+  }
   auto w = MakeGlooComm(ctx, GroupName("world", all), all);
   if (!w.ok()) return w.error();
   g.world = std::move(w).value();
@@ -163,54 +175,91 @@ Result<Groups> BuildGroups(const RunOptions& o, const CommContext& ctx) {
 }
 
 
-// One step through two pipeline stages (DeepSpeed's PipelineEngine, runtime/pipe/engine.py, with
-// its 1F1B schedule, runtime/pipe/schedule.py TrainSchedule): the first stage runs forward on
-// micro-batch j and sends its activation, then receives the gradient of micro-batch j-1 and runs
-// its backward, so at most two micro-batches are in flight; the last stage receives each
-// activation, runs forward, loss and backward at once, and sends the input gradient back after it
-// has received the next activation. Point-to-point transfers are broadcasts over the two-rank pp
-// group, every rank issuing them in the same order: act 0, act 1, grad 0, act 2, grad 1, ...,
-// grad M-1. Returns the summed micro-batch losses on the last stage, 0 on the first.
-// `stale`: the pp-stale-activation fault, the last stage reusing the previous activation.
-at::Tensor PipelineStep(TinyModel& model, const ShardComms& comms, Comm* pp, const at::Tensor& inputs,
-                        const at::Tensor& targets, int64_t replica, int64_t dp, int64_t micro, int64_t micro_steps,
-                        bool stale) {
+// The point-to-point links of this rank's pipeline stage: two-rank groups [stage - 1, stage] and
+// [stage, stage + 1] of its pp group (DeepSpeed's PipelineParallelGrid.p2p_groups, over which
+// runtime/pipe/p2p.py sends as broadcasts where send/recv is unavailable). Group rank 0 is the
+// lower stage. Null at the pipeline's ends.
+struct PipeLinks {
+  Comm* prev = nullptr;
+  Comm* next = nullptr;
+};
+
+// One step through the pipeline: this stage executes DeepSpeed's TrainSchedule instruction stream
+// (core/plan/pipe_schedule.h, runtime/pipe/engine.py _exec_schedule) over `micro_steps`
+// micro-batches. Activations travel to the next stage and input gradients back, each as a
+// blocking broadcast over the pair's link; the schedule's steps pair neighbours in one order, so
+// no rank waits on a transfer its peer has not reached. ReduceGrads and OptimizerStep are left
+// to the caller's optimizer, which runs them once the stream is done. Returns the summed
+// micro-batch losses on the last stage, 0 elsewhere.
+// `stale`: the pp-stale-activation fault, the last stage running each micro-batch on the
+// activation it received for the previous one.
+at::Tensor PipelineStep(TinyModel& model, const ShardComms& comms, const PipeLinks& links, int64_t stages,
+                        int64_t stage, const at::Tensor& inputs, const at::Tensor& targets, int64_t replica,
+                        int64_t dp, int64_t micro, int64_t micro_steps, bool stale) {
   const int64_t seq = inputs.size(1);
   const double denominator = static_cast<double>(micro * micro_steps * seq);
   auto slice = [&](const at::Tensor& t, int64_t j) { return t.narrow(0, (j * dp + replica) * micro, micro); };
+  const at::TensorOptions act_options = at::TensorOptions().dtype(model.dtype());
   at::Tensor loss = at::zeros({}, at::kFloat);
-  if (model.first_stage()) {
-    std::deque<at::Tensor> in_flight;
-    auto backward_oldest = [&] {
-      at::Tensor g = at::zeros_like(in_flight.front().detach());
-      ThrowIfError(pp->Broadcast(g, 1));
-      in_flight.front().backward(g);
-      in_flight.pop_front();
-    };
-    for (int64_t j = 0; j < micro_steps; ++j) {
-      at::Tensor y = model.StageForward(slice(inputs, j), at::Tensor(), denominator, comms);
-      at::Tensor send = y.detach().contiguous().clone();
-      ThrowIfError(pp->Broadcast(send, 0));
-      in_flight.push_back(y);
-      if (j >= 1) backward_oldest();
+  // Per micro-batch in flight: the received activation (a leaf whose gradient goes back), the
+  // stage's output (the loss on the last stage), the output's gradient from the next stage.
+  std::map<int64_t, at::Tensor> received, outputs, output_grads;
+  at::Tensor previous;
+  for (const auto& cmds : TrainSchedule(micro_steps, stages, stage)) {
+    for (const PipeInstruction& c : cmds) {
+      const int64_t m = c.micro_batch;
+      switch (c.op) {
+        case PipeOp::kRecvActivation: {
+          at::Tensor act = at::zeros({micro, seq, model.hidden()}, act_options);
+          ThrowIfError(links.prev->Broadcast(act, 0));
+          at::Tensor used = stale && model.last_stage() && previous.defined() ? previous : act;
+          previous = act;
+          received[m] = used.detach().clone().requires_grad_(true);
+          break;
+        }
+        case PipeOp::kForwardPass: {
+          at::Tensor in = model.first_stage() ? slice(inputs, m) : received.at(m);
+          at::Tensor out = model.StageForward(in, model.last_stage() ? slice(targets, m) : at::Tensor(),
+                                              denominator, comms);
+          if (model.last_stage()) loss += out.detach().to(at::kFloat);
+          outputs[m] = out;
+          break;
+        }
+        case PipeOp::kSendActivation: {
+          at::Tensor send = outputs.at(m).detach().contiguous().clone();
+          ThrowIfError(links.next->Broadcast(send, 0));
+          break;
+        }
+        case PipeOp::kRecvGrad: {
+          at::Tensor g = at::zeros_like(outputs.at(m).detach());
+          ThrowIfError(links.next->Broadcast(g, 1));
+          output_grads[m] = g;
+          break;
+        }
+        case PipeOp::kBackwardPass: {
+          if (model.last_stage()) {
+            outputs.at(m).backward();
+          } else {
+            outputs.at(m).backward(output_grads.at(m));
+            output_grads.erase(m);
+          }
+          outputs.erase(m);
+          break;
+        }
+        case PipeOp::kSendGrad: {
+          at::Tensor g = received.at(m).grad().contiguous().clone();
+          ThrowIfError(links.prev->Broadcast(g, 1));
+          received.erase(m);
+          break;
+        }
+        case PipeOp::kLoadMicroBatch:   // the slices above are the loaded micro-batch
+        case PipeOp::kReduceTiedGrads:  // no tied weights in the tiny decoder
+        case PipeOp::kReduceGrads:      // the caller's optimizer step
+        case PipeOp::kOptimizerStep:
+          break;
+      }
     }
-    backward_oldest();
-    return loss;
   }
-  at::Tensor pending, previous;
-  for (int64_t j = 0; j < micro_steps; ++j) {
-    at::Tensor received = at::zeros({micro, seq, model.hidden()}, at::TensorOptions().dtype(model.dtype()));
-    ThrowIfError(pp->Broadcast(received, 0));
-    at::Tensor act = stale && previous.defined() ? previous : received;
-    previous = received;
-    if (pending.defined()) ThrowIfError(pp->Broadcast(pending, 1));
-    at::Tensor x = act.detach().clone().requires_grad_(true);
-    at::Tensor l = model.StageForward(x, slice(targets, j), denominator, comms);
-    l.backward();
-    loss += l.detach().to(at::kFloat);
-    pending = x.grad().contiguous().clone();
-  }
-  ThrowIfError(pp->Broadcast(pending, 1));
   return loss;
 }
 
@@ -282,9 +331,10 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   layout.pp_rank = position(GroupKind::kPp);
   Comm* pp_comm = groups->get(GroupKind::kPp);
   if (layout.pp > 1 && pp_comm == nullptr) return Error{"internal: no pipeline group for rank " + std::to_string(rank)};
+  const PipeLinks links{groups->pipe_prev.get(), groups->pipe_next.get()};
   // Micro-batches per step: one with no pipeline (the run's contract), gradient_accumulation_steps
   // through the pipeline.
-  const int64_t micro_steps = layout.pp > 1 ? std::max<int64_t>(o.grad_accum, 1) : 1;
+  const int64_t micro_steps = o.micro_batches();
   const int64_t replica = position(GroupKind::kDp), sp_rank = position(GroupKind::kSp);
   const int64_t dp = o.plan.derived.dp, sp = o.plan.sizes.sp;
   ShardComms comms;
@@ -388,8 +438,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
       at::Tensor loss;
       try {
         if (layout.pp > 1) {
-          loss = PipelineStep(model, comms, pp_comm, inputs, targets, replica, dp, t.micro_batch, micro_steps,
-                              o.fault == Fault::kPpStaleActivation);
+          loss = PipelineStep(model, comms, links, layout.pp, layout.pp_rank, inputs, targets, replica, dp,
+                              t.micro_batch, micro_steps, o.fault == Fault::kPpStaleActivation);
         } else {
           loss = model.ShardedLoss(li, lt, static_cast<double>(t.micro_batch * seq), comms);
           loss.backward();

@@ -342,9 +342,10 @@ Command AddRunCommand(CLI::App& root) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--steps", args->steps, "SGD steps")->check(CLI::Range(1, 1000));
   app->add_option("--pp", args->pp,
-                  "pipeline stages (2): the decoder layers split like DeepSpeed's PipelineModule, one 1F1B pass over "
-                  "gradient_accumulation_steps micro-batches per step")
-      ->check(CLI::Range(1, 2));
+                  "pipeline stages: the decoder layers split evenly over them (embedding on the first, head and loss on "
+                  "the last), one pass of DeepSpeed's TrainSchedule (1F1B) over gradient_accumulation_steps "
+                  "micro-batches per step")
+      ->check(CLI::Range(1, 256));
   app->add_option("--backend", args->backend, "communication backend")->check(CLI::IsMember({"gloo", "nccl"}));
   app->add_option("--seed", args->seed, "seed of the weights and the synthetic data");
   app->add_option("--format", args->format, "report format on rank 0")->check(CLI::IsMember({"text", "json"}));

@@ -2,7 +2,9 @@
 #include "exec/checkpoint/run_checkpoint.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -21,26 +23,40 @@ std::string Two(int64_t v) {
 }
 
 // DeepSpeed's names (runtime/engine.py _get_ckpt_name, _get_zero_ckpt_name, the expert files of
-// _get_expert_ckpt_name), with ".bin": raw tensors, not torch.save pickles.
-struct RankFiles {
-  std::string dense;   // empty: this rank writes no dense pieces
-  std::string expert;  // empty: no expert pieces of its own
-};
-
-RankFiles FilesOf(const Plan& plan, int rank) {
+// _get_expert_ckpt_name; with pipeline stages runtime/pipe/module.py ckpt_layer_path, one file per
+// PipelineModule layer), with ".bin": raw tensors, not torch.save pickles. The file this rank
+// writes its piece of `p` to, "" when another rank of its group writes that piece.
+std::string FileFor(const Plan& plan, int rank, const TinyModel& model, const Param& p) {
   const int64_t tp = PositionInGroup(plan, GroupKind::kTp, rank);
   const int64_t dense = PositionInGroup(plan, DenseKind(plan), rank);
-  RankFiles f;
-  if (plan.zero_stage == 3) {
-    f.dense = "zero_pp_rank_" + std::to_string(dense) + "_mp_rank_" + Two(tp) + "_optim_states.bin";
-    return f;  // the rank's expert chunks go in the same file
+  // At stage 3 every rank writes its chunks, its expert chunks included.
+  if (plan.zero_stage == 3) return "zero_pp_rank_" + std::to_string(dense) + "_mp_rank_" + Two(tp) + "_optim_states.bin";
+  if (p.expert && plan.sizes.expert_parallel) {
+    if (PositionInGroup(plan, GroupKind::kEdp, rank) != 0) return "";
+    return "expp_rank_" + std::to_string(PositionInGroup(plan, GroupKind::kEp, rank)) + "_mp_rank_" + Two(tp) +
+           "_model_states.bin";
   }
-  if (dense == 0) f.dense = "mp_rank_" + Two(tp) + "_model_states.bin";
-  if (plan.sizes.expert_parallel && PositionInGroup(plan, GroupKind::kEdp, rank) == 0) {
-    f.expert = "expp_rank_" + std::to_string(PositionInGroup(plan, GroupKind::kEp, rank)) + "_mp_rank_" + Two(tp) +
-               "_model_states.bin";
+  if (dense != 0) return "";
+  if (plan.sizes.pp > 1) {
+    // layer_<idx>[-model_<tp>]-model_states: the topology's rank representation names the model
+    // axis only when there is one (PipeModelDataParallelTopology; topology.py get_rank_repr).
+    return "layer_" + Two(model.PipeLayerOf(p.name)) + (plan.sizes.tp > 1 ? "-model_" + Two(tp) : "") +
+           "-model_states.bin";
   }
-  return f;
+  return "mp_rank_" + Two(tp) + "_model_states.bin";
+}
+
+// Every file `rank` writes, in parameter order: what FileFor gives each parameter of its stage
+// (routed experts count as held: every ep rank holds some).
+std::vector<std::string> FilesOf(const Plan& plan, int rank, const TinyModel& model) {
+  const int64_t stage = PositionInGroup(plan, GroupKind::kPp, rank);
+  std::vector<std::string> files;
+  for (const Param& p : model.params()) {
+    if (plan.sizes.pp > 1 && model.StageOf(p.name) != stage) continue;
+    std::string f = FileFor(plan, rank, model, p);
+    if (!f.empty() && std::find(files.begin(), files.end(), f) == files.end()) files.push_back(std::move(f));
+  }
+  return files;
 }
 
 Json Identity(const RunOptions& o) {
@@ -70,31 +86,25 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
   std::filesystem::create_directories(o.save_dir, ec);
   if (ec) return Error{"--save " + o.save_dir + ": " + ec.message()};
   const bool drop_tp = o.fault == Fault::kSkipTpShardOnSave && PositionInGroup(plan, GroupKind::kTp, rank) != 0;
-  const RankFiles files = FilesOf(plan, rank);
-  std::vector<CheckpointPiece> dense, expert;
+  std::map<std::string, std::vector<CheckpointPiece>> pieces;
   at::NoGradGuard no_grad;
   if (zero3 != nullptr) {
     for (const Zero3Partitions::Part& part : zero3->parts()) {
       const Param& p = model.params()[part.param];
       if (drop_tp && TpSharded(p)) continue;
-      dense.push_back({p.name, p.shard, part.comm->rank() * part.chunk.numel(), part.chunk.detach().reshape({-1})});
+      pieces[FileFor(plan, rank, model, p)].push_back(
+          {p.name, p.shard, part.comm->rank() * part.chunk.numel(), part.chunk.detach().reshape({-1})});
     }
   } else {
     for (const Param& p : model.params()) {
       if (!p.local.defined() || (drop_tp && TpSharded(p))) continue;
-      CheckpointPiece piece{p.name, p.shard, 0, p.local.detach().reshape({-1}).contiguous()};
-      if (p.expert && plan.sizes.expert_parallel) {
-        if (!files.expert.empty()) expert.push_back(std::move(piece));
-      } else if (!files.dense.empty()) {
-        dense.push_back(std::move(piece));
-      }
+      std::string file = FileFor(plan, rank, model, p);
+      if (!file.empty()) pieces[file].push_back({p.name, p.shard, 0, p.local.detach().reshape({-1}).contiguous()});
     }
   }
-  if (!files.dense.empty()) {
-    if (Status s = WriteCheckpointFile(o.save_dir, files.dense, dense); !s.ok()) return s;
-  }
-  if (!files.expert.empty()) {
-    if (Status s = WriteCheckpointFile(o.save_dir, files.expert, expert); !s.ok()) return s;
+  // Every file the rank owns is written, even one whose pieces the fault dropped.
+  for (const std::string& file : FilesOf(plan, rank, model)) {
+    if (Status s = WriteCheckpointFile(o.save_dir, file, pieces[file]); !s.ok()) return s;
   }
   // The manifest goes last: a checkpoint without one is an interrupted save.
   if (Status s = world->Barrier(); !s.ok()) return s;
@@ -102,8 +112,8 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
   Json list = Json::array();
   std::set<std::string> seen;
   for (int r = 0; r < plan.sizes.world; ++r) {
-    for (const std::string& f : {FilesOf(plan, r).dense, FilesOf(plan, r).expert}) {
-      if (!f.empty() && seen.insert(f).second) list.push_back(f);
+    for (const std::string& f : FilesOf(plan, r, model)) {
+      if (seen.insert(f).second) list.push_back(f);
     }
   }
   Json tables = Json::object();
@@ -117,9 +127,11 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
                  {{"tp", plan.sizes.tp},
                   {"dp", plan.derived.dp},
                   {"sp", plan.sizes.sp},
+                  {"pp", plan.sizes.pp},
                   {"ep", plan.sizes.expert_parallel ? plan.sizes.ep : 1},
                   {"zero_stage", plan.zero_stage},
                   {"micro_batch", o.tiny.micro_batch},
+                  {"micro_batches", o.micro_batches()},
                   {"groups", tables}}},
                 {"parameters", shapes},
                 {"files", list}};
@@ -130,9 +142,10 @@ Result<int64_t> LoadRun(const RunOptions& o, TinyModel& model) {
   auto loaded = LoadCheckpoint(o.load_dir, model, Identity(o), model.dtype());
   if (!loaded.ok()) return loaded.error();
   // The reference never stopped: replay it to the saved step on the batches the saved run drew
-  // (its global batch: the saved layout's dp x micro-batch).
+  // (its global batch: the saved layout's dp x micro-batch x micro-batches per step).
   const TinyConfig& t = o.tiny;
-  const int64_t rows = loaded->layout.value("dp", int64_t{1}) * loaded->layout.value("micro_batch", t.micro_batch);
+  const int64_t rows = loaded->layout.value("dp", int64_t{1}) * loaded->layout.value("micro_batch", t.micro_batch) *
+                       loaded->layout.value("micro_batches", int64_t{1});
   const int64_t seq = t.seq_len;
   for (int64_t step = 0; step < loaded->step; ++step) {
     at::Tensor data = RunBatch(o.seed, step, rows, seq + 1, t.vocab);

@@ -34,7 +34,8 @@ ModelSpec DefaultTinyModel(bool moe) {
 Result<TinyConfig> MakeTinyConfig(const ModelSpec& model, const ParallelSizes& sizes, int64_t micro_batch) {
   TinyConfig t;
   t.model_type = model.model_type;
-  t.layers = 2;
+  // Two decoder layers, or one per pipeline stage when there are more stages.
+  t.layers = RoundUp(2, std::max<int64_t>(1, sizes.pp));
   const int64_t tp = std::max(1, sizes.tp), sp = std::max(1, sizes.sp), ep = std::max(1, sizes.ep);
   const int64_t shard = std::lcm(tp, sp);
   // Keep the model's grouped-query ratio where the shard sizes allow it.

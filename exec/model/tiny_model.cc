@@ -96,17 +96,25 @@ TinyModel::TinyModel(const TinyConfig& cfg, uint64_t seed, const ShardLayout& la
   // Pipeline stages: a rank holds only its stage's parameters (every full tensor was still drawn,
   // so the generator stayed in step).
   if (layout.pp > 1) {
-    const int64_t per = cfg.layers / layout.pp;
-    auto stage_of = [&](const std::string& name) -> int64_t {
-      if (name == "model.embed_tokens.weight") return 0;
-      if (name == "model.norm.weight" || name == "lm_head.weight") return layout.pp - 1;
-      const size_t at = std::string("model.layers.").size();
-      return std::stoll(name.substr(at, name.find('.', at) - at)) / per;
-    };
     for (Param& p : params_) {
-      if (stage_of(p.name) != layout.pp_rank) p.local = at::Tensor();
+      if (StageOf(p.name) != layout.pp_rank) p.local = at::Tensor();
     }
   }
+}
+
+int64_t TinyModel::PipeLayerOf(const std::string& name) const {
+  if (name == "model.embed_tokens.weight") return 0;
+  if (name == "model.norm.weight") return cfg_.layers + 1;
+  if (name == "lm_head.weight") return cfg_.layers + 2;
+  const size_t at = std::string("model.layers.").size();
+  return std::stoll(name.substr(at, name.find('.', at) - at)) + 1;
+}
+
+int64_t TinyModel::StageOf(const std::string& name) const {
+  const int64_t layer = PipeLayerOf(name), per = cfg_.layers / layout_.pp;
+  if (layer == 0) return 0;
+  if (layer > cfg_.layers) return layout_.pp - 1;
+  return (layer - 1) / per;
 }
 
 void TinyModel::PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols) {

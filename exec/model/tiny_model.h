@@ -82,6 +82,7 @@ class TinyModel {
   void PinShardRouting(int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
   std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
   // ZeRO-3: the sharded forward reaches its weights through `hook` (every parameter with
   // Param::zero3 set), and runs every local expert even without tokens, because each gather is a
   // collective its whole group must join.
@@ -107,6 +108,10 @@ class TinyModel {
   bool first_stage() const { return layout_.pp_rank == 0; }
   int64_t hidden() const { return cfg_.hidden; }
   bool last_stage() const { return layout_.pp_rank == layout_.pp - 1; }
+  // Parameter `name`'s layer among those a PipelineModule of this decoder is built from (0 the
+  // embedding, 1..L the decoder layers, L+1 the final norm, L+2 lm_head), and the stage holding it.
+  int64_t PipeLayerOf(const std::string& name) const;
+  int64_t StageOf(const std::string& name) const;
 
  private:
   // Layers [first_layer, last_layer) (last_layer -1: all); `embed`: `input` is token ids; `head`:

@@ -230,7 +230,7 @@ TEST(RunCliTest, ExpertGradsOverDpFailsInTheRoutedExperts) {
 // ZeRO-3 and on AutoEP.
 TEST(RunCliTest, RecomputeChangesNoNumber) {
   SKIP_WITHOUT_TORCH();
-  for (const std::string args : {std::string("samples/configs/run/tp2-dp2-cpu-checkpointing.json"),
+  for (const std::string& args : {std::string("samples/configs/run/tp2-dp2-cpu-checkpointing.json"),
                                  std::string("samples/configs/run/dp4-zero3.json"),
                                  std::string("samples/configs/run/ep4-zero1.json --model samples/models/tiny-moe.json")}) {
     auto plain = Torchrun(4, args + " --steps 2 --format json", false);
@@ -321,7 +321,8 @@ TEST(RunCliTest, SkipTpShardOnSaveIsRefusedOnLoad) {
 // tp_shard's kv-head globals) would break the second model's parity.
 TEST(RunCliTest, TwoModelsInOneProcessBothKeepParity) {
   SKIP_WITHOUT_TORCH();
-  for (const char* config : {"samples/configs/run/tp2-dp2-zero1.json", "samples/configs/run/dp4-zero3.json"}) {
+  for (const char* config : {"samples/configs/run/tp2-dp2-zero1.json", "samples/configs/run/dp4-zero3.json",
+                             "samples/configs/run/pp2-tp2.json --pp 2"}) {
     auto t = Torchrun(4, std::string(config) + " --model samples/models/pythia-160m.json --model samples/models/qwen3-8b.json "
                                                "--steps 2 --format json",
                       false);
@@ -345,26 +346,79 @@ TEST(RunCliTest, TwoModelsInOneProcessBothKeepParity) {
   EXPECT_EQ(doc["companions"][0]["first_failure"]["step"], 1);
 }
 
-// Pipeline parallelism (--pp 2): the decoder split like DeepSpeed's PipelineModule (embedding and
-// layer 0 on stage 0; layer 1, final norm, lm_head and the loss on stage 1), one 1F1B pass over
-// gradient_accumulation_steps (3) micro-batches, activations and gradients between the stages
-// through the pp group; with data parallelism and with tensor parallelism inside each stage.
+// Pipeline parallelism (--pp N): the decoder split over the stages (embedding on the first; final
+// norm, lm_head and the loss on the last), each stage executing DeepSpeed's TrainSchedule stream
+// (core/plan/pipe_schedule.h) over gradient_accumulation_steps micro-batches, activations and
+// gradients through two-rank links between neighbours; with data parallelism and with tensor
+// parallelism inside each stage; and four stages over 6 micro-batches, so that the 1F1B steady
+// state (forward of j+3 interleaved with backward of j on stage 0) runs.
 TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
   SKIP_WITHOUT_TORCH();
   ExpectParityOk("samples/configs/run/pp2-dp2.json --pp 2 --steps 2", "ds-plan run: dp2 x pp2, zero-1 on 4 ranks");
   ExpectParityOk("samples/configs/run/pp2-tp2.json --pp 2 --steps 2", "ds-plan run: dp1 x tp2 x pp2, zero-1 on 4 ranks");
-  // A stale activation (the last stage reusing micro-batch j-1's input) fails at step 1.
-  auto t = Torchrun(4, "samples/configs/run/pp2-dp2.json --pp 2 --steps 1 --inject pp-stale-activation --format json",
-                    false);
-  EXPECT_NE(t.r.exit_code, 0);
-  Json doc = ParseReport(t.r.output);
-  EXPECT_FALSE(doc["ok"].get<bool>());
-  EXPECT_EQ(doc["first_failure"]["step"], 1);
-  EXPECT_FALSE(doc["step_reports"][0]["loss_ok"].get<bool>());
+  auto four = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 2");
+  EXPECT_EQ(four.r.exit_code, 0) << four.r.output;
+  EXPECT_TRUE(Has(four.r.output, "ds-plan run: dp1 x pp4, zero-1 on 4 ranks")) << four.r.output;
+  EXPECT_TRUE(Has(four.r.output, "tiny model: 4 layers")) << four.r.output;
+  EXPECT_TRUE(Has(four.r.output, "parity: ok (2 steps")) << four.r.output;
+  // A stale activation (the last stage reusing micro-batch j-1's input) fails at step 1, with two
+  // stages and with four.
+  for (const char* args : {"samples/configs/run/pp2-dp2.json --pp 2", "samples/configs/run/pp4.json --pp 4"}) {
+    auto t = Torchrun(4, std::string(args) + " --steps 1 --inject pp-stale-activation --format json", false);
+    EXPECT_NE(t.r.exit_code, 0) << args;
+    Json doc = ParseReport(t.r.output);
+    EXPECT_FALSE(doc["ok"].get<bool>()) << args;
+    EXPECT_EQ(doc["first_failure"]["step"], 1) << args;
+    EXPECT_FALSE(doc["step_reports"][0]["loss_ok"].get<bool>()) << args;
+  }
   // Refused where the executor has no pipeline: the fault without --pp.
   auto refused = Torchrun(4, "samples/configs/run/dp4-zero2.json --inject pp-stale-activation");
   EXPECT_NE(refused.r.exit_code, 0);
-  EXPECT_TRUE(Has(refused.r.output, "it needs --pp 2")) << refused.r.output;
+  EXPECT_TRUE(Has(refused.r.output, "it needs --pp 2 or more")) << refused.r.output;
+}
+
+// A pipeline checkpoint is one file per PipelineModule layer and tp slice, written by each stage's
+// first data-parallel rank (runtime/pipe/module.py save_state_dict, ckpt_layer_path); it resumes
+// without stages, and a checkpoint saved without stages resumes on them. The reference is
+// replayed on the saved run's batches, micro-batches per step included.
+TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
+  SKIP_WITHOUT_TORCH();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dsp-ckpt-pp-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto saved = Torchrun(4, "samples/configs/run/pp2-tp2.json --pp 2 --steps 2 --save " + dir.string());
+  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
+  for (const char* f : {"layer_00-model_00-model_states.bin", "layer_01-model_01-model_states.bin.json",
+                        "layer_04-model_01-model_states.bin", "manifest.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  }
+  std::ifstream in(dir / "manifest.json");
+  const Json manifest = Json::parse(in);
+  EXPECT_EQ(manifest["layout"]["pp"], 2);
+  EXPECT_EQ(manifest["layout"]["micro_batches"], 3);
+  EXPECT_EQ(manifest["layout"]["groups"]["pp"], Json::parse("[[0, 2], [1, 3]]"));
+  EXPECT_EQ(manifest["files"].size(), 10u);  // 5 layers (embedding, 2 decoder layers, norm, head) x 2 tp slices
+  auto resumed = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 2 --load " + dir.string());
+  EXPECT_EQ(resumed.r.exit_code, 0) << resumed.r.output;
+  EXPECT_TRUE(Has(resumed.r.output, "resumed: from step 2 of a checkpoint")) << resumed.r.output;
+  EXPECT_TRUE(Has(resumed.r.output, "parity: ok (2 steps")) << resumed.r.output;
+  std::filesystem::remove_all(dir);
+
+  auto plain = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string());
+  ASSERT_EQ(plain.r.exit_code, 0) << plain.r.output;
+  auto staged = Torchrun(4, "samples/configs/run/pp2-dp2.json --pp 2 --steps 1 --load " + dir.string());
+  EXPECT_EQ(staged.r.exit_code, 0) << staged.r.output;
+  EXPECT_TRUE(Has(staged.r.output, "ds-plan run: dp2 x pp2, zero-1 on 4 ranks")) << staged.r.output;
+  EXPECT_TRUE(Has(staged.r.output, "parity: ok (1 steps")) << staged.r.output;
+  std::filesystem::remove_all(dir);
+
+  // The #8168 fault on a pipeline checkpoint: the tp rank 1 layer files hold nothing.
+  auto skipped = Torchrun(4, "samples/configs/run/pp2-tp2.json --pp 2 --steps 1 --save " + dir.string() +
+                                 " --inject skip-tp-shard-on-save");
+  ASSERT_EQ(skipped.r.exit_code, 0) << skipped.r.output;
+  auto refused = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
+  EXPECT_NE(refused.r.exit_code, 0);
+  EXPECT_TRUE(Has(refused.r.output, "tp slice 1/2 (dim 0) is in no file")) << refused.r.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {

@@ -9,7 +9,9 @@
 // zero_pp_rank_D_mp_rank_XX_optim_states, expp_rank_E_mp_rank_XX_model_states; ".bin", not
 // torch.save pickles) with a "<file>.json" listing its pieces, and manifest.json, written last by
 // rank 0 once every rank's files are in place: the layout, the group tables, the step, the tiny
-// model and seed, every parameter's full shape, and the files. Every file is written atomically.
+// model and seed, every parameter's full shape, the files and the (tp, dp, pp, ep) place of each
+// file's writer. With pipeline stages the files are per PipelineModule layer (runtime/pipe/module.py
+// ckpt_layer_path: layer_II[-model_TT]-model_states). Every file is written atomically.
 #pragma once
 
 #include <map>

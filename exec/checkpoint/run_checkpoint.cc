@@ -109,11 +109,18 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
   // The manifest goes last: a checkpoint without one is an interrupted save.
   if (Status s = world->Barrier(); !s.ok()) return s;
   if (rank != 0) return Status::Ok();
-  Json list = Json::array();
+  Json list = Json::array(), writers = Json::object();
   std::set<std::string> seen;
   for (int r = 0; r < plan.sizes.world; ++r) {
     for (const std::string& f : FilesOf(plan, r, model)) {
-      if (seen.insert(f).second) list.push_back(f);
+      if (!seen.insert(f).second) continue;
+      list.push_back(f);
+      // Which slice of the layout the file holds: its writer's place in each group.
+      writers[f] = {{"rank", r},
+                    {"tp", PositionInGroup(plan, GroupKind::kTp, r)},
+                    {"dp", PositionInGroup(plan, DenseKind(plan), r)},
+                    {"pp", PositionInGroup(plan, GroupKind::kPp, r)},
+                    {"ep", PositionInGroup(plan, GroupKind::kEp, r)}};
     }
   }
   Json tables = Json::object();
@@ -134,7 +141,8 @@ Status SaveRun(const RunOptions& o, int rank, int64_t step, TinyModel& model, co
                   {"micro_batches", o.micro_batches()},
                   {"groups", tables}}},
                 {"parameters", shapes},
-                {"files", list}};
+                {"files", list},
+                {"writers", writers}};
   return WriteCheckpointManifest(o.save_dir, manifest);
 }
 

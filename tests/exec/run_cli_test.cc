@@ -227,7 +227,7 @@ TEST(RunCliTest, ExpertGradsOverDpFailsInTheRoutedExperts) {
 // keeps its input (in a host copy with cpu_checkpointing) and runs again in backward, collectives
 // included. In fp32 the run must be the same run: every step's loss and every family's
 // differences identical to the run without recompute, on AutoTP with cpu_checkpointing, on
-// ZeRO-3 and on AutoEP.
+// ZeRO-3, on AutoEP and through pipeline stages.
 TEST(RunCliTest, RecomputeChangesNoNumber) {
   SKIP_WITHOUT_TORCH();
   for (const std::string& args : {std::string("samples/configs/run/tp2-dp2-cpu-checkpointing.json"),
@@ -245,6 +245,14 @@ TEST(RunCliTest, RecomputeChangesNoNumber) {
     EXPECT_EQ(b["recompute"]["mode"], offload ? "full, cpu_checkpointing" : "full") << args;
     EXPECT_EQ(b["recompute"]["offloaded_inputs"], offload ? 4 : 0) << args;
   }
+  // Through four pipeline stages: rank 0 (stage 0, one layer) recomputes once per micro-batch.
+  auto plain = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 2 --format json", false);
+  auto recomputed = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 2 --recompute full --format json", false);
+  ASSERT_EQ(plain.r.exit_code, 0) << plain.r.output;
+  ASSERT_EQ(recomputed.r.exit_code, 0) << recomputed.r.output;
+  Json a = ParseReport(plain.r.output), b = ParseReport(recomputed.r.output);
+  EXPECT_EQ(a["step_reports"], b["step_reports"]);
+  EXPECT_EQ(b["recompute"]["recomputed_layers"], 1 * 6 * 2) << "1 layer x 6 micro-batches x 2 steps on rank 0";
 }
 
 // Checkpoints (exec/checkpoint/): saved on tp2 x dp2 with ZeRO-3 (every rank its chunks, DeepSpeed's
@@ -397,6 +405,9 @@ TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   EXPECT_EQ(manifest["layout"]["micro_batches"], 3);
   EXPECT_EQ(manifest["layout"]["groups"]["pp"], Json::parse("[[0, 2], [1, 3]]"));
   EXPECT_EQ(manifest["files"].size(), 10u);  // 5 layers (embedding, 2 decoder layers, norm, head) x 2 tp slices
+  // Stage 1's first tp rank (rank 2) wrote lm_head's tp slice 0.
+  EXPECT_EQ(manifest["writers"]["layer_04-model_00-model_states.bin"],
+            Json::parse(R"({"rank": 2, "tp": 0, "dp": 0, "pp": 1, "ep": 0})"));
   auto resumed = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 2 --load " + dir.string());
   EXPECT_EQ(resumed.r.exit_code, 0) << resumed.r.output;
   EXPECT_TRUE(Has(resumed.r.output, "resumed: from step 2 of a checkpoint")) << resumed.r.output;

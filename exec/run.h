@@ -161,7 +161,10 @@ struct RunReport {
   std::string backend;           // "gloo" | "nccl"
   std::string fault;             // FaultName
   std::string mode;              // e.g. "dp2 x tp2, zero-1"
-  int64_t tp = 1, dp = 1, sp = 1, ep = 1, zero_stage = 0;
+  int64_t tp = 1, dp = 1, sp = 1, ep = 1, pp = 1, zero_stage = 0;
+  // pp > 1: micro-batches per step and the TrainSchedule's steps per batch, transfers counted from
+  // the instruction streams (core/plan/pipe_schedule.h).
+  int64_t micro_batches = 1, schedule_steps = 0, pipe_transfers = 0;
   std::string model_label;
   TinyConfig tiny;
   int steps = 0;

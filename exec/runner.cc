@@ -283,6 +283,19 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   report.tp = o.plan.sizes.tp;
   report.sp = o.plan.sizes.sp;
   report.ep = o.plan.sizes.expert_parallel ? o.plan.sizes.ep : 1;
+  report.pp = o.plan.sizes.pp;
+  report.micro_batches = o.micro_batches();
+  if (report.pp > 1) {
+    for (int64_t stage = 0; stage < report.pp; ++stage) {
+      const auto stream = TrainSchedule(report.micro_batches, report.pp, stage);
+      report.schedule_steps = static_cast<int64_t>(stream.size());
+      for (const auto& cmds : stream) {
+        for (const PipeInstruction& c : cmds) {
+          report.pipe_transfers += c.op == PipeOp::kSendActivation || c.op == PipeOp::kSendGrad;
+        }
+      }
+    }
+  }
   report.dp = o.plan.derived.dp;
   report.zero_stage = o.plan.zero_stage;
   report.model_label = o.model_label;

@@ -172,6 +172,11 @@ std::string RenderRunText(const RunReport& r) {
   out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
   if (r.resumed_from_step > 0) out << "resumed: from step " << r.resumed_from_step << " of a checkpoint\n";
   if (!r.saved_to.empty()) out << "saved: " << r.saved_to << "\n";
+  if (r.pp > 1) {
+    out << "pipeline: " << r.pp << " stages, " << r.micro_batches << " micro-batches per step, DeepSpeed's "
+        << "TrainSchedule: " << r.schedule_steps << " schedule steps and " << r.pipe_transfers
+        << " activation/gradient transfers between neighbouring stages per step\n";
+  }
   if (r.recompute != "none") {
     out << "recompute: " << r.recompute << " (every decoder layer of the sharded model; " << r.recomputed_layers
         << " layers recomputed in backward, " << r.offloaded_inputs << " inputs kept in host copies, rank 0)\n";
@@ -197,7 +202,12 @@ std::string RenderRunJson(const RunReport& r) {
   root["world_size"] = r.world_size;
   root["backend"] = r.backend;
   root["mode"] = r.mode;
-  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"zero_stage", r.zero_stage}};
+  root["sizes"] = {{"tp", r.tp}, {"dp", r.dp}, {"sp", r.sp}, {"ep", r.ep}, {"pp", r.pp}, {"zero_stage", r.zero_stage}};
+  root["pipeline"] = r.pp > 1 ? Json{{"stages", r.pp},
+                                     {"micro_batches", r.micro_batches},
+                                     {"schedule_steps", r.schedule_steps},
+                                     {"transfers_per_step", r.pipe_transfers}}
+                              : Json(nullptr);
   root["fault"] = r.fault;
   root["model"] = r.model_label;
   root["tiny_model"] = TinyJson(r.tiny);

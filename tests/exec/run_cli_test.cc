@@ -368,6 +368,9 @@ TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
   EXPECT_EQ(four.r.exit_code, 0) << four.r.output;
   EXPECT_TRUE(Has(four.r.output, "ds-plan run: dp1 x pp4, zero-1 on 4 ranks")) << four.r.output;
   EXPECT_TRUE(Has(four.r.output, "tiny model: 4 layers")) << four.r.output;
+  EXPECT_TRUE(Has(four.r.output, "pipeline: 4 stages, 6 micro-batches per step, DeepSpeed's TrainSchedule: 18 schedule "
+                                 "steps and 36 activation/gradient transfers"))
+      << four.r.output;
   EXPECT_TRUE(Has(four.r.output, "parity: ok (2 steps")) << four.r.output;
   // A stale activation (the last stage reusing micro-batch j-1's input) fails at step 1, with two
   // stages and with four.
@@ -378,6 +381,7 @@ TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
     EXPECT_FALSE(doc["ok"].get<bool>()) << args;
     EXPECT_EQ(doc["first_failure"]["step"], 1) << args;
     EXPECT_FALSE(doc["step_reports"][0]["loss_ok"].get<bool>()) << args;
+    EXPECT_EQ(doc["sizes"]["pp"], doc["pipeline"]["stages"]) << args;
   }
   // Refused where the executor has no pipeline: the fault without --pp.
   auto refused = Torchrun(4, "samples/configs/run/dp4-zero2.json --inject pp-stale-activation");

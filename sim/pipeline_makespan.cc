@@ -34,13 +34,7 @@ double TrainScheduleMakespan(const std::vector<double>& forward, const std::vect
   }
   std::vector<std::vector<PipeInstruction>> streams(static_cast<size_t>(stages));
   for (int64_t s = 0; s < stages; ++s) {
-    for (auto& step : TrainSchedule(micro_batches, stages, s)) {
-      for (const PipeInstruction& c : step) {
-        if (c.op == PipeOp::kForwardPass || c.op == PipeOp::kBackwardPass || IsTransfer(c.op)) {
-          streams[static_cast<size_t>(s)].push_back(c);
-        }
-      }
-    }
+    streams[static_cast<size_t>(s)] = TrainScheduleInstructions(micro_batches, stages, s);
   }
   std::vector<size_t> next(static_cast<size_t>(stages), 0);
   std::vector<double> clock(static_cast<size_t>(stages), 0.0);
@@ -56,7 +50,7 @@ double TrainScheduleMakespan(const std::vector<double>& forward, const std::vect
           clock[s] += forward[s];
         } else if (c.op == PipeOp::kBackwardPass) {
           clock[s] += backward[s];
-        } else {
+        } else if (IsTransfer(c.op)) {
           int direction = 0;
           const PipeOp wanted = Counterpart(c.op, &direction);
           const size_t peer = static_cast<size_t>(static_cast<int64_t>(s) + direction);

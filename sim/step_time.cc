@@ -13,6 +13,7 @@
 #include "sim/comm_plan.h"
 #include "sim/flops.h"
 #include "sim/offload_time.h"
+#include "sim/pipeline_makespan.h"
 #include "sim/param_sharding.h"
 
 namespace dsp::sim {
@@ -336,10 +337,12 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   }
   report.checkpoint_offload_seconds = checkpoint_copy * grad_accum;
 
-  // 1F1B over stages with micro-step times t_s: the pipeline fills and drains through every stage
-  // once and runs the slowest m times, T = (m - 1) max t + sum t (= (m + p - 1) t when the stages
-  // are equal). Interleaving v model chunks per stage divides the fill and drain by v (Narayanan
-  // et al. 2021 §2.2.2: bubble (p - 1) / (v m)).
+  // 1F1B over stages with micro-step times t_s. DeepSpeed's PipelineEngine: the time of its
+  // TrainSchedule streams run with these times (sim/pipeline_makespan.h), (m + p - 1) t for equal
+  // stages, (m - 1) max t + sum t when the last stage is the slowest, less when an earlier one is.
+  // Megatron-LM: the pipeline fills and drains through every stage once and runs the slowest m
+  // times, T = (m - 1) max t + sum t; interleaving v model chunks per stage divides the fill and
+  // drain by v (Narayanan et al. 2021 §2.2.2: bubble (p - 1) / (v m)).
   std::vector<double> stage_seconds(stages.size());
   double slowest = 0, sum = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -348,9 +351,26 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     slowest = std::max(slowest, stage_seconds[s]);
     sum += stage_seconds[s];
   }
-  const double chunks =
-      input.engine.engine == Engine::kMegatronLm ? std::max(input.engine.virtual_stages, 1) : 1;
-  const double bubble = pp > 1 ? (sum - slowest) / chunks : 0.0;
+  double bubble = 0;
+  if (pp > 1 && input.engine.engine == Engine::kMegatronLm) {
+    bubble = (sum - slowest) / std::max(input.engine.virtual_stages, 1);
+  } else if (pp > 1 && stage_seconds.back() >= slowest) {
+    // The last stage sets the pace and never waits: TrainSchedule's time is the 1F1B formula
+    // exactly (PipelineMakespanTest.TheLastStageSlowestTakesTheFormula), without running it.
+    bubble = sum - slowest;
+  } else if (pp > 1) {
+    // Each stage's exposed communication and copies split between its forward and backward in
+    // the ratio of its compute.
+    std::vector<double> forward(stages.size()), backward(stages.size());
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const double compute = stages[s].forward + stages[s].backward;
+      const double share = compute > 0 ? stages[s].forward / compute : 0.5;
+      forward[s] = stage_seconds[s] * share;
+      backward[s] = stage_seconds[s] - forward[s];
+    }
+    bubble = std::max(0.0, TrainScheduleMakespan(forward, backward, static_cast<int64_t>(grad_accum)) -
+                               grad_accum * slowest);
+  }
 
   report.compute_seconds = grad_accum * (micro.forward + micro.backward);
   report.forward_seconds_per_micro_step = micro.forward;

@@ -50,8 +50,9 @@ struct TimeReport {
   double backward_seconds_per_micro_step = 0;  // compute only, including recompute
   double memory_bound_seconds = 0;             // part of compute_seconds spent in operators below
                                                // the ridge point (costed bytes / HBM bandwidth)
-  double pipeline_bubble_seconds = 0;          // 1F1B fill and drain: (sum of stage micro-step
-                                               // times - the slowest) / virtual stages
+  double pipeline_bubble_seconds = 0;          // 1F1B fill and drain: DeepSpeed's TrainSchedule
+                                               // time - m x the slowest stage; Megatron-LM: (sum of
+                                               // stage micro-step times - the slowest) / virtual stages
   double optimizer_seconds = 0;                // the optimizer step over the rank's partition
   double checkpoint_offload_seconds = 0;       // cpu_checkpointing copies not hidden by compute
   double checkpoint_copy_bytes = 0;            // cpu_checkpointing: bytes over PCIe per step, both ways

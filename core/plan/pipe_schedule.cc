@@ -48,41 +48,56 @@ int64_t TrainScheduleBuffers(int64_t micro_batches, int64_t stages, int64_t stag
   return std::max<int64_t>(2, std::min(stages - stage_id, micro_batches));
 }
 
-std::vector<std::vector<PipeInstruction>> TrainSchedule(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+namespace {
+
+// TrainSchedule.steps: calls emit(step, instruction) for every instruction in order.
+template <class Emit>
+void Generate(int64_t micro_batches, int64_t stages, int64_t stage_id, Emit&& emit) {
   const int64_t buffers = TrainScheduleBuffers(micro_batches, stages, stage_id);
   auto valid_micro = [&](int64_t m) { return m >= 0 && m < micro_batches; };
   auto valid_stage = [&](int64_t s) { return s >= 0 && s < stages; };
-  auto at = [&](PipeOp op, int64_t m) { return PipeInstruction{op, m, m % buffers}; };
   const int64_t total = 2 * (micro_batches + stages - 1);
-  std::vector<std::vector<PipeInstruction>> steps;
-  steps.reserve(static_cast<size_t>(total));
   int64_t prev = -1;
   for (int64_t step = 0; step < total; ++step) {
     int64_t micro = 0;
     bool forward = false;
     StepToMicroBatch(step, stages, stage_id, &micro, &forward);
-    std::vector<PipeInstruction> cmds;
+    auto at = [&](PipeOp op, int64_t m) { emit(step, PipeInstruction{op, m, m % buffers}); };
     // Exchange activations and gradients with the neighbours first, as DeepSpeed orders them.
     if (forward) {
-      if (valid_micro(prev) && valid_stage(stage_id - 1)) cmds.push_back(at(PipeOp::kSendGrad, prev));
-      if (valid_micro(micro) && valid_stage(stage_id - 1)) cmds.push_back(at(PipeOp::kRecvActivation, micro));
+      if (valid_micro(prev) && valid_stage(stage_id - 1)) at(PipeOp::kSendGrad, prev);
+      if (valid_micro(micro) && valid_stage(stage_id - 1)) at(PipeOp::kRecvActivation, micro);
     } else {
-      if (valid_micro(micro) && valid_stage(stage_id + 1)) cmds.push_back(at(PipeOp::kRecvGrad, micro));
-      if (valid_micro(prev) && valid_stage(stage_id + 1)) cmds.push_back(at(PipeOp::kSendActivation, prev));
+      if (valid_micro(micro) && valid_stage(stage_id + 1)) at(PipeOp::kRecvGrad, micro);
+      if (valid_micro(prev) && valid_stage(stage_id + 1)) at(PipeOp::kSendActivation, prev);
     }
     if ((stage_id == 0 || stage_id == stages - 1) && forward && valid_micro(micro)) {
-      cmds.push_back(at(PipeOp::kLoadMicroBatch, micro));
+      at(PipeOp::kLoadMicroBatch, micro);
     }
-    if (valid_micro(micro)) cmds.push_back(at(forward ? PipeOp::kForwardPass : PipeOp::kBackwardPass, micro));
+    if (valid_micro(micro)) at(forward ? PipeOp::kForwardPass : PipeOp::kBackwardPass, micro);
     if (step == total - 1) {
-      cmds.push_back({PipeOp::kReduceTiedGrads, -1, -1});
-      cmds.push_back({PipeOp::kReduceGrads, -1, -1});
-      cmds.push_back({PipeOp::kOptimizerStep, -1, -1});
+      emit(step, PipeInstruction{PipeOp::kReduceTiedGrads, -1, -1});
+      emit(step, PipeInstruction{PipeOp::kReduceGrads, -1, -1});
+      emit(step, PipeInstruction{PipeOp::kOptimizerStep, -1, -1});
     }
     prev = micro;
-    steps.push_back(std::move(cmds));
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<PipeInstruction>> TrainSchedule(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+  std::vector<std::vector<PipeInstruction>> steps(static_cast<size_t>(2 * (micro_batches + stages - 1)));
+  Generate(micro_batches, stages, stage_id,
+           [&](int64_t step, const PipeInstruction& c) { steps[static_cast<size_t>(step)].push_back(c); });
   return steps;
+}
+
+std::vector<PipeInstruction> TrainScheduleInstructions(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+  std::vector<PipeInstruction> out;
+  out.reserve(static_cast<size_t>(6 * micro_batches + 3));
+  Generate(micro_batches, stages, stage_id, [&](int64_t, const PipeInstruction& c) { out.push_back(c); });
+  return out;
 }
 
 }  // namespace dsp

@@ -41,5 +41,7 @@ int64_t TrainScheduleBuffers(int64_t micro_batches, int64_t stages, int64_t stag
 // 2 * (micro_batches + stages - 1) steps for `stage_id` of `stages` (TrainSchedule.steps). Callers
 // check 1 <= micro_batches, 1 <= stages and 0 <= stage_id < stages.
 std::vector<std::vector<PipeInstruction>> TrainSchedule(int64_t micro_batches, int64_t stages, int64_t stage_id);
+// The same instructions in one list, without the step boundaries (for the cost model's loops).
+std::vector<PipeInstruction> TrainScheduleInstructions(int64_t micro_batches, int64_t stages, int64_t stage_id);
 
 }  // namespace dsp

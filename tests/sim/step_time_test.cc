@@ -392,6 +392,32 @@ TEST(StepTimeTest, PipelineStagesSplitLayersAndAddTheBubble) {
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 1.0 * 8 * 4 * 4096 / p.step_seconds);
 }
 
+// DeepSpeed's PipelineEngine runs TrainSchedule's instruction order (sim/pipeline_makespan.h).
+// With the last stage the slowest (llama-3-8b's 128,256-word lm_head sits there) that takes
+// Megatron-LM's 1F1B time; with an earlier stage the slowest (a 1,000-word vocabulary: 32 layers
+// over 3 stages are 11, 11 and 10) DeepSpeed's order overlaps part of the fill, so its bubble is
+// smaller than (sum - max).
+TEST(StepTimeTest, DeepSpeedPipelineBubbleFollowsTrainSchedule) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 1}})");
+  for (const bool small_vocab : {false, true}) {
+    SimCase ds(config, 6, 8, "llama-3-8b.json", /*pp=*/3), megatron(config, 6, 8, "llama-3-8b.json", /*pp=*/3);
+    for (SimCase* c : {&ds, &megatron}) {
+      c->input.workload.grad_accum = 8;
+      if (small_vocab) c->model.vocab_size = 1000;
+    }
+    megatron.input.engine.engine = Engine::kMegatronLm;
+    const TimeReport a = EstimateStepTime(ds.input), b = EstimateStepTime(megatron.input);
+    ASSERT_GT(b.pipeline_bubble_seconds, 0);
+    if (small_vocab) {
+      // Stage times 0.149, 0.149 and 0.136 s per micro-step: 0.271 s against 0.284 s.
+      EXPECT_LT(a.pipeline_bubble_seconds, 0.97 * b.pipeline_bubble_seconds);
+      EXPECT_GT(a.pipeline_bubble_seconds, 0.9 * b.pipeline_bubble_seconds);
+    } else {
+      EXPECT_NEAR(a.pipeline_bubble_seconds, b.pipeline_bubble_seconds, 1e-9 * b.pipeline_bubble_seconds);
+    }
+  }
+}
+
 TEST(StepTimeTest, MoreInterNodeBandwidthNeverSlowsTheStep) {
   struct Case {
     const char* config;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan/pipe_schedule.h"
 #include "sim/activation_memory.h"
 #include "sim/group_links.h"
 #include "sim/model_states.h"
@@ -255,10 +256,10 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
     r.cpu_bytes += st.cpu_bytes;
   }
 
-  // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage.
+  // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage
+  // (DeepSpeed's TrainSchedule, runtime/pipe/schedule.py; Megatron-LM's 1F1B warms up as many).
   const LayerShape base_shape = BaseShape(in);
-  r.in_flight_micro_batches =
-      std::max<int64_t>(1, std::min<int64_t>(pp - stage, std::max<int64_t>(in.workload.grad_accum, 1)));
+  r.in_flight_micro_batches = TrainScheduleInFlight(std::max<int64_t>(in.workload.grad_accum, 1), pp, stage);
   // Interleaved 1F1B (Megatron-LM's virtual stages): stage s warms up 2(p - s - 1) + (v - 1)p
   // chunk micro-batches and holds one more, each of L / (p v) layers: p + (p - 2s - 1) / v
   // micro-batches of the stage's layers, p (1 + (p - 1) / (p v)) on the first (Korthikanti et al.

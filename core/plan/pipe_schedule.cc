@@ -44,6 +44,10 @@ std::string_view PipeOpName(PipeOp op) {
   return "?";
 }
 
+int64_t TrainScheduleInFlight(int64_t micro_batches, int64_t stages, int64_t stage_id) {
+  return std::max<int64_t>(1, std::min(stages - stage_id, micro_batches));
+}
+
 int64_t TrainScheduleBuffers(int64_t micro_batches, int64_t stages, int64_t stage_id) {
   return std::max<int64_t>(2, std::min(stages - stage_id, micro_batches));
 }

@@ -34,6 +34,11 @@ struct PipeInstruction {
   int64_t buffer = -1;       // DeepSpeed's pipe buffer: micro_batch % TrainScheduleBuffers(...)
 };
 
+// The most micro-batches whose forward pass has run and backward not yet on `stage_id`: the
+// activations it holds at its peak, min(stages - stage_id, micro_batches) (checked against the
+// stream in PipeScheduleTest; the memory model uses it).
+int64_t TrainScheduleInFlight(int64_t micro_batches, int64_t stages, int64_t stage_id);
+
 // Pipe buffers one stage allocates: the most forward passes it has in flight, at least 2
 // (TrainSchedule.num_pipe_buffers).
 int64_t TrainScheduleBuffers(int64_t micro_batches, int64_t stages, int64_t stage_id);

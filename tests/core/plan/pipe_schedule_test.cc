@@ -104,6 +104,7 @@ TEST(PipeScheduleTest, EveryStepPairsNeighboursInOrderForManySizes) {
           }
         }
         EXPECT_LE(peak, TrainScheduleBuffers(micro, stages, s));
+        EXPECT_EQ(peak, TrainScheduleInFlight(micro, stages, s)) << "stage " << s;
         EXPECT_EQ(all[s][steps - 1].back().op, PipeOp::kOptimizerStep);
       }
       for (int64_t s = 0; s < stages; ++s) {

@@ -54,8 +54,9 @@ Status CheckSupported(const RunOptions& o) {
     }
     if (o.tiny.layers % plan.sizes.pp != 0) return Error{"the tiny model's layers do not split over the pipeline stages"};
   }
-  if (o.fault == Fault::kPpStaleActivation && plan.sizes.pp <= 1) {
-    return Error{"--inject pp-stale-activation breaks the pipeline's activation hand-off: it needs --pp 2 or more"};
+  if (o.fault == Fault::kPpStaleActivation && (plan.sizes.pp <= 1 || o.grad_accum < 2)) {
+    return Error{"--inject pp-stale-activation makes a stage reuse the previous micro-batch's activation: it needs "
+                 "--pp 2 or more and gradient_accumulation_steps 2 or more"};
   }
   const bool folded = plan.sizes.expert_parallel && plan.sizes.tp > 1;
   // validate rejects folding with ZeRO-3 (ep-fold-zero3) before this point.

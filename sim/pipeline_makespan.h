@@ -6,8 +6,8 @@
 // streams until the peer arrives; DeepSpeed 0.19.6 runtime/pipe/p2p.py sends synchronously).
 //
 // With equal stages this is (m + p - 1) x (F + B), the textbook 1F1B time. With unequal ones it is
-// what DeepSpeed's order of instructions gives: (m - 1) x max + sum when the last stage is the
-// slowest, less when an earlier one is (its fill is overlapped by the stages after it).
+// what DeepSpeed's order of instructions gives: usually (m - 1) x max + sum when the last stage is
+// the slowest and less when an earlier one is, but neither in general (PipelineMakespanTest).
 #pragma once
 
 #include <cstdint>

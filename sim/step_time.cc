@@ -338,8 +338,9 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   report.checkpoint_offload_seconds = checkpoint_copy * grad_accum;
 
   // 1F1B over stages with micro-step times t_s. DeepSpeed's PipelineEngine: the time of its
-  // TrainSchedule streams run with these times (sim/pipeline_makespan.h), (m + p - 1) t for equal
-  // stages, (m - 1) max t + sum t when the last stage is the slowest, less when an earlier one is.
+  // TrainSchedule streams run with these times (sim/pipeline_makespan.h): (m + p - 1) t for equal
+  // stages, usually (m - 1) max t + sum t when the last stage is the slowest and less when an
+  // earlier one is, but neither in general.
   // Megatron-LM: the pipeline fills and drains through every stage once and runs the slowest m
   // times, T = (m - 1) max t + sum t; interleaving v model chunks per stage divides the fill and
   // drain by v (Narayanan et al. 2021 §2.2.2: bubble (p - 1) / (v m)).
@@ -354,10 +355,6 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   double bubble = 0;
   if (pp > 1 && input.engine.engine == Engine::kMegatronLm) {
     bubble = (sum - slowest) / std::max(input.engine.virtual_stages, 1);
-  } else if (pp > 1 && stage_seconds.back() >= slowest) {
-    // The last stage sets the pace and never waits: TrainSchedule's time is the 1F1B formula
-    // exactly (PipelineMakespanTest.TheLastStageSlowestTakesTheFormula), without running it.
-    bubble = sum - slowest;
   } else if (pp > 1) {
     // Each stage's exposed communication and copies split between its forward and backward in
     // the ratio of its compute.

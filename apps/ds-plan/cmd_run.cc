@@ -188,7 +188,19 @@ int RunInProcess(const RunArgs& args) {
     model_label = std::string("built-in tiny ") + model.model_type;
   }
   auto micro = ConfigView(parsed.doc.root).Int("/train_micro_batch_size_per_gpu");
-  auto tiny = exec::MakeTinyConfig(model, plan->sizes, micro.present() ? micro.value : 1);
+  // A checkpoint keeps its decoder's layer count (one per stage of the run that saved it, at least
+  // 2); an unreadable manifest is left for --load's own error.
+  int64_t saved_layers = 0;
+  if (!args.load_dir.empty()) {
+    if (auto m = ReadFile(args.load_dir + "/manifest.json"); m.ok()) {
+      const Json manifest = Json::parse(m.value(), nullptr, false);
+      if (manifest.is_object() && manifest.contains("identity") && manifest["identity"].is_object() &&
+          manifest["identity"].contains("layers") && manifest["identity"]["layers"].is_number_integer()) {
+        saved_layers = std::max<int64_t>(manifest["identity"]["layers"].get<int64_t>(), 0);
+      }
+    }
+  }
+  auto tiny = exec::MakeTinyConfig(model, plan->sizes, micro.present() ? micro.value : 1, saved_layers);
   if (!tiny.ok()) return UsageError("run: " + tiny.error().message);
   // Companions: each validated against the config like the first model, each its own tiny decoder.
   std::vector<exec::CompanionModel> companions;

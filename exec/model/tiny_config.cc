@@ -31,11 +31,21 @@ ModelSpec DefaultTinyModel(bool moe) {
   return m;
 }
 
-Result<TinyConfig> MakeTinyConfig(const ModelSpec& model, const ParallelSizes& sizes, int64_t micro_batch) {
+Result<TinyConfig> MakeTinyConfig(const ModelSpec& model, const ParallelSizes& sizes, int64_t micro_batch,
+                                  int64_t layers) {
   TinyConfig t;
   t.model_type = model.model_type;
+  const int64_t pp = std::max<int64_t>(1, sizes.pp);
   // Two decoder layers, or one per pipeline stage when there are more stages.
-  t.layers = RoundUp(2, std::max<int64_t>(1, sizes.pp));
+  t.layers = RoundUp(2, pp);
+  if (layers > 0) {
+    if (layers % pp != 0) {
+      return Error{"the checkpoint's tiny decoder has " + std::to_string(layers) + " layers, which " +
+                   std::to_string(pp) + " pipeline stages cannot split evenly: resume it with --pp dividing " +
+                   std::to_string(layers)};
+    }
+    t.layers = layers;
+  }
   const int64_t tp = std::max(1, sizes.tp), sp = std::max(1, sizes.sp), ep = std::max(1, sizes.ep);
   const int64_t shard = std::lcm(tp, sp);
   // Keep the model's grouped-query ratio where the shard sizes allow it.

@@ -35,7 +35,10 @@ struct TinyConfig {
 
 // Scales `model` down. Widths are multiples of what shards them (heads and kv heads of tp and sp,
 // MLP widths of tp, experts of ep, the sequence of sp); errors say which size cannot be honoured.
-Result<TinyConfig> MakeTinyConfig(const ModelSpec& model, const ParallelSizes& sizes, int64_t micro_batch);
+// Decoder layers: 2, or one per pipeline stage when there are more; `layers` > 0 asks for that
+// many instead (a checkpoint's), which the pipeline stages must divide.
+Result<TinyConfig> MakeTinyConfig(const ModelSpec& model, const ParallelSizes& sizes, int64_t micro_batch,
+                                  int64_t layers = 0);
 
 // The model used without --model: a llama-like decoder, or a qwen3_moe-like one when `moe`.
 ModelSpec DefaultTinyModel(bool moe);

@@ -381,12 +381,21 @@ TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
     EXPECT_FALSE(doc["ok"].get<bool>()) << args;
     EXPECT_EQ(doc["first_failure"]["step"], 1) << args;
     EXPECT_FALSE(doc["step_reports"][0]["loss_ok"].get<bool>()) << args;
-    EXPECT_EQ(doc["sizes"]["pp"], doc["pipeline"]["stages"]) << args;
+    // The config's gradient_accumulation_steps is what one step runs.
+    EXPECT_EQ(doc["pipeline"]["micro_batches"], std::string(args).find("pp4") != std::string::npos ? 6 : 3) << args;
   }
   // Refused where the executor has no pipeline: the fault without --pp.
   auto refused = Torchrun(4, "samples/configs/run/dp4-zero2.json --inject pp-stale-activation");
   EXPECT_NE(refused.r.exit_code, 0);
   EXPECT_TRUE(Has(refused.r.output, "it needs --pp 2 or more")) << refused.r.output;
+  // ... and with one micro-batch per step, where there is no previous activation to reuse.
+  const std::filesystem::path one = std::filesystem::temp_directory_path() / ("dsp-pp-ga1-" + std::to_string(getpid()) + ".json");
+  std::ofstream(one) << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+                             "optimizer": {"type": "SGD", "params": {"lr": 0.05}}, "zero_optimization": {"stage": 1}})";
+  auto single = Torchrun(4, one.string() + " --pp 2 --inject pp-stale-activation");
+  EXPECT_NE(single.r.exit_code, 0);
+  EXPECT_TRUE(Has(single.r.output, "gradient_accumulation_steps 2 or more")) << single.r.output;
+  std::filesystem::remove(one);
 }
 
 // A pipeline checkpoint is one file per PipelineModule layer and tp slice, written by each stage's
@@ -424,6 +433,23 @@ TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   EXPECT_EQ(staged.r.exit_code, 0) << staged.r.output;
   EXPECT_TRUE(Has(staged.r.output, "ds-plan run: dp2 x pp2, zero-1 on 4 ranks")) << staged.r.output;
   EXPECT_TRUE(Has(staged.r.output, "parity: ok (1 steps")) << staged.r.output;
+  std::filesystem::remove_all(dir);
+
+  // Four stages build four layers; their checkpoint resumes without stages with four layers, and
+  // a two-layer checkpoint cannot be split over four stages.
+  auto four = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 1 --save " + dir.string());
+  ASSERT_EQ(four.r.exit_code, 0) << four.r.output;
+  auto flat = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
+  EXPECT_EQ(flat.r.exit_code, 0) << flat.r.output;
+  EXPECT_TRUE(Has(flat.r.output, "tiny model: 4 layers")) << flat.r.output;
+  EXPECT_TRUE(Has(flat.r.output, "parity: ok (1 steps")) << flat.r.output;
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string()).r.exit_code, 0);
+  auto split = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 1 --load " + dir.string());
+  EXPECT_NE(split.r.exit_code, 0);
+  EXPECT_TRUE(Has(split.r.output, "the checkpoint's tiny decoder has 2 layers, which 4 pipeline stages cannot split "
+                                  "evenly: resume it with --pp dividing 2"))
+      << split.r.output;
   std::filesystem::remove_all(dir);
 
   // The #8168 fault on a pipeline checkpoint: the tp rank 1 layer files hold nothing.

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace dsp::exec {
 namespace {
 
@@ -31,6 +35,26 @@ TEST(TinyConfigTest, WidthsDivideByWhatShardsThem) {
       EXPECT_EQ(t->heads % t->kv_heads, 0);
     }
   }
+}
+
+// Two decoder layers, one per pipeline stage beyond that; a checkpoint's count when resuming, if
+// the stages divide it.
+TEST(TinyConfigTest, LayersFollowThePipelineOrTheCheckpoint) {
+  ParallelSizes s = Sizes(1, 1, 1);
+  for (const auto& [pp, layers] : std::vector<std::pair<int, int64_t>>{{1, 2}, {2, 2}, {3, 3}, {4, 4}, {6, 6}}) {
+    s.pp = pp;
+    EXPECT_EQ(MakeTinyConfig(DefaultTinyModel(false), s, 2)->layers, layers) << "pp " << pp;
+  }
+  s.pp = 1;
+  EXPECT_EQ(MakeTinyConfig(DefaultTinyModel(false), s, 2, /*layers=*/4)->layers, 4);
+  s.pp = 2;
+  EXPECT_EQ(MakeTinyConfig(DefaultTinyModel(false), s, 2, /*layers=*/4)->layers, 4);
+  s.pp = 4;
+  auto refused = MakeTinyConfig(DefaultTinyModel(false), s, 2, /*layers=*/2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("has 2 layers, which 4 pipeline stages cannot split evenly"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 TEST(TinyConfigTest, KeepsGroupedQueryAttentionWhenItCan) {

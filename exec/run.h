@@ -146,10 +146,12 @@ struct StepParity {
 
 // One model's parity over the run.
 struct ModelParity {
-  std::string model_label;
+  std::string model_label;  // the --model path, or "built-in tiny llama/qwen3_moe"
   TinyConfig tiny;
   std::vector<StepParity> step_reports;
   std::vector<std::string> failing_families;  // sorted, unique, over all steps
+  // The root cause: a wrong step-1 update makes every later step differ everywhere, so the first
+  // failing step's families are the ones that name the broken contract. 0 / empty when all pass.
   int first_failing_step = 0;
   std::vector<std::string> first_failing_families;
   bool loss_ok = true;
@@ -165,8 +167,6 @@ struct RunReport {
   // pp > 1: micro-batches per step and the TrainSchedule's steps per batch, transfers counted from
   // the instruction streams (core/plan/pipe_schedule.h).
   int64_t micro_batches = 1, schedule_steps = 0, pipe_transfers = 0;
-  std::string model_label;
-  TinyConfig tiny;
   int steps = 0;
   uint64_t seed = 0;
   std::string plan_hash;
@@ -178,17 +178,12 @@ struct RunReport {
   int64_t resumed_from_step = 0;  // --load: the saved step the run continued from
   std::string saved_to;           // --save: the directory
   Tolerances tolerances;
-  std::vector<StepParity> step_reports;
-  std::vector<std::string> failing_families;  // sorted, unique, over all steps
-  // The root cause: a wrong step-1 update makes every later step differ everywhere, so the first
-  // failing step's families are the ones that name the broken contract. 0 / empty when all pass.
-  int first_failing_step = 0;
-  std::vector<std::string> first_failing_families;
-  bool loss_ok = true;
-  bool ok = true;
-  std::vector<BenchResult> bench;  // --bench only (then step_reports is empty)
-  // The companion models (RunOptions::companions), in order; `ok` covers them too.
+  // The (first) model's parity: its label, tiny decoder and steps (empty with --bench).
+  ModelParity main;
+  // The companion models (RunOptions::companions), in order.
   std::vector<ModelParity> companions;
+  bool ok = true;                  // every model kept parity
+  std::vector<BenchResult> bench;  // --bench only
   double seconds_total = 0;      // rank 0, from entering RunPlan to the report
   double seconds_setup = 0;      // store, plan check, process groups
   double seconds_steps = 0;      // sharded + reference steps and parity reductions

@@ -299,8 +299,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
   report.dp = o.plan.derived.dp;
   report.zero_stage = o.plan.zero_stage;
-  report.model_label = o.model_label;
-  report.tiny = o.tiny;
+  report.main.model_label = o.model_label;
+  report.main.tiny = o.tiny;
   report.steps = o.steps;
   report.seed = o.seed;
   report.tolerances = o.tolerances;
@@ -534,13 +534,8 @@ Result<RunReport> RunJoined(const RunOptions& o, const LaunchEnv* env, Rendezvou
   }
   for (Lane& lane : lanes) std::sort(lane.parity.failing_families.begin(), lane.parity.failing_families.end());
   // The main model's parity is the report's own; the companions follow it, and `ok` covers all.
-  ModelParity& main = lanes.front().parity;
-  report.step_reports = std::move(main.step_reports);
-  report.failing_families = main.failing_families;
-  report.first_failing_step = main.first_failing_step;
-  report.first_failing_families = main.first_failing_families;
-  report.loss_ok = main.loss_ok;
-  report.ok = main.ok;
+  report.main = std::move(lanes.front().parity);
+  report.ok = report.main.ok;
   for (size_t i = 1; i < lanes.size(); ++i) {
     report.ok = report.ok && lanes[i].parity.ok;
     report.companions.push_back(std::move(lanes[i].parity));

@@ -95,10 +95,10 @@ std::string TinyLine(const TinyConfig& t, const RunReport& r) {
 }
 
 // The step blocks and the verdict line of one model.
-std::string ParityText(const std::vector<StepParity>& steps, bool ok, bool loss_ok, int first_failing_step,
-                       const std::vector<std::string>& first_failing, const std::vector<std::string>& failing) {
+std::string ParityText(const ModelParity& m) {
+  const std::vector<std::string>&first_failing = m.first_failing_families, &failing = m.failing_families;
   std::ostringstream out;
-  for (const auto& s : steps) {
+  for (const auto& s : m.step_reports) {
     out << "step " << s.step << ": loss " << Num(s.loss) << " reference " << Num(s.ref_loss) << " diff "
         << Num(s.loss - s.ref_loss) << (s.loss_ok ? "" : "  FAIL") << "\n";
     for (const auto& f : s.families) {
@@ -109,17 +109,17 @@ std::string ParityText(const std::vector<StepParity>& steps, bool ok, bool loss_
       out << line;
     }
   }
-  if (ok) {
-    out << "parity: ok (" << steps.size() << " steps, every family within tolerance)\n";
+  if (m.ok) {
+    out << "parity: ok (" << m.step_reports.size() << " steps, every family within tolerance)\n";
   } else {
     auto join = [](const std::vector<std::string>& v) {
       std::string s;
       for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
       return s;
     };
-    out << "parity: FAILED at step " << first_failing_step;
+    out << "parity: FAILED at step " << m.first_failing_step;
     if (!first_failing.empty()) out << " in " << join(first_failing);
-    if (first_failing.empty() && !loss_ok) out << " in the loss";
+    if (first_failing.empty() && !m.loss_ok) out << " in the loss";
     if (failing != first_failing && !failing.empty()) out << " (over all steps: " << join(failing) << ")";
     out << "\n";
   }
@@ -161,13 +161,23 @@ Json FirstFailure(int step, const std::vector<std::string>& families) {
   return step == 0 ? Json(nullptr) : Json{{"step", step}, {"families", families}};
 }
 
+// One model's fields of the JSON report (the top level for the first model, each companion's).
+void AddModelJson(const ModelParity& m, Json& out) {
+  out["model"] = m.model_label;
+  out["tiny_model"] = TinyJson(m.tiny);
+  out["step_reports"] = StepsJson(m.step_reports);
+  out["failing_families"] = m.failing_families;
+  out["first_failure"] = FirstFailure(m.first_failing_step, m.first_failing_families);
+  out["loss_ok"] = m.loss_ok;
+}
+
 }  // namespace
 
 std::string RenderRunText(const RunReport& r) {
   std::ostringstream out;
   out << "ds-plan run: " << r.mode << " on " << r.world_size << " ranks (" << r.backend << "), model "
-      << r.model_label << "\n";
-  out << TinyLine(r.tiny, r);
+      << r.main.model_label << "\n";
+  out << TinyLine(r.main.tiny, r);
   if (r.fault != "none") out << "injected fault: " << r.fault << "\n";
   out << "dtype: " << r.dtype << " (sharded and reference; communication " << r.comm_dtype << ")\n";
   if (r.resumed_from_step > 0) out << "resumed: from step " << r.resumed_from_step << " of a checkpoint\n";
@@ -183,15 +193,10 @@ std::string RenderRunText(const RunReport& r) {
   }
   out << "tolerance: |diff| <= " << Num(r.tolerances.atol) << " + " << Num(r.tolerances.rtol)
       << " * max|reference| (" << r.dtype << ")\n";
-  bool main_ok = true;
-  for (const auto& s : r.step_reports) main_ok = main_ok && s.ok;
-  out << ParityText(r.step_reports, main_ok && r.loss_ok, r.loss_ok, r.first_failing_step, r.first_failing_families,
-                    r.failing_families);
+  out << ParityText(r.main);
   // Companion models (--model twice): each model's own block, after the first.
   for (const ModelParity& c : r.companions) {
-    out << "second model: " << c.model_label << "\n" << TinyLine(c.tiny, r);
-    out << ParityText(c.step_reports, c.ok, c.loss_ok, c.first_failing_step, c.first_failing_families,
-                      c.failing_families);
+    out << "second model: " << c.model_label << "\n" << TinyLine(c.tiny, r) << ParityText(c);
   }
   return out.str();
 }
@@ -209,8 +214,6 @@ std::string RenderRunJson(const RunReport& r) {
                                      {"transfers_per_step", r.pipe_transfers}}
                               : Json(nullptr);
   root["fault"] = r.fault;
-  root["model"] = r.model_label;
-  root["tiny_model"] = TinyJson(r.tiny);
   root["steps"] = r.steps;
   root["seed"] = r.seed;
   root["plan_hash"] = r.plan_hash;
@@ -221,22 +224,15 @@ std::string RenderRunJson(const RunReport& r) {
   root["recompute"] = {{"mode", r.recompute}, {"recomputed_layers", r.recomputed_layers},
                        {"offloaded_inputs", r.offloaded_inputs}};
   root["tolerances"] = {{"dtype", r.dtype}, {"rtol", r.tolerances.rtol}, {"atol", r.tolerances.atol}};
-  const Json steps = StepsJson(r.step_reports);
-  root["step_reports"] = steps;
-  root["failing_families"] = r.failing_families;
-  root["first_failure"] = FirstFailure(r.first_failing_step, r.first_failing_families);
+  AddModelJson(r.main, root);
   Json companions = Json::array();
   for (const ModelParity& c : r.companions) {
-    companions.push_back({{"model", c.model_label},
-                          {"tiny_model", TinyJson(c.tiny)},
-                          {"step_reports", StepsJson(c.step_reports)},
-                          {"failing_families", c.failing_families},
-                          {"first_failure", FirstFailure(c.first_failing_step, c.first_failing_families)},
-                          {"loss_ok", c.loss_ok},
-                          {"ok", c.ok}});
+    Json one = Json::object();
+    AddModelJson(c, one);
+    one["ok"] = c.ok;
+    companions.push_back(std::move(one));
   }
   root["companions"] = companions;
-  root["loss_ok"] = r.loss_ok;
   root["ok"] = r.ok;
   return root.dump(2) + "\n";
 }

@@ -55,8 +55,8 @@ TEST(RunnerTest, WorldOfOneMatchesTheReferenceExactly) {
     auto r = RunPlan(WorldOfOne(moe));
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(r->ok);
-    ASSERT_EQ(r->step_reports.size(), 2u);
-    for (const auto& s : r->step_reports) {
+    ASSERT_EQ(r->main.step_reports.size(), 2u);
+    for (const auto& s : r->main.step_reports) {
       EXPECT_EQ(s.loss, s.ref_loss) << "one rank computes what the reference computes";
       bool has_router = false;
       for (const auto& f : s.families) {
@@ -66,7 +66,7 @@ TEST(RunnerTest, WorldOfOneMatchesTheReferenceExactly) {
       }
       EXPECT_EQ(has_router, moe);
     }
-    EXPECT_NE(r->step_reports[0].loss, r->step_reports[1].loss) << "a new batch each step";
+    EXPECT_NE(r->main.step_reports[0].loss, r->main.step_reports[1].loss) << "a new batch each step";
   }
 }
 
@@ -82,9 +82,9 @@ TEST(RunnerTest, Zero3AtWorldOfOneMatchesTheReference) {
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(r->ok);
     EXPECT_EQ(r->zero_stage, 3);
-    ASSERT_EQ(r->step_reports.size(), 2u);
-    EXPECT_EQ(r->step_reports[0].loss, r->step_reports[0].ref_loss);
-    for (const auto& s : r->step_reports) {
+    ASSERT_EQ(r->main.step_reports.size(), 2u);
+    EXPECT_EQ(r->main.step_reports[0].loss, r->main.step_reports[0].ref_loss);
+    for (const auto& s : r->main.step_reports) {
       for (const auto& f : s.families) {
         EXPECT_LT(f.grad_max_abs, 1e-7) << f.family;
         EXPECT_GT(f.grad_ref_max, 0.0) << f.family;
@@ -108,8 +108,8 @@ TEST(RunnerTest, WorldOfOneInBf16MatchesTheReferenceExactly) {
     EXPECT_FALSE(r->comm_dtype.empty());
     EXPECT_EQ(r->tolerances.rtol, 0.125);
     EXPECT_EQ(r->tolerances.atol, 1e-3);
-    ASSERT_EQ(r->step_reports.size(), 2u);
-    for (const auto& s : r->step_reports) {
+    ASSERT_EQ(r->main.step_reports.size(), 2u);
+    for (const auto& s : r->main.step_reports) {
       EXPECT_EQ(s.loss, s.ref_loss);
       for (const auto& f : s.families) {
         EXPECT_EQ(f.grad_max_abs, 0.0) << f.family;
@@ -120,8 +120,8 @@ TEST(RunnerTest, WorldOfOneInBf16MatchesTheReferenceExactly) {
     // bf16 really ran: its losses differ from the fp32 run's on the same weights and batch.
     auto fp32 = RunPlan(WorldOfOne(moe));
     ASSERT_TRUE(fp32.ok()) << fp32.error().message;
-    EXPECT_NE(fp32->step_reports[0].loss, r->step_reports[0].loss);
-    EXPECT_NEAR(fp32->step_reports[0].loss, r->step_reports[0].loss, 0.05 * std::abs(fp32->step_reports[0].loss));
+    EXPECT_NE(fp32->main.step_reports[0].loss, r->main.step_reports[0].loss);
+    EXPECT_NEAR(fp32->main.step_reports[0].loss, r->main.step_reports[0].loss, 0.05 * std::abs(fp32->main.step_reports[0].loss));
   }
 }
 
@@ -174,10 +174,11 @@ TEST(RunnerTest, ReportsRenderAndNameTheFirstFailure) {
   f.grad_ref_max = 1.0;
   f.ok = false;
   s.families.push_back(f);
-  r.step_reports.push_back(s);
-  r.failing_families = {"norm", "router"};
-  r.first_failing_step = 1;
-  r.first_failing_families = {"router"};
+  r.main.ok = false;
+  r.main.step_reports.push_back(s);
+  r.main.failing_families = {"norm", "router"};
+  r.main.first_failing_step = 1;
+  r.main.first_failing_families = {"router"};
   EXPECT_NE(RenderRunText(r).find("parity: FAILED at step 1 in router (over all steps: norm, router)"),
             std::string::npos)
       << RenderRunText(r);

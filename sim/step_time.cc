@@ -268,6 +268,12 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   double bwd_window = micro.backward;
   double overlapped_exposed = 0;  // per micro-step, every stage
   std::vector<double> critical(stages.size(), 0.0);
+  // DeepSpeed's PipelineEngine sends activations and gradients with blocking send/recv in its
+  // schedule's order: each transfer holds both neighbours, which the schedule's time models
+  // (TrainScheduleMakespan's transfer_seconds) instead of adding it to every stage's micro-step.
+  const bool deepspeed_pipeline = pp > 1 && input.engine.engine != Engine::kMegatronLm;
+  double pipe_transfer_seconds = 0;  // one activation or gradient
+  PlannedCollective* pipe_transfers = nullptr;
   auto expose_per_micro = [&](PlannedCollective& p) {
     double exposed = p.seconds_per_unit;
     if (p.schedule == CommSchedule::kCritical && options.overlap_critical_path_comm) {
@@ -278,6 +284,11 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
       exposed = ExposeAgainst(p.seconds_per_unit, p.floor_seconds, bwd_window);
     }
     p.call.exposed_seconds = exposed * grad_accum;
+    if (deepspeed_pipeline && p.call.purpose == "pp_send_recv" && p.calls_per_unit > 0) {
+      pipe_transfer_seconds = exposed / p.calls_per_unit;
+      pipe_transfers = &p;
+      return;
+    }
     if (p.schedule == CommSchedule::kCritical) {
       for (size_t s = 0; s < stages.size(); ++s) {
         if (InScope(p.scope, static_cast<int>(s), pp)) critical[s] += exposed;
@@ -352,7 +363,7 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
     slowest = std::max(slowest, stage_seconds[s]);
     sum += stage_seconds[s];
   }
-  double bubble = 0;
+  double bubble = 0, pipe_transfer_exposed = 0;
   if (pp > 1 && input.engine.engine == Engine::kMegatronLm) {
     bubble = (sum - slowest) / std::max(input.engine.virtual_stages, 1);
   } else if (pp > 1) {
@@ -365,8 +376,16 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
       forward[s] = stage_seconds[s] * share;
       backward[s] = stage_seconds[s] - forward[s];
     }
-    bubble = std::max(0.0, TrainScheduleMakespan(forward, backward, static_cast<int64_t>(grad_accum)) -
-                               grad_accum * slowest);
+    // The bubble is the schedule's idle time without transfers; what the transfers add on top
+    // (they hold both neighbours) is pp_send_recv's exposed time.
+    const auto m = static_cast<int64_t>(grad_accum);
+    const double free = TrainScheduleMakespan(forward, backward, m);
+    bubble = std::max(0.0, free - grad_accum * slowest);
+    if (pipe_transfers != nullptr) {
+      pipe_transfer_exposed =
+          std::max(0.0, TrainScheduleMakespan(forward, backward, m, pipe_transfer_seconds) - free);
+      pipe_transfers->call.exposed_seconds = pipe_transfer_exposed;
+    }
   }
 
   report.compute_seconds = grad_accum * (micro.forward + micro.backward);
@@ -379,8 +398,8 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   if (!input.zero.offload_optimizer) {
     report.optimizer_seconds = GpuOptimizerStepSeconds(input);
   }
-  report.step_seconds = grad_accum * slowest + bubble + step_exposed + report.offload_seconds +
-                        report.optimizer_seconds;
+  report.step_seconds = grad_accum * slowest + bubble + pipe_transfer_exposed + step_exposed +
+                        report.offload_seconds + report.optimizer_seconds;
 
   for (const PlannedCollective& p : planned) {
     report.exposed_seconds_by_purpose[p.call.purpose] += p.call.exposed_seconds;

@@ -183,6 +183,13 @@ TEST(RunCliTest, Ep4WithoutTpMatchesTheUnshardedModel) {
 }
 
 // ARGS on 4 ranks under torchrun: exit 0, `mode` in the header, parity over every step.
+// An empty checkpoint directory under the temp folder, unique to this test process.
+std::filesystem::path FreshDir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
 void ExpectParityOk(const std::string& args, const std::string& mode) {
   auto t = Torchrun(4, args);
   EXPECT_EQ(t.r.exit_code, 0) << args << "\n" << t.r.output;
@@ -261,8 +268,7 @@ TEST(RunCliTest, RecomputeChangesNoNumber) {
 // reference replayed to the saved step, and the next steps keep parity (at ZeRO-2 and ZeRO-1).
 TEST(RunCliTest, SaveOnTp2Dp2Zero3AndResumeOnDp4) {
   SKIP_WITHOUT_TORCH();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dsp-ckpt-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  const std::filesystem::path dir = FreshDir("dsp-ckpt");
   auto saved = Torchrun(4, "samples/configs/run/tp2-dp2-zero3.json --steps 2 --save " + dir.string());
   ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
   for (const char* f : {"zero_pp_rank_0_mp_rank_00_optim_states.bin", "zero_pp_rank_1_mp_rank_01_optim_states.bin.json",
@@ -308,18 +314,21 @@ TEST(RunCliTest, SaveOnTp2Dp2Zero3AndResumeOnDp4) {
 
 // The #8168 bug on purpose: the save keeps tp rank 0's shards only. The save itself passes (the
 // run was fine); loading it is refused, naming the missing tp slice.
+// Saves `save` with the fault into `dir`, loads it with `load`: refused, naming q_proj's slice 1/2.
+void ExpectSkippedTpShardRefused(const std::filesystem::path& dir, const std::string& save, const std::string& load) {
+  auto saved = Torchrun(4, save + " --steps 1 --save " + dir.string() + " --inject skip-tp-shard-on-save");
+  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
+  auto loaded = Torchrun(4, load + " --steps 1 --load " + dir.string());
+  EXPECT_NE(loaded.r.exit_code, 0);
+  EXPECT_TRUE(Has(loaded.r.output, "model.layers.0.self_attn.q_proj.weight: tp slice 1/2 (dim 0) is in no file"))
+      << loaded.r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCliTest, SkipTpShardOnSaveIsRefusedOnLoad) {
   SKIP_WITHOUT_TORCH();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dsp-ckpt-skip-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  auto saved = Torchrun(4, "samples/configs/run/tp2-dp2-zero3.json --steps 1 --save " + dir.string() +
-                               " --inject skip-tp-shard-on-save");
-  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
-  auto load = Torchrun(4, "samples/configs/run/dp4-zero2.json --steps 1 --load " + dir.string());
-  EXPECT_NE(load.r.exit_code, 0);
-  EXPECT_TRUE(Has(load.r.output, "model.layers.0.self_attn.q_proj.weight: tp slice 1/2 (dim 0) is in no file"))
-      << load.r.output;
-  std::filesystem::remove_all(dir);
+  ExpectSkippedTpShardRefused(FreshDir("dsp-ckpt-skip"), "samples/configs/run/tp2-dp2-zero3.json",
+                              "samples/configs/run/dp4-zero2.json");
 }
 
 // Two models in one process (--model twice; teacher/student, actor/reference, DeepSpeed PR
@@ -404,8 +413,7 @@ TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
 // replayed on the saved run's batches, micro-batches per step included.
 TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   SKIP_WITHOUT_TORCH();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dsp-ckpt-pp-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  const std::filesystem::path dir = FreshDir("dsp-ckpt-pp");
   auto saved = Torchrun(4, "samples/configs/run/pp2-tp2.json --pp 2 --steps 2 --save " + dir.string());
   ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
   for (const char* f : {"layer_00-model_00-model_states.bin", "layer_01-model_01-model_states.bin.json",
@@ -427,23 +435,21 @@ TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   EXPECT_TRUE(Has(resumed.r.output, "parity: ok (2 steps")) << resumed.r.output;
   std::filesystem::remove_all(dir);
 
-  auto plain = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string());
-  ASSERT_EQ(plain.r.exit_code, 0) << plain.r.output;
-  auto staged = Torchrun(4, "samples/configs/run/pp2-dp2.json --pp 2 --steps 1 --load " + dir.string());
-  EXPECT_EQ(staged.r.exit_code, 0) << staged.r.output;
-  EXPECT_TRUE(Has(staged.r.output, "ds-plan run: dp2 x pp2, zero-1 on 4 ranks")) << staged.r.output;
-  EXPECT_TRUE(Has(staged.r.output, "parity: ok (1 steps")) << staged.r.output;
-  std::filesystem::remove_all(dir);
-
+  // Saves with `save`, resumes with `load` for one step with parity, and finds `expected` there.
+  auto save_then_resume = [&](const std::string& save, const std::string& load, const std::string& expected) {
+    auto saved_run = Torchrun(4, save + " --steps 1 --save " + dir.string());
+    ASSERT_EQ(saved_run.r.exit_code, 0) << saved_run.r.output;
+    auto loaded = Torchrun(4, load + " --steps 1 --load " + dir.string());
+    EXPECT_EQ(loaded.r.exit_code, 0) << loaded.r.output;
+    EXPECT_TRUE(Has(loaded.r.output, expected)) << loaded.r.output;
+    EXPECT_TRUE(Has(loaded.r.output, "parity: ok (1 steps")) << loaded.r.output;
+    std::filesystem::remove_all(dir);
+  };
+  save_then_resume("samples/configs/run/dp4-zero1.json", "samples/configs/run/pp2-dp2.json --pp 2",
+                   "ds-plan run: dp2 x pp2, zero-1 on 4 ranks");
   // Four stages build four layers; their checkpoint resumes without stages with four layers, and
   // a two-layer checkpoint cannot be split over four stages.
-  auto four = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 1 --save " + dir.string());
-  ASSERT_EQ(four.r.exit_code, 0) << four.r.output;
-  auto flat = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
-  EXPECT_EQ(flat.r.exit_code, 0) << flat.r.output;
-  EXPECT_TRUE(Has(flat.r.output, "tiny model: 4 layers")) << flat.r.output;
-  EXPECT_TRUE(Has(flat.r.output, "parity: ok (1 steps")) << flat.r.output;
-  std::filesystem::remove_all(dir);
+  save_then_resume("samples/configs/run/pp4.json --pp 4", "samples/configs/run/dp4-zero1.json", "tiny model: 4 layers");
   ASSERT_EQ(Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string()).r.exit_code, 0);
   auto split = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 1 --load " + dir.string());
   EXPECT_NE(split.r.exit_code, 0);
@@ -453,13 +459,7 @@ TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   std::filesystem::remove_all(dir);
 
   // The #8168 fault on a pipeline checkpoint: the tp rank 1 layer files hold nothing.
-  auto skipped = Torchrun(4, "samples/configs/run/pp2-tp2.json --pp 2 --steps 1 --save " + dir.string() +
-                                 " --inject skip-tp-shard-on-save");
-  ASSERT_EQ(skipped.r.exit_code, 0) << skipped.r.output;
-  auto refused = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
-  EXPECT_NE(refused.r.exit_code, 0);
-  EXPECT_TRUE(Has(refused.r.output, "tp slice 1/2 (dim 0) is in no file")) << refused.r.output;
-  std::filesystem::remove_all(dir);
+  ExpectSkippedTpShardRefused(dir, "samples/configs/run/pp2-tp2.json --pp 2", "samples/configs/run/dp4-zero1.json");
 }
 
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {

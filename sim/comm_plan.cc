@@ -125,7 +125,7 @@ struct RankParams {
 
 RankParams CountRankParams(const SimInput& in) {
   const ModelSpec& m = *in.model;
-  const ParamCounts c = CountParameters(m);
+  const ParamCounts c = ModelParamCounts(in);
   auto family = [&](ParamFamily f) { return static_cast<double>(c.by_family.at(f)); };
   const ParallelSizes& sizes = in.plan->sizes;
   const double tp = sizes.tp, ep = sizes.ep, pp = sizes.pp;
@@ -237,7 +237,7 @@ WireBytes WireBytesPerElement(const SimInput& in) {
   }
   w.param_gather = bpe;
   if (in.precision.torch_autocast && in.model != nullptr) {
-    const ParamCounts c = CountParameters(*in.model);
+    const ParamCounts c = ModelParamCounts(in);
     const double fp32 = static_cast<double>(c.by_family.at(ParamFamily::kEmbedding) +
                                             c.by_family.at(ParamFamily::kNorm));
     const double total = static_cast<double>(std::max<int64_t>(c.total, 1));

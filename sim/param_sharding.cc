@@ -14,6 +14,7 @@ namespace dsp::sim {
 // AutoEP places num_experts/ep whole experts on a rank, and AutoTP skips AutoEP subtrees, so
 // shared experts stay whole under AutoEP. Without AutoEP, AutoTP splits every expert by t.
 VocabSplit VocabSplitOf(const SimInput& in) {
+  if (in.vocab_split) return *in.vocab_split;
   if (in.engine.megatron()) return VocabSplit::kVocabParallel;
   if (in.plan == nullptr || in.model == nullptr || !in.plan->parallel.autotp_transformers_plan ||
       in.plan->sizes.tp <= 1 || in.engine.deepspeed_version < ds_release::kAutoTpHfPlan) {
@@ -79,7 +80,7 @@ double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab
 
 double PartitionedParamsPerRank(const SimInput& input) {
   const Plan& plan = *input.plan;
-  const ParamCounts counts = CountParameters(*input.model);
+  const ParamCounts counts = ModelParamCounts(input);
   const double dense_group = static_cast<double>(GroupSizeOf(plan, ZeroPartitionGroup(plan, false)));
   const double expert_group = static_cast<double>(GroupSizeOf(plan, ZeroPartitionGroup(plan, true)));
   double params = 0;

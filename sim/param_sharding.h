@@ -9,14 +9,7 @@
 
 namespace dsp::sim {
 
-// How the vocabulary layers split over TP.
-enum class VocabSplit {
-  kNone,           // embedding and lm_head whole (DeepSpeed's AutoTP with a preset or layer_specs)
-  kVocabParallel,  // Megatron's VocabParallelEmbedding and parallel lm_head (the megatron engines)
-  // AutoTP from transformers' tp_plan: lm_head is "colwise_gather_output" (a column LinearLayer
-  // whose logits are all-gathered over TP, PR #8146); the embedding stays whole.
-  kLmHeadColumns,
-};
+// How the vocabulary layers split over TP (VocabSplit: sim_input.h); SimInput::vocab_split when set.
 VocabSplit VocabSplitOf(const SimInput& input);
 
 // What the attention family is divided by on the busiest tp rank: tp when the key-value heads

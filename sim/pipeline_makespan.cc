@@ -2,6 +2,8 @@
 #include "sim/pipeline_makespan.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <stdexcept>
 
 #include "core/plan/pipe_schedule.h"
@@ -24,6 +26,25 @@ PipeOp Counterpart(PipeOp op, int* direction) {
   }
 }
 
+// The streams of every stage for (micro_batches, stages). tune times thousands of plans with a
+// few dozen such pairs: the streams depend on nothing else, so each thread keeps the recent ones.
+const std::vector<std::vector<PipeInstruction>>& Streams(int64_t micro_batches, int64_t stages) {
+  thread_local std::map<std::pair<int64_t, int64_t>, std::vector<std::vector<PipeInstruction>>> cache;
+  const auto key = std::make_pair(micro_batches, stages);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();
+  std::vector<std::vector<PipeInstruction>> streams(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    for (const PipeInstruction& c : TrainScheduleInstructions(micro_batches, stages, s)) {
+      if (c.op == PipeOp::kForwardPass || c.op == PipeOp::kBackwardPass || IsTransfer(c.op)) {
+        streams[static_cast<size_t>(s)].push_back(c);
+      }
+    }
+  }
+  return cache.emplace(key, std::move(streams)).first->second;
+}
+
 }  // namespace
 
 double TrainScheduleMakespan(const std::vector<double>& forward, const std::vector<double>& backward,
@@ -32,10 +53,7 @@ double TrainScheduleMakespan(const std::vector<double>& forward, const std::vect
   if (stages == 0 || backward.size() != forward.size() || micro_batches < 1) {
     throw std::invalid_argument("TrainScheduleMakespan: one forward and one backward time per stage, and micro-batches");
   }
-  std::vector<std::vector<PipeInstruction>> streams(static_cast<size_t>(stages));
-  for (int64_t s = 0; s < stages; ++s) {
-    streams[static_cast<size_t>(s)] = TrainScheduleInstructions(micro_batches, stages, s);
-  }
+  const std::vector<std::vector<PipeInstruction>>& streams = Streams(micro_batches, stages);
   std::vector<size_t> next(static_cast<size_t>(stages), 0);
   std::vector<double> clock(static_cast<size_t>(stages), 0.0);
   // Run every stage until it waits on a neighbour that has not reached the matching transfer;

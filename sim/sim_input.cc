@@ -51,6 +51,10 @@ bool AutoSpFallsBack(const ParallelConfig& pc) {
   return pc.deepcompile && autosp && pc.zero_stage.or_default(0) >= 2;
 }
 
+ParamCounts ModelParamCounts(const SimInput& input) {
+  return input.param_counts != nullptr ? *input.param_counts : CountParameters(*input.model);
+}
+
 int64_t SequenceShards(const SimInput& in) {
   if (in.plan == nullptr) return 1;
   return AutoSpFallsBack(in.plan->parallel) ? 1 : std::max<int64_t>(in.plan->sizes.sp, 1);

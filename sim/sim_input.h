@@ -161,6 +161,15 @@ PrecisionSettings ReadPrecisionSettings(const Json& config);
 
 class GroupLinkCache;
 
+// How the vocabulary layers split over TP (VocabSplitOf, sim/param_sharding.h).
+enum class VocabSplit {
+  kNone,           // embedding and lm_head whole (DeepSpeed's AutoTP with a preset or layer_specs)
+  kVocabParallel,  // Megatron's VocabParallelEmbedding and parallel lm_head (the megatron engines)
+  // AutoTP from transformers' tp_plan: lm_head is "colwise_gather_output" (a column LinearLayer
+  // whose logits are all-gathered over TP, PR #8146); the embedding stays whole.
+  kLmHeadColumns,
+};
+
 struct SimInput {
   const Plan* plan = nullptr;
   const ModelSpec* model = nullptr;
@@ -172,7 +181,15 @@ struct SimInput {
   PrecisionSettings precision;
   // Optional: link answers shared across evaluations of the same plan and cluster (tune).
   GroupLinkCache* link_cache = nullptr;
+  // Optional: CountParameters(*model), computed once by a caller that evaluates many plans of one
+  // model (tune); ModelParamCounts uses it.
+  const ParamCounts* param_counts = nullptr;
+  // Optional: VocabSplitOf's answer for this plan, model and engine, computed once by tune.
+  std::optional<VocabSplit> vocab_split;
 };
+
+// The model's parameter counts: SimInput::param_counts when set, else counted now.
+ParamCounts ModelParamCounts(const SimInput& input);
 
 // Whether the AutoSP compile pass falls back: compile.deepcompile with "autosp" in compile.passes
 // at ZeRO stage 2 or 3 (engine.py get_autosp_backend, 0.19.6: "Currently AutoSP does not compose

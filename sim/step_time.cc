@@ -204,7 +204,7 @@ double ExposeAgainst(double comm, double floor, double& window) {
 
 // Parameters in the optimizer partition of one rank of the most loaded stage.
 double OptimizerPartitionParams(const SimInput& in) {
-  const ParamCounts c = CountParameters(*in.model);
+  const ParamCounts c = ModelParamCounts(in);
   const ParallelSizes& sizes = in.plan->sizes;
   double dense = 0, routed = 0;
   for (const auto& [family, count] : c.by_family) {

@@ -12,6 +12,7 @@
 #include "core/validate/validator.h"
 #include "sim/graph/builder.h"
 #include "sim/group_links.h"
+#include "sim/param_sharding.h"
 #include "sim/passes/from_config.h"
 #include "sim/schedule/program.h"
 #include "sim/schedule/simulator.h"
@@ -205,6 +206,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   // The cost model reads the node size from the cluster: keep it in step with --gpus-per-node.
   Cluster machines = cluster;
   machines.gpus_per_node = static_cast<int>(gpn);
+  const ParamCounts counts = CountParameters(model);  // one model: counted once for every plan
   if (options.seq_len <= 0) return Error{"--seq-len must be positive"};
   const bool megatron = options.engine != Engine::kDeepSpeed;
   TuneResult result;
@@ -335,6 +337,8 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
         result.evaluated += static_cast<int64_t>(variants.size());
         SimInput input = CandidateInput(*plan, model, machines, options, config, zero);
         input.link_cache = &links;
+        input.param_counts = &counts;
+        input.vocab_split = VocabSplitOf(input);  // plan, model and engine: fixed for its variants
         // Memory first: only the variants that fit are timed.
         auto apply = [&](const Variant& v) {
           input.workload.micro_batch = v.micro;

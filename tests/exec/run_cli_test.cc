@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `ds-plan run` end to end: the real torchrun (scripts/torchrun) starting 4 worker processes on CPU
 // (Gloo), and manual launches for what torchrun would hide (which rank is missing or different).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,103 +12,12 @@
 
 #include <gtest/gtest.h>
 
-#include "core/json/document.h"
-#include "exec/run.h"
-#include "tests/apps/cli_test_util.h"
-#include "tests/apps/report_schema_util.h"
+#include "tests/exec/run_cli_test_util.h"
 
 namespace dsp {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::CliResult;
-using testing::RunCli;
-
-// A port nobody listens on right now (ctest runs tests in parallel; torchrun's default 29500 would
-// collide between them).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-struct Timed {
-  CliResult r;
-  double seconds = 0;
-};
-
-// scripts/torchrun --nproc_per_node N ... ds-plan run ARGS; stdout only unless merge_stderr.
-Timed Torchrun(int nproc, const std::string& args, bool merge_stderr = true, const std::string& env = "") {
-  std::string launcher = std::string(DSP_SOURCE_DIR) + "/scripts/torchrun --nproc_per_node " + std::to_string(nproc) +
-                         " --monitor_interval 0.2 --master_port " + std::to_string(FreePort()) + " --no_python";
-  // RunCli prefixes the binary; run it through `env` so the launcher comes first.
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string cmd = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " && " + env + " " + launcher + " " +
-                    testing::ShellQuote(DSP_BINARY) + " run " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Timed t;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) t.r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  t.r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return t;
-}
-
-// Starts WORLD ranks by hand (no torchrun: rank 0 hosts the store); `per_rank(r)` adds arguments
-// or environment for one rank. Returns each rank's output and exit code.
-std::vector<CliResult> ManualLaunch(int world, const std::string& args,
-                                    const std::function<std::string(int)>& per_rank_env = nullptr,
-                                    const std::function<std::string(int)>& per_rank_args = nullptr,
-                                    std::vector<int> ranks = {}) {
-  if (ranks.empty()) {
-    for (int r = 0; r < world; ++r) ranks.push_back(r);
-  }
-  char tmpl[] = "/tmp/dsp-run-test-XXXXXX";
-  fs::path dir = mkdtemp(tmpl);
-  const int port = FreePort();
-  // `cd DIR; a & b & wait`, not `cd DIR && a & b`: the latter runs only `a` in DIR.
-  std::string script = "cd " + testing::ShellQuote(DSP_SOURCE_DIR) + " || exit 1; ";
-  for (int r : ranks) {
-    script += "(RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
-              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
-              (per_rank_env ? per_rank_env(r) : "") + " " + testing::ShellQuote(DSP_BINARY) + " run " + args + " " +
-              (per_rank_args ? per_rank_args(r) : "") + " > " + (dir / std::to_string(r)).string() +
-              ".out 2>&1; echo $? > " + (dir / std::to_string(r)).string() + ".rc) & ";
-  }
-  script += "wait";
-  EXPECT_EQ(std::system(script.c_str()), 0);
-  std::vector<CliResult> out(world);
-  for (int r : ranks) {
-    std::ifstream o(dir / (std::to_string(r) + ".out")), c(dir / (std::to_string(r) + ".rc"));
-    std::stringstream ss;
-    ss << o.rdbuf();
-    out[r].output = ss.str();
-    c >> out[r].exit_code;
-  }
-  fs::remove_all(dir);
-  return out;
-}
-
-#define SKIP_WITHOUT_TORCH() \
-  if (!exec::HaveTorch()) GTEST_SKIP() << "built without LibTorch: ds-plan run is disabled (see docs/exec.md)"
-
-bool Has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
-Json ParseReport(const std::string& out) {
-  Json doc = Json::parse(out, nullptr, false);
-  EXPECT_FALSE(doc.is_discarded()) << out;
-  EXPECT_EQ(testing::SchemaErrors(schemas::k_run_report_schema_json, doc), "") << out;
-  return doc;
-}
+using namespace run_test;  // NOLINT: the shared torchrun helpers (run_cli_test_util.h)
 
 // The one case for a build without LibTorch (checked with -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON).
 TEST(RunCliTest, WithoutLibTorchRunSaysHowToEnableIt) {
@@ -182,21 +88,6 @@ TEST(RunCliTest, Ep4WithoutTpMatchesTheUnshardedModel) {
   EXPECT_TRUE(doc["ok"].get<bool>());
 }
 
-// ARGS on 4 ranks under torchrun: exit 0, `mode` in the header, parity over every step.
-// An empty checkpoint directory under the temp folder, unique to this test process.
-std::filesystem::path FreshDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-void ExpectParityOk(const std::string& args, const std::string& mode) {
-  auto t = Torchrun(4, args);
-  EXPECT_EQ(t.r.exit_code, 0) << args << "\n" << t.r.output;
-  EXPECT_TRUE(Has(t.r.output, mode)) << t.r.output;
-  EXPECT_TRUE(Has(t.r.output, "parity: ok (")) << t.r.output;
-}
-
 // ZeRO-3 (exec/optim/zero3.h): every parameter partitioned over its family's group, gathered for
 // each use and again in backward, its gradient reduce-scattered there. Dense dp4, AutoTP tp2 x dp2
 // (the tp-sharded parameters partitioned again over dp), and AutoEP with the routed experts
@@ -260,75 +151,6 @@ TEST(RunCliTest, RecomputeChangesNoNumber) {
   Json a = ParseReport(plain.r.output), b = ParseReport(recomputed.r.output);
   EXPECT_EQ(a["step_reports"], b["step_reports"]);
   EXPECT_EQ(b["recompute"]["recomputed_layers"], 1 * 6 * 2) << "1 layer x 6 micro-batches x 2 steps on rank 0";
-}
-
-// Checkpoints (exec/checkpoint/): saved on tp2 x dp2 with ZeRO-3 (every rank its chunks, DeepSpeed's
-// zero_pp_rank_D_mp_rank_XX names), resumed on dp4 with ZeRO-2: every parameter consolidated
-// across its tp slices and ZeRO chunks (what DeepSpeed PR #8168 fixed), checked against the
-// reference replayed to the saved step, and the next steps keep parity (at ZeRO-2 and ZeRO-1).
-TEST(RunCliTest, SaveOnTp2Dp2Zero3AndResumeOnDp4) {
-  SKIP_WITHOUT_TORCH();
-  const std::filesystem::path dir = FreshDir("dsp-ckpt");
-  auto saved = Torchrun(4, "samples/configs/run/tp2-dp2-zero3.json --steps 2 --save " + dir.string());
-  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
-  for (const char* f : {"zero_pp_rank_0_mp_rank_00_optim_states.bin", "zero_pp_rank_1_mp_rank_01_optim_states.bin.json",
-                        "manifest.json"}) {
-    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
-  }
-  std::ifstream in(dir / "manifest.json");
-  const Json manifest = Json::parse(in);
-  EXPECT_EQ(manifest["step"], 2);
-  EXPECT_EQ(manifest["layout"]["tp"], 2);
-  EXPECT_EQ(manifest["layout"]["zero_stage"], 3);
-  EXPECT_EQ(manifest["layout"]["groups"]["tp"], Json::parse("[[0, 1], [2, 3]]"));
-  EXPECT_EQ(manifest["files"].size(), 4u);
-
-  auto resumed = Torchrun(4, "samples/configs/run/dp4-zero2.json --steps 2 --load " + dir.string() + " --format json",
-                          false);
-  ASSERT_EQ(resumed.r.exit_code, 0) << resumed.r.output;
-  Json doc = ParseReport(resumed.r.output);
-  EXPECT_TRUE(doc["ok"].get<bool>());
-  EXPECT_EQ(doc["resumed_from_step"], 2);
-  EXPECT_EQ(doc["step_reports"][0]["step"], 3);
-  EXPECT_EQ(doc["step_reports"][1]["step"], 4);
-  // The same checkpoint resumed at ZeRO-1 on dp4.
-  auto zero1 = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --load " + dir.string());
-  EXPECT_EQ(zero1.r.exit_code, 0) << zero1.r.output;
-  EXPECT_TRUE(Has(zero1.r.output, "ds-plan run: dp4, zero-1 on 4 ranks")) << zero1.r.output;
-  EXPECT_TRUE(Has(zero1.r.output, "resumed: from step 2 of a checkpoint")) << zero1.r.output;
-  EXPECT_TRUE(Has(zero1.r.output, "parity: ok (1 steps")) << zero1.r.output;
-
-  // Another model: refused naming what differs.
-  auto other = Torchrun(4, "samples/configs/run/ep4-zero1.json --model samples/models/tiny-moe.json --steps 1 --load " +
-                               dir.string());
-  EXPECT_NE(other.r.exit_code, 0);
-  EXPECT_TRUE(Has(other.r.output, "the checkpoint was saved by another model or run: expert_intermediate is 0 there"))
-      << other.r.output;
-  // A file gone: named.
-  std::filesystem::remove(dir / "zero_pp_rank_1_mp_rank_00_optim_states.bin");
-  auto missing = Torchrun(4, "samples/configs/run/dp4-zero2.json --steps 1 --load " + dir.string());
-  EXPECT_NE(missing.r.exit_code, 0);
-  EXPECT_TRUE(Has(missing.r.output, "zero_pp_rank_1_mp_rank_00_optim_states.bin is missing")) << missing.r.output;
-  std::filesystem::remove_all(dir);
-}
-
-// The #8168 bug on purpose: the save keeps tp rank 0's shards only. The save itself passes (the
-// run was fine); loading it is refused, naming the missing tp slice.
-// Saves `save` with the fault into `dir`, loads it with `load`: refused, naming q_proj's slice 1/2.
-void ExpectSkippedTpShardRefused(const std::filesystem::path& dir, const std::string& save, const std::string& load) {
-  auto saved = Torchrun(4, save + " --steps 1 --save " + dir.string() + " --inject skip-tp-shard-on-save");
-  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
-  auto loaded = Torchrun(4, load + " --steps 1 --load " + dir.string());
-  EXPECT_NE(loaded.r.exit_code, 0);
-  EXPECT_TRUE(Has(loaded.r.output, "model.layers.0.self_attn.q_proj.weight: tp slice 1/2 (dim 0) is in no file"))
-      << loaded.r.output;
-  std::filesystem::remove_all(dir);
-}
-
-TEST(RunCliTest, SkipTpShardOnSaveIsRefusedOnLoad) {
-  SKIP_WITHOUT_TORCH();
-  ExpectSkippedTpShardRefused(FreshDir("dsp-ckpt-skip"), "samples/configs/run/tp2-dp2-zero3.json",
-                              "samples/configs/run/dp4-zero2.json");
 }
 
 // Two models in one process (--model twice; teacher/student, actor/reference, DeepSpeed PR
@@ -405,61 +227,6 @@ TEST(RunCliTest, PipelineStagesMatchTheUnshardedModel) {
   EXPECT_NE(single.r.exit_code, 0);
   EXPECT_TRUE(Has(single.r.output, "gradient_accumulation_steps 2 or more")) << single.r.output;
   std::filesystem::remove(one);
-}
-
-// A pipeline checkpoint is one file per PipelineModule layer and tp slice, written by each stage's
-// first data-parallel rank (runtime/pipe/module.py save_state_dict, ckpt_layer_path); it resumes
-// without stages, and a checkpoint saved without stages resumes on them. The reference is
-// replayed on the saved run's batches, micro-batches per step included.
-TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
-  SKIP_WITHOUT_TORCH();
-  const std::filesystem::path dir = FreshDir("dsp-ckpt-pp");
-  auto saved = Torchrun(4, "samples/configs/run/pp2-tp2.json --pp 2 --steps 2 --save " + dir.string());
-  ASSERT_EQ(saved.r.exit_code, 0) << saved.r.output;
-  for (const char* f : {"layer_00-model_00-model_states.bin", "layer_01-model_01-model_states.bin.json",
-                        "layer_04-model_01-model_states.bin", "manifest.json"}) {
-    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
-  }
-  std::ifstream in(dir / "manifest.json");
-  const Json manifest = Json::parse(in);
-  EXPECT_EQ(manifest["layout"]["pp"], 2);
-  EXPECT_EQ(manifest["layout"]["micro_batches"], 3);
-  EXPECT_EQ(manifest["layout"]["groups"]["pp"], Json::parse("[[0, 2], [1, 3]]"));
-  EXPECT_EQ(manifest["files"].size(), 10u);  // 5 layers (embedding, 2 decoder layers, norm, head) x 2 tp slices
-  // Stage 1's first tp rank (rank 2) wrote lm_head's tp slice 0.
-  EXPECT_EQ(manifest["writers"]["layer_04-model_00-model_states.bin"],
-            Json::parse(R"({"rank": 2, "tp": 0, "dp": 0, "pp": 1, "ep": 0})"));
-  auto resumed = Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 2 --load " + dir.string());
-  EXPECT_EQ(resumed.r.exit_code, 0) << resumed.r.output;
-  EXPECT_TRUE(Has(resumed.r.output, "resumed: from step 2 of a checkpoint")) << resumed.r.output;
-  EXPECT_TRUE(Has(resumed.r.output, "parity: ok (2 steps")) << resumed.r.output;
-  std::filesystem::remove_all(dir);
-
-  // Saves with `save`, resumes with `load` for one step with parity, and finds `expected` there.
-  auto save_then_resume = [&](const std::string& save, const std::string& load, const std::string& expected) {
-    auto saved_run = Torchrun(4, save + " --steps 1 --save " + dir.string());
-    ASSERT_EQ(saved_run.r.exit_code, 0) << saved_run.r.output;
-    auto loaded = Torchrun(4, load + " --steps 1 --load " + dir.string());
-    EXPECT_EQ(loaded.r.exit_code, 0) << loaded.r.output;
-    EXPECT_TRUE(Has(loaded.r.output, expected)) << loaded.r.output;
-    EXPECT_TRUE(Has(loaded.r.output, "parity: ok (1 steps")) << loaded.r.output;
-    std::filesystem::remove_all(dir);
-  };
-  save_then_resume("samples/configs/run/dp4-zero1.json", "samples/configs/run/pp2-dp2.json --pp 2",
-                   "ds-plan run: dp2 x pp2, zero-1 on 4 ranks");
-  // Four stages build four layers; their checkpoint resumes without stages with four layers, and
-  // a two-layer checkpoint cannot be split over four stages.
-  save_then_resume("samples/configs/run/pp4.json --pp 4", "samples/configs/run/dp4-zero1.json", "tiny model: 4 layers");
-  ASSERT_EQ(Torchrun(4, "samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string()).r.exit_code, 0);
-  auto split = Torchrun(4, "samples/configs/run/pp4.json --pp 4 --steps 1 --load " + dir.string());
-  EXPECT_NE(split.r.exit_code, 0);
-  EXPECT_TRUE(Has(split.r.output, "the checkpoint's tiny decoder has 2 layers, which 4 pipeline stages cannot split "
-                                  "evenly: resume it with --pp dividing 2"))
-      << split.r.output;
-  std::filesystem::remove_all(dir);
-
-  // The #8168 fault on a pipeline checkpoint: the tp rank 1 layer files hold nothing.
-  ExpectSkippedTpShardRefused(dir, "samples/configs/run/pp2-tp2.json --pp 2", "samples/configs/run/dp4-zero1.json");
 }
 
 TEST(RunCliTest, NoCopyAllreduceFaultFailsNamingTheFamilies) {

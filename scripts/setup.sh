@@ -11,6 +11,8 @@ packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-jso
           libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
 # dtl (header-only) for `visualize graph --diff --dump-after`'s unified diff of the graph text.
 packages+=(libdtl-dev)
+# zlib for `ds-plan compare`'s gzip-compressed PyTorch profiler traces.
+packages+=(zlib1g-dev)
 # `ds-plan explore`: ncurses for the full-screen UI, libedit (BSD) for the line mode's editing,
 # history and completion; tmux drives the full-screen UI in the tests.
 packages+=(libncurses-dev libedit-dev tmux)

@@ -102,11 +102,14 @@ struct PassTime {
   double backward = 0;
   double memory_bound = 0;
   double hardware_flops = 0;
+  // forward + backward (+ recompute) seconds by the kind of kernel, as a profiler trace splits them
+  double by_kind[3] = {0, 0, 0};  // KernelKind: matmul, attention, memory
   void Add(const PassTime& o, double n) {
     forward += n * o.forward;
     backward += n * o.backward;
     memory_bound += n * o.memory_bound;
     hardware_flops += n * o.hardware_flops;
+    for (int k = 0; k < 3; ++k) by_kind[k] += n * o.by_kind[k];
   }
 };
 
@@ -119,11 +122,14 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
     p.backward += b.seconds;
     p.memory_bound += f.memory_bound_seconds + b.memory_bound_seconds;
     p.hardware_flops += (1.0 + kBackwardFlopsPerForward) * op.flops;
+    double& kind = p.by_kind[static_cast<int>(op.kind)];
+    kind += f.seconds + b.seconds;
     // Full recompute re-runs the layer's forward; selective (Korthikanti et al.) the attention
     // core: scores, softmax, dropout and the context.
     const bool again = recomputable && (recompute == Recompute::kFull ||
                                         (recompute == Recompute::kSelective && op.attention_core));
     if (again) {
+      kind += f.seconds;
       p.backward += f.seconds;
       p.memory_bound += f.memory_bound_seconds;
       p.hardware_flops += op.flops;
@@ -392,6 +398,9 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   report.forward_seconds_per_micro_step = micro.forward;
   report.backward_seconds_per_micro_step = micro.backward;
   report.memory_bound_seconds = grad_accum * micro.memory_bound;
+  report.gemm_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kMatmul)];
+  report.attention_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kAttention)];
+  report.memory_kernel_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kMemory)];
   report.pipeline_bubble_seconds = bubble;
   const OffloadTime offload = EstimateOffloadTime(input, micro.forward, micro.backward);
   report.offload_seconds = offload.total_seconds();

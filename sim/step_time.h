@@ -59,6 +59,12 @@ struct TimeReport {
   double checkpoint_copy_seconds = 0;          // ... and the time they take on the link, hidden or not
   double hardware_flops_per_step = 0;          // all ranks, including recompute
   double hfu = 0;                              // hardware FLOPs / (peak x step x world)
+  // compute_seconds by the kind of kernel (sim/flops.h KernelKind), forward, backward and
+  // recompute, the slowest stage: what a profiler trace's GEMM, attention and memory-bound
+  // kernels are compared with (ds-plan compare).
+  double gemm_seconds = 0;
+  double attention_seconds = 0;
+  double memory_kernel_seconds = 0;
 };
 
 /// Choices DeepSpeed's config does not carry; the defaults describe DeepSpeed as shipped.

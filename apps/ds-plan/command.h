@@ -33,6 +33,7 @@ Command AddExplainCommand(CLI::App& root);
 Command AddSimulateCommand(CLI::App& root);
 Command AddTuneCommand(CLI::App& root);
 Command AddCalibrateCommand(CLI::App& root);
+Command AddCompareCommand(CLI::App& root);
 Command AddVisualizeCommand(CLI::App& root);
 Command AddPassesCommand(CLI::App& root);
 Command AddPlanCommand(CLI::App& root);

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Command> commands = {AddValidateCommand(app), AddGroupsCommand(app), AddSimulateCommand(app),
                                    AddPlanCommand(app), AddCheckCommand(app),
-                                   AddTuneCommand(app), AddCalibrateCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
+                                   AddTuneCommand(app), AddCalibrateCommand(app), AddCompareCommand(app), AddVisualizeCommand(app), AddPassesCommand(app),
                                    AddRunCommand(app), AddExploreCommand(app),
                                    AddRulesCommand(app), AddExplainCommand(app), AddCompletionCommand(app)};
 

@@ -74,7 +74,8 @@ SWEEP = [
 
 COLUMNS = ["model", "config", "layers", "params", "micro_batch", "seq", "recompute", "attention",
            "status", "step_ms_median", "step_ms_min", "step_ms_max", "tokens_per_second",
-           "max_allocated_bytes", "max_reserved_bytes", "states_allocated_bytes", "trace"]
+           "max_allocated_bytes", "max_reserved_bytes", "states_allocated_bytes", "forward_peak_bytes",
+           "after_forward_bytes", "backward_peak_bytes", "optimizer_peak_bytes", "trace"]
 
 
 def load_config(path):
@@ -98,13 +99,16 @@ class MixedPrecisionAdamW:
 
     @torch.no_grad()
     def step(self):
-        for p, m in zip(self.params, self.masters):
-            m.grad = p.grad.float()
-            p.grad = None
-        self.opt.step()
-        for p, m in zip(self.params, self.masters):
-            m.grad = None
-        torch._foreach_copy_(self.params, self.masters)
+        # One annotation around the whole mixed-precision step (gradient casts, AdamW, copy back),
+        # as DeepSpeed's BF16_Optimizer.step does all three: ds-plan compare counts it as optimizer.
+        with torch.profiler.record_function("ds_plan::optimizer_step"):
+            for p, m in zip(self.params, self.masters):
+                m.grad = p.grad.float()
+                p.grad = None
+            self.opt.step()
+            for p, m in zip(self.params, self.masters):
+                m.grad = None
+            torch._foreach_copy_(self.params, self.masters)
 
 
 def build(name, attention, recompute):
@@ -121,10 +125,34 @@ def build(name, attention, recompute):
 
 
 def one_step(model, opt, ids):
-    out = model(input_ids=ids, labels=ids)
-    out.loss.backward()
+    with torch.profiler.record_function("ds_plan::forward"):
+        out = model(input_ids=ids, labels=ids)
+    with torch.profiler.record_function("ds_plan::backward"):
+        out.loss.backward()
     opt.step()
     return out.loss.detach()
+
+
+def phase_memory(model, opt, ids):
+    """One more step, synchronised after each phase: the allocated peak of forward, backward and
+    the optimizer step, and what forward leaves allocated for backward (model states, saved
+    activations, the logits and the loss's saved tensors)."""
+    sync = torch.cuda.synchronize
+    sync()
+    torch.cuda.reset_peak_memory_stats()
+    out = model(input_ids=ids, labels=ids)
+    sync()
+    forward_peak, after_forward = torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out.loss.backward()
+    sync()
+    backward_peak = torch.cuda.max_memory_allocated()
+    del out
+    torch.cuda.reset_peak_memory_stats()
+    opt.step()
+    sync()
+    return dict(forward_peak_bytes=forward_peak, after_forward_bytes=after_forward,
+                backward_peak_bytes=backward_peak, optimizer_peak_bytes=torch.cuda.max_memory_allocated())
 
 
 def measure(model, opt, ids):
@@ -238,6 +266,7 @@ def main():
                            tokens_per_second=f"{mb * seq / (med / 1e3):.0f}",
                            max_allocated_bytes=peak, max_reserved_bytes=reserved,
                            states_allocated_bytes=states)
+                row.update(phase_memory(live["model"], live["opt"], ids))
                 if traced:
                     fname = f"{name}-mb{mb}-s{seq}-{recompute}-{attention}.trace.json.gz"
                     trace_one(live["model"], live["opt"], ids, os.path.join(args.out, fname))

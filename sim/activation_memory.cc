@@ -26,9 +26,18 @@ constexpr double kRouterProbBytes = 4;  // routers take the softmax in fp32 (HF 
 
 double Div(double x, int by) { return x / std::max(by, 1); }
 
+// Bytes per element a norm saves of its input: the 16-bit input (Megatron's fused kernels), or
+// LlamaRMSNorm's fp32 upcast (`hidden_states.to(torch.float32)`, which pow and the rsqrt product
+// keep for backward); its 16-bit output is the next projection's saved input, counted there.
+double NormInputBytes(const LayerShape& shape) {
+  return shape.hf_eager && shape.rms_norm ? 4.0 : kActivationBytes;
+}
+
 // Saved ffn-wide tensors of one token through an MLP of width `ffn_per_rank` (already TP-split).
 double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
-  const double ffn_tensors = shape.gated_mlp ? 3 : 2;
+  // Gated: gate and up outputs and their product (Megatron's fused SwiGLU); transformers' eager
+  // `down_proj(act_fn(gate_proj(x)) * up_proj(x))` also keeps act_fn's output for the product.
+  const double ffn_tensors = shape.gated_mlp ? (shape.hf_eager ? 4 : 3) : 2;
   return ffn_tensors * kActivationBytes * ffn_per_rank;
 }
 
@@ -75,7 +84,7 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
                 (h + (2 * k + 2 * v) + b_a + (2 * k + v) + v + v);
     attention += Div(mask * tokens * h, replicated);
     out.attention_bytes = attention;
-    out.norm_bytes = Div(2 * kActivationBytes * tokens * h, replicated);
+    out.norm_bytes = Div(2 * NormInputBytes(shape) * tokens * h, replicated);
   } else {
   const double d_qk = static_cast<double>(shape.qk_head_dim > 0 ? shape.qk_head_dim : shape.head_dim);
   const double d_v = static_cast<double>(shape.v_head_dim > 0 ? shape.v_head_dim : shape.head_dim);
@@ -89,6 +98,9 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   // MLA's latent path: q_a / kv_a outputs and their norms, on every TP rank.
   attention += kActivationBytes * tokens * static_cast<double>(shape.latent_cols);
   attention += Div(mask * tokens * h, replicated);                              // output dropout
+  // transformers: `attn_output.transpose(1, 2).contiguous()` feeds o_proj, a copy beside the
+  // attention output SDPA (or eager's matmul) saves.
+  if (shape.hf_eager) attention += Div(kActivationBytes * tokens * a * d_v, t);
   if (shape.flash_attention) {
     attention += Div(4.0 * static_cast<double>(shape.heads) * tokens, t);  // logsumexp, fp32
   } else if (recompute != Recompute::kSelective) {
@@ -98,11 +110,14 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
     // a/sp heads of all S tokens, the same a·S·T.
     const double keys = shape.window > 0 ? std::min<double>(seq, static_cast<double>(shape.window)) : seq;
     const double scores = static_cast<double>(shape.heads) * keys * tokens;
-    const double per_score = kActivationBytes + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
+    // transformers' eager_attention_forward: softmax(dtype=float32) saves its fp32 output and the
+    // bf16 cast feeds the AV matmul, 4 + 2 bytes per score.
+    const double probabilities = shape.hf_eager ? 4.0 + kActivationBytes : kActivationBytes;
+    const double per_score = probabilities + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
     attention += Div(per_score * scores, t);
   }
   out.attention_bytes = attention;
-  out.norm_bytes = Div(2 * kActivationBytes * tokens * h, replicated);
+  out.norm_bytes = Div(2 * NormInputBytes(shape) * tokens * h, replicated);
   }
 
   double mlp = Div(kActivationBytes * tokens * h, replicated);  // input of the MLP / MoE block
@@ -132,11 +147,19 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   const double tokens = LocalTokens(shape);
   const int t = std::max(shape.tp, 1);
   const int replicated = shape.megatron_sp ? t : 1;
-  const double hidden_part = Div(4.0 * tokens * static_cast<double>(shape.hidden), replicated);
+  // The final norm's saved input and lm_head's input; transformers' RMSNorm saves its fp32 upcast.
+  const double hidden_part =
+      Div((NormInputBytes(shape) + kActivationBytes) * tokens * static_cast<double>(shape.hidden), replicated);
   // The logits are whole on every TP rank (AutoTP training keeps lm_head replicated); only the
   // Megatron comparison mode splits them vocab-parallel.
-  const double vocab_part =
-      Div(4.0 * tokens * static_cast<double>(vocab_size), shape.megatron_sp || shape.vocab_parallel ? t : 1);
+  // Megatron: 4 bytes per logit (its fused vocab-parallel cross-entropy). transformers'
+  // ForCausalLMLoss (loss/loss_utils.py) upcasts the 16-bit logits (kept alive as the model
+  // output, 2 bytes) to fp32 and log_softmax saves its fp32 output (4); the peak comes in the
+  // loss's backward, which adds nll_loss's fp32 gradient and log_softmax's fp32 input gradient
+  // (4 + 4) while every layer's activations are still held: 14 bytes per logit at the peak.
+  const double per_logit = shape.hf_eager ? kActivationBytes + 4.0 + 8.0 : 4.0;
+  const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
+                                shape.megatron_sp || shape.vocab_parallel ? t : 1);
   return hidden_part + vocab_part;
 }
 

@@ -31,6 +31,15 @@ struct LayerShape {
   bool flash_attention = false;  // FlashAttention/SDPA: no scores saved, only the softmax
                                  // statistics (4 bytes per head and query)
   bool vocab_parallel = false;   // Megatron's parallel lm_head: logits split over t
+  // The model is transformers' eager PyTorch modules (what DeepSpeed trains), not Megatron's fused
+  // ones: LlamaRMSNorm upcasts to fp32 and saves that copy (4 bytes per element) beside the bf16
+  // output; the attention output is made contiguous for o_proj (a second copy beside the one SDPA
+  // saves); the gated MLP saves act_fn's output as well as its input; eager attention keeps the
+  // fp32 softmax and its bf16 cast (6 bytes per score); the loss upcasts the logits to fp32
+  // (ForCausalLMLoss) and log_softmax saves its fp32 output. Measured on an H200 with transformers
+  // 5.17 (docs/validation.md, "One GPU, measured").
+  bool hf_eager = false;
+  bool rms_norm = true;          // RMSNorm (the fp32 upcast above); LayerNorm runs fused
 
   // Per-layer attention shape where it is not plain (G)QA; 0 means "as heads x head_dim".
   int64_t qk_head_dim = 0;      // MLA: nope + rope (192 for DeepSeek-V3); q and k widths per head

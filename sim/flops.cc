@@ -23,6 +23,35 @@ OperatorCost Memory(std::string_view name, double bytes) {
   return op;
 }
 
+// Bytes per element of transformers' eager modules, read from their forward (transformers 5.x,
+// models/llama/modeling_llama.py and loss/loss_utils.py), each aten kernel reading its inputs and
+// writing its output once (bf16 activations):
+//  - LlamaRMSNorm: to(fp32) 2 + 4, pow 4 + 4, mean 4, x * rsqrt 4 + 4, to(bf16) 4 + 2,
+//    weight * 2 + 2: 36 bytes in 8 kernels (with the eps add and rsqrt on the row statistics);
+//  - rotary, per q or k element: x * cos 2 + 2, rotate_half's neg on half and cat 1 + 1 + 2 + 2,
+//    * sin 2 + 2, the sum 4 + 2: 20 bytes in 5 kernels;
+//  - act_fn(gate) * up: silu 2 + 2, the product 4 + 2: 10 bytes per MLP element in 2 kernels;
+//  - ForCausalLMLoss: logits.float() 2 + 4, log_softmax (max, sum of exp, write) 4 + 4 + 4 + 4:
+//    22 bytes per logit in 3 kernels.
+// Megatron's fused kernels move 2 x 2 (a norm), 2 x 2 (rotary), 3 x 2 (SwiGLU) and 2 + 4 + 4
+// (vocab-parallel cross-entropy).
+struct EagerBytes {
+  double norm, norm_kernels, rotary, rotary_kernels, activation, activation_kernels, loss, loss_kernels;
+};
+EagerBytes BytesPerElement(const ModelSpec& model, const ShardShape& shard) {
+  const double bpe = shard.bytes_per_element;
+  if (!shard.hf_eager) return {2 * bpe, 1, 2 * bpe, 1, 3 * bpe, 1, bpe + 8, 1};
+  // LayerNorm models run torch's fused layer_norm kernel.
+  const double norm = model.layer_norm ? 2 * bpe : 36, norm_kernels = model.layer_norm ? 1 : 8;
+  return {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
+}
+
+OperatorCost EagerMemory(std::string_view name, double elements, double bytes_per_element, double kernels) {
+  OperatorCost op = Memory(name, elements * bytes_per_element);
+  op.kernels = kernels;
+  return op;
+}
+
 // Adds `count` copies of a matmul into one operator (the per-expert GEMMs of a grouped GEMM).
 void Accumulate(OperatorCost& into, const OperatorCost& op, double count) {
   into.flops += op.flops * count;
@@ -120,9 +149,10 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   const double hidden_mask = model.hidden_dropout > 0 ? 1.0 : 0.0;  // 1-byte dropout masks
   const double attn_mask = model.attention_dropout > 0 ? 1.0 : 0.0;
 
+  const EagerBytes eager = BytesPerElement(model, shard);
   std::vector<OperatorCost> ops;
   ops.reserve(20);
-  ops.push_back(Memory("input_norm", 2.0 * outside * h * bpe));
+  ops.push_back(EagerMemory("input_norm", outside * h, eager.norm, eager.norm_kernels));
   const AttentionKind kind = model.LayerAttention(layer);
   if (kind == AttentionKind::kLinear) {
     GatedDeltaNetOperators(model, tokens, outside, shard, ops);
@@ -148,7 +178,8 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
       // Rotary embedding on q and k (MLA rotates only the qk_rope_head_dim part; GPT-2 has learned
       // positions, BLOOM ALiBi).
       const double rotated = model.mla() ? static_cast<double>(model.qk_rope_head_dim) : d;
-      ops.push_back(Memory("rotary", 2.0 * b * s * rotated * (q_heads_rank + kv_heads_rank) * bpe));
+      ops.push_back(EagerMemory("rotary", b * s * rotated * (q_heads_rank + kv_heads_rank), eager.rotary,
+                                eager.rotary_kernels));
     }
     // Keys each query is charged for, in the full-square convention (a causal full layer counts
     // S keys per query, twice the work it does): a window of w does about S·w - w²/2 work, so it
@@ -167,6 +198,10 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
       OperatorCost attn{"attention", attention_flops, qkvo_bytes};
       attn.kind = KernelKind::kAttention;
       attn.attention_core = true;
+      // FlashAttention, cuDNN's and PyTorch's fused kernels skip the masked tiles of a causal
+      // layer: half the full-square work (FlashAttention-2, Dao 2023, §3.1.1; measured on an H200,
+      // docs/validation.md "One GPU, measured": forward time follows the causal work).
+      attn.executed = 0.5;
       ops.push_back(attn);
     } else {
       // Megatron's CoreAttention before FlashAttention: baddbmm writes the scores, a fused
@@ -206,10 +241,10 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   // Bias (if any), dropout and the residual add, fused (Megatron bias_dropout_add): reads the
   // projection output and the residual, writes the sum and the mask.
   ops.push_back(Memory("residual_add", outside * h * (3.0 * bpe + hidden_mask)));
-  ops.push_back(Memory("post_attention_norm", 2.0 * outside * h * bpe));
+  ops.push_back(EagerMemory("post_attention_norm", outside * h, eager.norm, eager.norm_kernels));
   if (model.norms_per_layer == 4) {
     // gemma: the attention output and the MLP input and output are normalised too.
-    ops.push_back(Memory("extra_norms", 2.0 * 2.0 * outside * h * bpe));
+    ops.push_back(EagerMemory("extra_norms", 2.0 * outside * h, eager.norm, 2 * eager.norm_kernels));
   }
 
   if (!model.IsMoeLayer(layer)) {
@@ -217,7 +252,8 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     if (model.gated_mlp) {
       ops.push_back(Matmul("mlp_gate", tokens, h, f, bpe));
       ops.push_back(Matmul("mlp_up", tokens, h, f, bpe));
-      ops.push_back(Memory("mlp_activation", 3.0 * tokens * f * bpe));  // silu(gate) * up
+      ops.push_back(EagerMemory("mlp_activation", tokens * f, eager.activation,  // silu(gate) * up
+                                eager.activation_kernels));
       ops.push_back(Matmul("mlp_down", tokens, f, h, bpe));
     } else {
       ops.push_back(Matmul("mlp_fc1", tokens, h, f, bpe));
@@ -279,12 +315,13 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   const double vocab =
       static_cast<double>(model.vocab_size) / (shard.vocab_parallel || shard.lm_head_split ? shard.tp : 1);
   const double outside = shard.megatron_sp ? tokens / shard.tp : tokens;
+  const EagerBytes eager = BytesPerElement(model, shard);
   std::vector<OperatorCost> ops;
-  ops.push_back(Memory("final_norm", 2.0 * outside * h * shard.bytes_per_element));
+  ops.push_back(EagerMemory("final_norm", outside * h, eager.norm, eager.norm_kernels));
   ops.push_back(Matmul("lm_head", tokens, h, vocab, shard.bytes_per_element));
-  // Cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy, torch's upcast): reads the
-  // 16-bit logits, writes and reads back the fp32 softmax.
-  ops.push_back(Memory("cross_entropy", tokens * vocab * (shard.bytes_per_element + 4.0 + 4.0)));
+  // Cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy reads the 16-bit logits,
+  // writes and reads back the fp32 softmax; transformers upcasts the logits first, EagerBytes).
+  ops.push_back(EagerMemory("cross_entropy", tokens * vocab, eager.loss, eager.loss_kernels));
   return ops;
 }
 

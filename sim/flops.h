@@ -40,6 +40,10 @@ struct ShardShape {
   bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp
   bool lm_head_split = false;    // AutoTP's colwise_gather_output lm_head: its matmul on V / tp
   bool flash_attention = true;   // false: scores materialized (baddbmm, softmax, dropout, bmm)
+  // transformers' eager modules (what DeepSpeed trains) rather than Megatron's fused kernels:
+  // LlamaRMSNorm in fp32 steps, rotary through rotate_half, act_fn and the product apart, the
+  // loss's fp32 upcast (memory-bound bytes in flops.cc EagerBytes).
+  bool hf_eager = false;
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;
@@ -59,6 +63,9 @@ struct OperatorCost {
   double rows = 0, cols = 0;  // kMatmul: output [rows, cols] of one kernel (wave quantization)
   double kernels = 1;         // launches: a grouped expert GEMM runs one per local expert
   bool attention_core = false;  // QK^T, softmax, dropout, AV: what selective recompute re-runs
+  // Share of `flops` the kernel executes: a fused causal attention kernel skips the tiles above the
+  // diagonal, half of the full-square work `flops` counts (the MFU convention).
+  double executed = 1.0;
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte
 };
 

@@ -120,6 +120,9 @@ LayerShape BaseShape(const SimInput& in) {
   // family and BLOOM train without).
   shape.dropout = m.hidden_dropout > 0 || m.attention_dropout > 0;
   shape.flash_attention = in.engine.flash_attention;
+  // DeepSpeed trains the transformers model as written; the Megatron engines run Megatron's.
+  shape.hf_eager = in.engine.hf_eager();
+  shape.rms_norm = !m.layer_norm;
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.megatron();
   shape.tp = EffectiveTp(s.tp);

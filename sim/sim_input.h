@@ -107,7 +107,13 @@ struct EngineSettings {
   // Decides how ZeRO-3 issues its collectives (per-parameter synchronous list all-gathers before
   // 0.5.5/0.6.0, coalesced on a side stream after) and stage-3 gradient defaults.
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();
+  // The model is transformers' eager PyTorch modules, as DeepSpeed trains a Hugging Face model;
+  // false for Megatron's fused modules (the megatron engines, and the 2021-22 DeepSpeed runs of
+  // Megatron's GPT-2 in samples/runs). Decides the memory-bound traffic and saved activations of
+  // norms, rotary, the MLP activation and the loss (sim/flops.cc, sim/activation_memory.cc).
+  bool transformers_modules = true;
   bool megatron() const { return engine != Engine::kDeepSpeed; }
+  bool hf_eager() const { return engine == Engine::kDeepSpeed && transformers_modules; }
 };
 
 // DeepSpeed's activation checkpointing (deepspeed/runtime/activation_checkpointing/

@@ -11,9 +11,13 @@
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
+#include "apps/ds-plan/sim_setup.h"
 #include "core/json/document.h"
 #include "core/util/file_io.h"
 #include "sim/cost/calibrate.h"
+#include "sim/cost/kineto_trace.h"
+#include "sim/cost/trace_calibrate.h"
+#include "sim/cost/trace_compare.h"
 
 namespace dsp::app {
 namespace {
@@ -27,6 +31,10 @@ struct CalibrateArgs {
   bool force = false;
   bool no_fit = false;
   std::string format = "text";
+  // --trace: a profiler trace of one step of the plan RUNS names (then a DeepSpeed config), with
+  // the flags simulate would take for it.
+  std::string trace;
+  SimArgs sim;
 };
 
 std::string Fixed(double x, const char* format) {
@@ -75,7 +83,56 @@ std::string Markdown(const sim::CalibrationResult& r) {
   return out.str();
 }
 
+// Writes the starting cluster file with `fitted` set and a `_calibration` note.
+int WriteFitted(const CalibrateArgs& args, const std::vector<std::pair<std::string, double>>& fitted,
+                const std::string& note) {
+  auto text = ReadFile(args.cluster);
+  if (!text.ok()) return UsageError(text.error().message);
+  ParsedJson parsed = ParseJsonLenient(args.cluster, std::move(text).value());
+  if (!parsed.ok) return UsageError("--cluster: not JSON");
+  Json out = parsed.doc.root;
+  for (const auto& [name, value] : fitted) {
+    for (const sim::FitParameter& p : sim::FitParameters()) {
+      if (p.name == name) out[Json::json_pointer(p.pointer)] = value;
+    }
+  }
+  out["_calibration"] = note;
+  Status written = WriteOutput("-o", args.output, out.dump(2) + "\n");
+  if (!written.ok()) return UsageError(written.error().message);
+  if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
+  return kExitOk;
+}
+
+int RunCalibrateTrace(CalibrateArgs args) {
+  if (!args.output.empty()) {
+    if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
+  }
+  if (args.sim.model_path.empty()) return UsageError("--trace needs --model: the model the traced step ran");
+  auto doc = sim::ReadTraceFile(args.trace);
+  if (!doc.ok()) return UsageError(doc.error().message);
+  auto trace = sim::SummarizeTrace(*doc);
+  if (!trace.ok()) return UsageError(args.trace + ": " + trace.error().message);
+  args.sim.config = args.runs;
+  args.sim.cluster_path = args.cluster;
+  int code = kExitOk;
+  std::unique_ptr<SimSetup> setup = PrepareSimulation(args.sim, &code);
+  if (!setup) return code;
+  auto fit = sim::CalibrateFromTrace(setup->eval->input, *trace);
+  if (!fit.ok()) return UsageError(fit.error().message);
+  std::ostream& report = args.output == "-" ? std::cerr : std::cout;
+  report << "before (" << args.cluster << ")\n"
+         << sim::RenderComparison(fit->before, args.runs, args.trace) << "\nafter\n"
+         << sim::RenderComparison(fit->after, args.runs, args.trace) << "\nfitted:";
+  for (const auto& [name, value] : fit->fitted) report << " " << name << "=" << Fixed(value, "%.4g");
+  report << "\n";
+  if (args.output.empty()) return kExitOk;
+  return WriteFitted(args, fit->fitted,
+                     "efficiencies fitted by ds-plan calibrate --trace to " + args.trace + " (" +
+                         args.runs + ", " + args.sim.model_path + ")");
+}
+
 int RunCalibrate(const CalibrateArgs& args) {
+  if (!args.trace.empty()) return RunCalibrateTrace(args);
   auto tsv = ReadFile(args.runs);
   if (!tsv.ok()) return UsageError(tsv.error().message);
   auto runs = sim::ParseMeasuredRuns(*tsv);
@@ -91,25 +148,10 @@ int RunCalibrate(const CalibrateArgs& args) {
   // With -o - the fitted cluster has standard output to itself; the report moves to stderr.
   (args.output == "-" ? std::cerr : std::cout) << (args.format == "markdown" ? Markdown(*result) : Render(*result));
   if (args.output.empty()) return kExitOk;
-
-  auto text = ReadFile(args.cluster);
-  if (!text.ok()) return UsageError(text.error().message);
-  ParsedJson parsed = ParseJsonLenient(args.cluster, std::move(text).value());
-  if (!parsed.ok) return UsageError("--cluster: not JSON");
-  Json out = parsed.doc.root;
-  for (const auto& [name, value] : result->fitted) {
-    for (const sim::FitParameter& p : sim::FitParameters()) {
-      if (p.name == name) out[Json::json_pointer(p.pointer)] = value;
-    }
-  }
-  out["_calibration"] = "fitted by ds-plan calibrate to " + std::to_string(runs->size()) +
-                        " runs of " + args.runs + ": mean |error| " +
-                        Fixed(100 * result->mean_abs_error_before, "%.1f") + "% -> " +
-                        Fixed(100 * result->mean_abs_error_after, "%.1f") + "%";
-  Status written = WriteOutput("-o", args.output, out.dump(2) + "\n");
-  if (!written.ok()) return UsageError(written.error().message);
-  if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
-  return kExitOk;
+  return WriteFitted(args, result->fitted,
+                     "fitted by ds-plan calibrate to " + std::to_string(runs->size()) + " runs of " +
+                         args.runs + ": mean |error| " + Fixed(100 * result->mean_abs_error_before, "%.1f") +
+                         "% -> " + Fixed(100 * result->mean_abs_error_after, "%.1f") + "%");
 }
 
 }  // namespace
@@ -118,7 +160,9 @@ Command AddCalibrateCommand(CLI::App& root) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* app = root.add_subcommand(
       "calibrate", "fit a cluster file's efficiency and latency figures to measured step times");
-  app->add_option("runs", args->runs, "TSV of measured runs (samples/runs/published-runs.tsv)")->required();
+  app->add_option("runs", args->runs,
+                  "TSV of measured runs (samples/runs/published-runs.tsv); with --trace, the DeepSpeed "
+                  "config of the traced step")->required();
   app->add_option("--cluster", args->cluster, "cluster description to start from")->required();
   app->add_option("-o,--output", args->output, "write the fitted cluster file here (- for standard output)");
   app->add_option("--fit", args->fit,
@@ -128,6 +172,20 @@ Command AddCalibrateCommand(CLI::App& root) {
   app->add_flag("--no-fit", args->no_fit, "only predict each run with the cluster as given");
   app->add_option("--format", args->format, "text, or markdown (the predictions as docs/validation.md shows them)")
       ->check(CLI::IsMember({"text", "markdown"}));
+  app->add_option("--trace", args->trace,
+                  "fit efficiency.memory, .matmul and .attention to this PyTorch profiler trace of one "
+                  "step of RUNS (a DeepSpeed config), class by class");
+  app->add_option("--model", args->sim.model_path, "with --trace: Hugging Face config.json of the model");
+  args->sim.world.AddTo(app);
+  app->add_option("--seq-len", args->sim.seq_len, "with --trace: sequence length of the traced step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  app->add_option("--recompute", args->sim.recompute, "with --trace: activation recomputation")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  app->add_option("--attention", args->sim.attention, "with --trace: flash or materialized")
+      ->check(CLI::IsMember({"flash", "materialized"}));
+  app->add_option("--set", args->sim.sets, "with --trace: KEY=VALUE config override; repeatable");
+  app->add_option("--engine", args->sim.engine, "with --trace: training framework (as simulate)")
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
   return Command{app, [args] { return RunCalibrate(*args); }};
 }
 

@@ -240,6 +240,9 @@ Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster)
   in.engine.megatron_sp = run.megatron_sp;
   in.engine.virtual_stages = run.virtual_stages;
   in.engine.flash_attention = run.flash_attention;
+  // Every published run trained Megatron's GPT model (Megatron-LM, or Megatron-DeepSpeed and
+  // DeepSpeedExamples' Megatron-GPT2 under DeepSpeed's engine), never transformers' modules.
+  in.engine.transformers_modules = false;
   if (!run.deepspeed_version.empty()) {
     in.engine.deepspeed_version = *DeepSpeedVersion::Parse(run.deepspeed_version);
   }

@@ -44,12 +44,15 @@ TEST(CheckpointOffloadExampleTest, AsyncKeepsBlockingsSavingAtNoCost) {
   const Outcome async = Simulated(true, DeepSpeedVersion{0, 19, 6});
   // bf16 master weights and moments: 2 + 4 bytes of optimizer state per parameter.
   EXPECT_NEAR(none.memory.optimizer_states_bytes, 6 * 8'190'735'360.0, 1);
-  EXPECT_NEAR(none.memory.activations_bytes / 1e9, 30.12, 0.005);
-  EXPECT_NEAR(blocking.memory.activations_bytes / 1e9, 20.45, 0.005);
-  EXPECT_NEAR(async.memory.activations_bytes / 1e9, 20.72, 0.005);
-  EXPECT_NEAR(none.memory.peak_bytes / 1e9, 114.02, 0.005);
-  EXPECT_NEAR(blocking.memory.peak_bytes / 1e9, 104.36, 0.005);
-  EXPECT_NEAR(async.memory.peak_bytes / 1e9, 104.63, 0.005);
+  // transformers' loss holds 14 bytes per logit at its backward: 32768 x 151936 x 14 = 69.7 GB of
+  // the activations, and none of the three fits one H200 (docs/cost-model.md says why).
+  EXPECT_FALSE(none.memory.fits);
+  EXPECT_NEAR(none.memory.activations_bytes / 1e9, 80.17, 0.005);
+  EXPECT_NEAR(blocking.memory.activations_bytes / 1e9, 70.51, 0.005);
+  EXPECT_NEAR(async.memory.activations_bytes / 1e9, 70.77, 0.005);
+  EXPECT_NEAR(none.memory.peak_bytes / 1e9, 164.08, 0.005);
+  EXPECT_NEAR(blocking.memory.peak_bytes / 1e9, 154.41, 0.005);
+  EXPECT_NEAR(async.memory.peak_bytes / 1e9, 154.68, 0.005);
   // Layer inputs are 2 x 32768 x 4096 bytes: 36 move when blocking, 35 with keep-last.
   const double layer = 2.0 * 32768 * 4096;
   EXPECT_DOUBLE_EQ(blocking.memory.host_activations_bytes, 36 * layer);
@@ -60,11 +63,11 @@ TEST(CheckpointOffloadExampleTest, AsyncKeepsBlockingsSavingAtNoCost) {
   EXPECT_EQ(none.time.checkpoint_copy_bytes, 0);
   EXPECT_NEAR(async.time.checkpoint_copy_seconds, 2 * 35 * layer / 50e9, 1e-12);
   EXPECT_EQ(async.time.checkpoint_offload_seconds, 0);
-  EXPECT_NEAR(none.time.step_seconds, 7.350, 0.0005);
+  EXPECT_NEAR(none.time.step_seconds, 5.6065, 0.0005);
   EXPECT_NEAR(async.time.step_seconds, none.time.step_seconds, 1e-9);
   // Blocking: 36 inputs to pageable memory and back at PCIe / 6 (50 GB/s / 6).
   EXPECT_NEAR(blocking.time.step_seconds - none.time.step_seconds, 2 * 36 * layer / (50e9 / 6), 1e-9);
-  EXPECT_NEAR(blocking.time.step_seconds / none.time.step_seconds, 1.32, 0.005);
+  EXPECT_NEAR(blocking.time.step_seconds / none.time.step_seconds, 1.41, 0.005);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ TEST(TuneTest, NothingFitsIsAnAnswerNotAnError) {
 
 TEST(TuneTest, OffloadCostsTime) {
   // Offload lets a model fit on fewer GPUs but is never free: a plan that differs only by offload
-  // is slower.
+  // is slower. (Not across precisions: torch_autocast reduces the Linear gradients in bf16 where
+  // bf16 mixed precision with Ulysses reduces them in fp32, which can outweigh the offload.)
   ModelSpec model = Model("samples/models/llama-3-8b.json");
   TuneOptions o;
   o.world_size = 8;
@@ -94,7 +95,8 @@ TEST(TuneTest, OffloadCostsTime) {
   for (const auto& a : r->plans) {
     for (const auto& b : r->plans) {
       if (a.tp == b.tp && a.pp == b.pp && a.sp == b.sp && a.zero_stage == b.zero_stage &&
-          a.recompute == b.recompute &&
+          a.recompute == b.recompute && a.torch_autocast == b.torch_autocast &&
+          a.cpu_checkpointing == b.cpu_checkpointing &&
           a.micro_batch == b.micro_batch && a.offload == Offload::kNone && b.offload != Offload::kNone) {
         EXPECT_LT(b.tokens_per_second, a.tokens_per_second);
         ++compared;

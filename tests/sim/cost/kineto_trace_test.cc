@@ -105,23 +105,29 @@ TEST(KinetoTraceTest, RefusesWhatIsNotAGpuTrace) {
   EXPECT_FALSE(missing.ok());
 }
 
-// The H200 traces: every GPU event lands in one class, and the GPU span of the traced step is the
-// step the script timed with CUDA events (the median of six, docs/measurements/h200-steps/steps.tsv).
+// The H200 traces: every GPU event lands in one class, and the traced step is the step the script
+// timed with CUDA events (the median of six, docs/measurements/h200-steps/steps.tsv): the kernels
+// fill 90 % of it or more (the rest are host gaps: GPU idle) and the GPU span is at most 15 % longer (the
+// profiler's own launch overhead widens the host gaps of the 2,400-kernel Llama-3.2-1B step).
 TEST(KinetoTraceTest, H200TraceSpanIsTheTimedStep) {
   struct Case {
     const char* trace;
     double median_ms;
   };
-  for (const Case& c : {Case{"llama-3-8b-4layers-mb1-s8192-none-sdpa", 176.194},
-                        Case{"llama-3.2-1b-mb1-s4096-none-sdpa", 102.338},
-                        Case{"qwen3-30b-a3b-4layers-mb1-s8192-none-sdpa", 158.747}}) {
+  for (const Case& c : {Case{"llama-3-8b-4layers-mb1-s8192-none-sdpa", 177.391},
+                        Case{"llama-3-8b-4layers-mb1-s8192-full-sdpa", 200.934},
+                        Case{"llama-3.2-1b-mb1-s4096-none-sdpa", 103.188},
+                        Case{"qwen3-30b-a3b-4layers-mb1-s8192-none-sdpa", 156.645}}) {
     auto doc = ReadTraceFile(Path("docs/measurements/h200-steps/traces/") + c.trace + ".trace.json.gz");
     ASSERT_TRUE(doc.ok()) << doc.error().message;
     auto s = SummarizeTrace(*doc);
     ASSERT_TRUE(s.ok()) << s.error().message;
     EXPECT_EQ(s->gpu, "NVIDIA H200");
     EXPECT_EQ(s->steps, 1);
-    EXPECT_NEAR(s->span_seconds * 1e3 / c.median_ms, 1.0, 0.03) << c.trace;
+    EXPECT_GE(s->span_seconds * 1e3 / c.median_ms, 0.97) << c.trace;
+    EXPECT_LE(s->span_seconds * 1e3 / c.median_ms, 1.15) << c.trace;
+    EXPECT_GE(s->busy_seconds * 1e3 / c.median_ms, 0.90) << c.trace;
+    EXPECT_LE(s->busy_seconds * 1e3 / c.median_ms, 1.03) << c.trace;
     double classes = 0;
     for (const auto& [k, v] : s->seconds) classes += v;
     // One stream: the kernels never overlap, so their sum is the union.

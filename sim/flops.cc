@@ -216,7 +216,12 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
       qk.cols = keys * b * q_heads_rank;
       qk.attention_core = true;
       ops.push_back(qk);
-      OperatorCost softmax = Memory("softmax", 2.0 * scores * bpe);
+      // transformers' eager_attention_forward adds the causal mask (2 + 2 + 2), takes the softmax
+      // in fp32 (two passes over the bf16 scores, 4-byte output) and casts it back to bf16
+      // (4 + 2): 20 bytes per score in 3 kernels; Megatron's fused scale-mask-softmax reads and
+      // writes the scores once.
+      OperatorCost softmax = shard.hf_eager ? EagerMemory("softmax", scores, 20, 3)
+                                            : Memory("softmax", 2.0 * scores * bpe);
       softmax.attention_core = true;
       ops.push_back(softmax);
       if (attn_mask > 0) {

@@ -124,7 +124,7 @@ int RunCalibrateTrace(CalibrateArgs args) {
          << sim::RenderComparison(fit->before, args.runs, args.trace) << "\nafter\n"
          << sim::RenderComparison(fit->after, args.runs, args.trace) << "\nfitted:";
   for (const auto& [name, value] : fit->fitted) report << " " << name << "=" << Fixed(value, "%.4g");
-  report << "\n";
+  report << std::endl;
   if (args.output.empty()) return kExitOk;
   return WriteFitted(args, fit->fitted,
                      "efficiencies fitted by ds-plan calibrate --trace to " + args.trace + " (" +

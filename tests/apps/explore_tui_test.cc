@@ -34,19 +34,25 @@ TEST(ExploreTuiTest, TmuxIsInstalled) {
 TEST(ExploreTuiTest, AKeyChangesTheLayoutAndTheVerdictAndUndoRestoresThem) {
   Tmux tmux(120, 40, Explore("--nodes 8"));
   std::string screen = tmux.WaitFor(kBefore);
-  EXPECT_NE(screen.find("DOES NOT FIT 96.55 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 136.77 GB"), std::string::npos) << screen;
   EXPECT_NE(screen.find("> nodes"), std::string::npos) << screen;
-  // Down twice selects tensor parallel; Right steps it from 1 to 2.
+  // Down twice selects tensor parallel; Right steps it from 1 to 2 (still too big: transformers'
+  // activations without recompute), then to 4, which fits.
   tmux.Keys("Down Down");
   tmux.WaitFor("> tensor parallel");
   tmux.Keys("Right");
   screen = tmux.WaitFor(kAfter);
-  EXPECT_NE(screen.find("FITS 62.28 GB"), std::string::npos) << screen;
-  EXPECT_EQ(screen.find("DOES NOT FIT"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 90.42 GB"), std::string::npos) << screen;
   EXPECT_NE(screen.find("[edited]"), std::string::npos) << screen;
+  tmux.Keys("Right");
+  screen = tmux.WaitFor("world 64 (8 x 8): tp=4 dp=16 sp=1 pp=1 zero=3");
+  EXPECT_NE(screen.find("FITS 67.25 GB"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("DOES NOT FIT"), std::string::npos) << screen;
+  tmux.Keys("u");
+  tmux.WaitFor(kAfter);
   tmux.Keys("u");
   screen = tmux.WaitFor(kBefore);
-  EXPECT_NE(screen.find("DOES NOT FIT 96.55 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 136.77 GB"), std::string::npos) << screen;
   tmux.Keys("q");
 }
 
@@ -97,15 +103,15 @@ TEST(ExploreTuiTest, PinShowsDeltasAndTuneAppliesTheChosenPlan) {
   tmux.WaitFor("baseline: " + std::string(kBefore));
   tmux.Keys("Down Down Right");
   std::string screen = tmux.WaitFor(kAfter);
-  EXPECT_NE(screen.find("FITS 62.28 GB (-35.5%)"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 90.42 GB (-33.9%)"), std::string::npos) << screen;
   // tune lists the best plans for the same world and the current batch (dp 32 x 16 x 1 = 512
-  // samples); Down, Enter applies the second (sp 2, micro 16, torch_autocast).
+  // samples); Down, Enter applies the second (sp 2, micro 8, accumulation 2, full recompute).
   tmux.Keys("t");
   screen = tmux.WaitFor("[ tune ]");
   EXPECT_NE(screen.find("global batch 512 samples"), std::string::npos) << screen;
   tmux.Keys("Down Enter");
   screen = tmux.WaitFor("apply tp=");
-  EXPECT_NE(screen.find("apply tp=1 sp=2 ep=1 pp=1 zero=3 micro=16 accum=1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("apply tp=1 sp=2 ep=1 pp=1 zero=3 micro=8 accum=2"), std::string::npos) << screen;
   EXPECT_NE(screen.find("world 64 (8 x 8): tp=1 dp=32 sp=2"), std::string::npos) << screen;
   // One edit: undo goes back to tp=2.
   tmux.Keys("u");

@@ -14,4 +14,5 @@ extern const char* const k_plan_schema_json;
 extern const char* const k_plan_check_report_schema_json;
 extern const char* const k_run_report_schema_json;
 extern const char* const k_bench_report_schema_json;
+extern const char* const k_compare_report_schema_json;
 }  // namespace dsp::schemas

@@ -12,7 +12,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.environ.get("DSP_BINARY", os.path.join(ROOT, "build/release/ds-plan"))
-FILES = ["README.md", "docs/plan.md", "docs/explore.md"]
+FILES = ["README.md", "docs/plan.md", "docs/explore.md", "docs/compare.md"]
 
 
 def run(args):

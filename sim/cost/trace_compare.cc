@@ -150,7 +150,8 @@ std::string RenderComparison(const Comparison& c, const std::string& plan_label,
     out << "\n";
   };
   for (const CompareRow& r : c.rows) {
-    if (r.predicted == 0 && r.measured == 0) continue;
+    // Nothing to show: both sides under 5 us (printed as 0.00 ms).
+    if (r.predicted < 5e-6 && r.measured < 5e-6) continue;
     line(r);
   }
   const CompareRow step = Row("step", c.step_predicted, c.step_measured);

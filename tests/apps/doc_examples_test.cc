@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// docs/plan.md (`ds-plan check` on the sample snapshots) and docs/explore.md (a scripted session)
+// docs/plan.md (`ds-plan check` on the sample snapshots), docs/explore.md (a scripted session) and
+// docs/compare.md (traces against the model)
 // show real output: every fenced block that starts with "$ ds-plan ARGS" must be exactly what that
 // command prints today (like the README). scripts/update-doc-examples.py rewrites them.
 #include <fstream>
@@ -45,7 +46,8 @@ TEST_P(DocExamplesTest, ShowRealOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Docs, DocExamplesTest,
-                         ::testing::Values(DocFile{"docs/plan.md", 2}, DocFile{"docs/explore.md", 1}),
+                         ::testing::Values(DocFile{"docs/plan.md", 2}, DocFile{"docs/explore.md", 1},
+                                           DocFile{"docs/compare.md", 2}),
                          [](const auto& info) {
                            std::string name = info.param.path;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -291,6 +291,13 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
                experts);
     routed.kernels = 3 * experts;
   }
+  if (shard.hf_eager) {
+    // transformers 5 runs a MoE block's experts as torch._grouped_mm (the "grouped_mm" experts
+    // implementation, the default for Qwen3-MoE and Mixtral): one kernel per projection whose
+    // tiles are every local expert's, so the wave tail is paid once, not per expert.
+    routed.rows *= static_cast<double>(routed.kernels) / 3;
+    routed.kernels = 3;
+  }
   // Permute the routed rows into expert order and back (index copies of k x tokens rows).
   ops.push_back(Memory("moe_permute", 2.0 * 2.0 * assignments * h * bpe));
   ops.push_back(routed);

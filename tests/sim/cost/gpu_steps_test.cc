@@ -145,20 +145,28 @@ TEST(GpuStepsTest, ActivationsAtTheLossPeakWithin5PercentOnDenseModels) {
 TEST(GpuStepsTest, StepTimeWithThePresetAndFittedToOneTrace) {
   const std::vector<Point> preset = Predict(kPreset), fitted = Predict(kFitted);
   ASSERT_EQ(preset.size(), fitted.size());
-  int within10 = 0;
+  int dense = 0, within10 = 0;
   for (size_t i = 0; i < fitted.size(); ++i) {
     EXPECT_LT(preset[i].predicted_ms, preset[i].measured_ms * 1.15) << preset[i].label;
-    const bool sdpa = fitted[i].label.find(" sdpa") != std::string::npos;
+    const std::string& label = fitted[i].label;
+    const bool sdpa = label.find(" sdpa") != std::string::npos;
     // Host-bound steps (1K tokens of a 1B model: 2,400 kernels launched by Python in 66-86 ms, the
     // GPU idle most of it) are not modelled: ds-plan prices GPU work only.
-    const bool host_bound = fitted[i].label.find(" s1024 ") != std::string::npos;
-    if (sdpa && !host_bound) {
-      EXPECT_LT(std::fabs(fitted[i].StepError()), 0.30) << fitted[i].label;
-      if (std::fabs(fitted[i].StepError()) < 0.10) ++within10;
+    const bool host_bound = label.find(" s1024 ") != std::string::npos;
+    // Qwen3-30B-A3B: transformers' MoE routing kernels (sorting, gathering and scattering the
+    // routed rows, 13 ms and more of the 8K step) are not priced: 15-21 % short.
+    const bool moe = label.rfind("qwen3", 0) == 0;
+    if (!sdpa || host_bound) continue;
+    const double error = std::fabs(fitted[i].StepError());
+    EXPECT_LT(error, moe ? 0.25 : 0.20) << label;
+    if (!moe) {
+      ++dense;
+      if (error < 0.10) ++within10;
     }
   }
   EXPECT_LT(MeanAbs(fitted, &Point::StepError), MeanAbs(preset, &Point::StepError));
-  EXPECT_GE(within10, 14);  // of the 18 SDPA points with 2K tokens or more
+  EXPECT_EQ(dense, 13);
+  EXPECT_GE(within10, 12);  // all but Llama-3.2-1B with full recompute at 4K tokens
   const std::string doc = Source("docs/validation.md");
   EXPECT_NE(doc.find(Table(preset, fitted)), std::string::npos)
       << "docs/validation.md's one-GPU table is stale; the current one is:\n"

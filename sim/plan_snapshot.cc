@@ -27,7 +27,14 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"seq_len", OptionalInt(in.seq_len)},
           {"recompute", in.recompute},
           {"convention", in.convention},
-          {"set", in.sets}};
+          {"set", in.sets},
+          {"engine", in.engine},
+          {"tp", OptionalInt(in.megatron_tp > 0 ? std::optional<int64_t>(in.megatron_tp) : std::nullopt)},
+          {"megatron_sp", in.megatron_sp},
+          {"virtual_stages", in.virtual_stages},
+          {"attention", in.attention},
+          {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
+          {"deepspeed_version", in.deepspeed_version.empty() ? Json(nullptr) : Json(in.deepspeed_version)}};
 }
 
 Json GroupsToJson(const Plan& plan) {
@@ -219,6 +226,26 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
       if (!v.is_string()) return Error{"/inputs/set must be an array of strings"};
       out.sets.push_back(v.get<std::string>());
     }
+  }
+  // The engine flags (absent from older snapshots: the defaults they ran with).
+  for (auto [key, field] : {std::pair{"engine", &out.engine}, {"attention", &out.attention}}) {
+    if (in.contains(key)) {
+      if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
+    }
+  }
+  for (auto [key, field] : {std::pair{"attn_impl", &out.attn_impl}, {"deepspeed_version", &out.deepspeed_version}}) {
+    if (auto v = in.find(key); v != in.end() && !v->is_null()) {
+      if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
+    }
+  }
+  std::optional<int64_t> tp, virtual_stages;
+  if (Status s = ReadOptionalInt(in, "tp", &tp, int64_t{1} << 20); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "virtual_stages", &virtual_stages, 1024); !s.ok()) return s.error();
+  out.megatron_tp = tp.value_or(0);
+  out.virtual_stages = virtual_stages.value_or(1);
+  if (auto sp = in.find("megatron_sp"); sp != in.end()) {
+    if (!sp->is_boolean()) return Error{"/inputs/megatron_sp must be true or false"};
+    out.megatron_sp = sp->get<bool>();
   }
   if (auto v = snapshot.find("ds_plan_version"); v != snapshot.end() && v->is_string()) {
     out.ds_plan_version = v->get<std::string>();

@@ -36,6 +36,15 @@ struct PlanSnapshotInputs {
   std::string recompute = "none";
   std::string convention = "zero-paper";
   std::vector<std::string> sets;  // --set KEY=VALUE, in command-line order
+  // Every other flag that moves a number, as simulated (after the config's _ds_plan note). Absent
+  // from snapshots written before they were recorded: the defaults below, what those ran with.
+  std::string engine = "deepspeed";
+  int64_t megatron_tp = 0;         // --tp (0: not given)
+  bool megatron_sp = false;
+  int64_t virtual_stages = 1;
+  std::string attention = "flash";
+  std::string attn_impl;           // --attn-impl ("" : the model config's)
+  std::string deepspeed_version;   // --deepspeed-version ("" : the newest)
   std::string ds_plan_version;
 };
 

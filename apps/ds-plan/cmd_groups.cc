@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "core/schema/schema_check.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/json/hjson_parser.h"
@@ -60,7 +61,8 @@ int RunGroups(const GroupsArgs& args) {
                          ExpertLayout::kLaneMajor, ExpertLayout::kFolding, ExpertLayout::kMegatronMpu}) {
     if (ExpertLayoutName(e) == args.expert_layout) inputs.expert_layout = e;
   }
-  auto plan = BuildPlan(parsed.doc.root, inputs);
+  // The layout DeepSpeed builds: its pydantic sections coerce "autotp_size": "2" to 2.
+  auto plan = BuildPlan(PydanticLaxView(parsed.doc.root), inputs);
   if (!plan.ok()) {
     std::cerr << args.config << ": error: " << plan.error().message << "\n";
     return kExitFindings;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "core/schema/schema_check.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "core/json/hjson_parser.h"
@@ -175,6 +176,8 @@ int RunInProcess(const RunArgs& args) {
     return kExitFindings;
   }
   ParsedJson parsed = ParseDeepSpeedConfig(args.config, text.value());
+  // Run what DeepSpeed would: its pydantic sections coerce "stage": "3" to 3 (validate warns).
+  parsed.doc.root = PydanticLaxView(parsed.doc.root);
   PlanInputs inputs;
   inputs.world_size = env->world_size;
   inputs.pp = args.pp;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/ds-plan/command.h"
+#include "core/schema/schema_check.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/sim_setup.h"
@@ -157,7 +158,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   }
   PrintWarnings(report);
   // Validation passed, so the text parses; the passes read the same config.
-  const Json config_json = ParseDeepSpeedConfig(args.config, std::move(text).value()).doc.root;
+  const Json config_json = PydanticLaxView(ParseDeepSpeedConfig(args.config, std::move(text).value()).doc.root);
   // With a world size the ZeRO pass knows which groups have peers (dp = 1: nothing to reduce).
   std::optional<Plan> plan;
   if (world->world_size) {

@@ -63,6 +63,14 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.recompute = s->effective.recompute;
   in.convention = args.convention;
   in.sets = args.sets;
+  const SimArgs& e = s->effective;  // after the config's _ds_plan note: what was simulated
+  in.engine = e.engine;
+  in.megatron_tp = e.megatron_tp;
+  in.megatron_sp = e.megatron_sp;
+  in.virtual_stages = e.virtual_stages;
+  in.attention = e.attention;
+  in.attn_impl = e.attn_impl;
+  in.deepspeed_version = e.deepspeed_version;
   in.ds_plan_version = kVersion;
 
   *exit_code = kExitOk;
@@ -82,6 +90,13 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.recompute = in.recompute;
   a.convention = in.convention;
   a.sets = in.sets;
+  a.engine = in.engine;
+  a.megatron_tp = in.megatron_tp;
+  a.megatron_sp = in.megatron_sp;
+  a.virtual_stages = static_cast<int>(in.virtual_stages);
+  a.attention = in.attention;
+  a.attn_impl = in.attn_impl;
+  a.deepspeed_version = in.deepspeed_version;
   a.flags_are_explicit = true;  // the recorded values are the ones simulated
   return a;
 }

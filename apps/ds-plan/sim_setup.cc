@@ -57,7 +57,8 @@ void SimArgs::AddTo(CLI::App* app) {
 namespace {
 
 bool GivenOnCommandLine(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
-// --recompute and --pp: a plan snapshot records them as simulated, so its replay gives them.
+// A plan snapshot records every flag as simulated (recompute, pp, the engine flags), so its replay
+// gives them and the config's _ds_plan note does not override them.
 bool GivenOrRecorded(const CLI::Option* option, const SimArgs& args) {
   return args.flags_are_explicit || GivenOnCommandLine(option);
 }
@@ -95,7 +96,7 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
     args->world.pp = **pp;
     used.push_back("pp " + std::to_string(**pp));
   }
-  if (note.contains("engine") && !GivenOnCommandLine(args->engine_option)) {
+  if (note.contains("engine") && !GivenOrRecorded(args->engine_option, *args)) {
     const Json& v = note["engine"];
     if (!v.is_string() || !sim::ParseEngineName(v.get<std::string>())) {
       return Error{"_ds_plan.engine must be deepspeed, megatron-deepspeed or megatron-lm, got " + v.dump().substr(0, 40)};
@@ -105,18 +106,18 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   }
   auto tp = integer("tensor_model_parallel_size", 1, int64_t{1} << 20);
   if (!tp.ok()) return tp.error();
-  if (*tp && !GivenOnCommandLine(args->tp_option)) {
+  if (*tp && !GivenOrRecorded(args->tp_option, *args)) {
     args->megatron_tp = **tp;
     used.push_back("tp " + std::to_string(**tp));
   }
-  if (note.contains("sequence_parallel") && !GivenOnCommandLine(args->megatron_sp_option)) {
+  if (note.contains("sequence_parallel") && !GivenOrRecorded(args->megatron_sp_option, *args)) {
     if (!note["sequence_parallel"].is_boolean()) return Error{"_ds_plan.sequence_parallel must be true or false"};
     args->megatron_sp = note["sequence_parallel"].get<bool>();
     if (args->megatron_sp) used.push_back("megatron sp");
   }
   auto vs = integer("virtual_pipeline_stages", 1, 1024);
   if (!vs.ok()) return vs.error();
-  if (*vs && !GivenOnCommandLine(args->virtual_stages_option)) {
+  if (*vs && !GivenOrRecorded(args->virtual_stages_option, *args)) {
     args->virtual_stages = static_cast<int>(**vs);
     used.push_back("virtual stages " + std::to_string(**vs));
   }

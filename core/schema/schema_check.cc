@@ -229,6 +229,45 @@ bool CoercedFits(const Json& node, const Json& c) {
   return true;
 }
 
+// Whether `v` already has one of the node's JSON types (an integer counts as a number).
+bool HasSchemaType(const Json& node, const Json& v) {
+  auto t = node.find("type");
+  if (t == node.end()) return true;
+  auto is = [&](const std::string& type) {
+    if (type == "integer") return v.is_number_integer();
+    if (type == "number") return v.is_number();
+    if (type == "string") return v.is_string();
+    if (type == "boolean") return v.is_boolean();
+    if (type == "object") return v.is_object();
+    if (type == "array") return v.is_array();
+    if (type == "null") return v.is_null();
+    return false;
+  };
+  if (t->is_string()) return is(t->get<std::string>());
+  if (t->is_array()) {
+    for (const auto& x : *t) {
+      if (x.is_string() && is(x.get<std::string>())) return true;
+    }
+    return false;
+  }
+  return true;
+}
+
+void CoerceInPlace(const Json& schema, Json& value, const std::string& pointer) {
+  if (value.is_object()) {
+    for (auto& [key, child] : value.items()) CoerceInPlace(schema, child, PointerJoin(pointer, key));
+    return;
+  }
+  if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) CoerceInPlace(schema, value[i], PointerJoin(pointer, std::to_string(i)));
+    return;
+  }
+  const Json* node = SchemaAt(schema, pointer);
+  if (node == nullptr || HasSchemaType(*node, value)) return;
+  std::optional<Json> coerced = PydanticLaxCoerce(schema, pointer, *node, value);
+  if (coerced && CoercedFits(*node, *coerced)) value = *coerced;
+}
+
 // "an integer >= 1", "one of \"none\", \"cpu\", \"nvme\"", "a number between 0 and 1".
 std::string Expectation(const Json& node) {
   if (auto e = node.find("enum"); e != node.end() && e->is_array()) {
@@ -430,6 +469,19 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
     }
     out->push_back(std::move(d));
   }
+}
+
+Json PydanticLaxView(const Json& config) {
+  Json out = config;
+  if (!out.is_object()) return out;
+  for (auto& [key, value] : out.items()) {
+    // DeepSpeed checks the fp16 section's raw values before its model sees them
+    // (runtime/precision_config.py: "fp16.loss_scale must be a number, not bool"), so no
+    // coercion there: the precision rules judge the value as written.
+    if (key == "fp16") continue;
+    CoerceInPlace(Compiled().raw, value, PointerJoin("", key));
+  }
+  return out;
 }
 
 void CheckKeys(const JsonDocument& doc, std::vector<Diagnostic>* out) {

@@ -18,6 +18,13 @@ const Json& DeepSpeedConfigSchema();
 // otherwise reject as wrong types (the rules report what they defer instead).
 Json StripAutoValues(const Json& root);
 
+// The config as DeepSpeed's pydantic sections read it: every value of a pydantic field that is not
+// of the field's type but that pydantic v2's lax mode coerces (and that then passes the field's
+// enum and bounds) replaced by the coerced value: "stage": "3" is ZeRO stage 3, "autotp_size": "2"
+// is 2. CheckSchema warns about each; everything that plans from the config (the rules, groups,
+// simulate, plan, explore) reads this view so it plans what DeepSpeed runs.
+Json PydanticLaxView(const Json& config);
+
 // Type, enum and range errors (rule schema-type / schema-enum / schema-range / schema-invalid).
 void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out);
 

@@ -14,12 +14,19 @@ namespace {
 // A semantic rule (error or warning) at the same pointer explains the problem better than the bare
 // schema message, and knows when DeepSpeed accepts the value anyway.
 void DropShadowedSchemaFindings(std::vector<Diagnostic>* diags) {
-  std::set<std::string> rule_pointers;
+  // A rule's finding at a value replaces the schema's generic one. A schema warning (a value
+  // pydantic coerces) gives way only to a rule that finds the value itself invalid ("...-invalid":
+  // DeepSpeed checks the raw value first); a rule about something else at the same key, such as
+  // zero-no-optimizer at "stage": "2", leaves the coercion warning standing.
+  std::set<std::string> rule_pointers, invalid_pointers;
   for (const auto& d : *diags) {
-    if (!d.rule_id.starts_with("schema-") && d.severity != Severity::kNote) rule_pointers.insert(d.pointer);
+    if (d.rule_id.starts_with("schema-") || d.severity == Severity::kNote) continue;
+    rule_pointers.insert(d.pointer);
+    if (d.rule_id.ends_with("-invalid")) invalid_pointers.insert(d.pointer);
   }
   std::erase_if(*diags, [&](const Diagnostic& d) {
-    return d.rule_id.starts_with("schema-") && rule_pointers.contains(d.pointer);
+    if (!d.rule_id.starts_with("schema-")) return false;
+    return d.severity == Severity::kWarning ? invalid_pointers.contains(d.pointer) : rule_pointers.contains(d.pointer);
   });
 }
 
@@ -113,7 +120,11 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
     for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);
     CheckSchema(parsed.doc, &report.diagnostics);
     CheckKeys(parsed.doc, &report.diagnostics);
-    RuleContext ctx(parsed.doc, options);
+    // The rules check what DeepSpeed runs: pydantic's coerced values ("stage": "3" is stage 3),
+    // each already a schema warning above.
+    JsonDocument as_read = parsed.doc;
+    as_read.root = PydanticLaxView(parsed.doc.root);
+    RuleContext ctx(as_read, options);
     for (const auto& set : AllRuleSets()) {
       if (set.check) set.check(ctx);
     }
@@ -140,7 +151,9 @@ bool ConfigPassesValidation(const Json& config, const ValidateOptions& options) 
   std::vector<Diagnostic> diagnostics;
   CheckSchema(doc, &diagnostics);
   CheckKeys(doc, &diagnostics);
-  RuleContext ctx(doc, options);
+  JsonDocument as_read = doc;
+  as_read.root = PydanticLaxView(doc.root);
+  RuleContext ctx(as_read, options);
   for (const auto& set : AllRuleSets()) {
     if (set.check) set.check(ctx);
   }

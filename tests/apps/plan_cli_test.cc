@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
+#include "sim/plan_snapshot.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/report_schema_util.h"
 
@@ -328,6 +329,41 @@ TEST_F(PlanCheckTest, CheckUsageErrors) {
   auto gone = Check();
   EXPECT_EQ(gone.exit_code, 2) << gone.output;
   EXPECT_NE(gone.output.find("recorded config"), std::string::npos) << gone.output;
+}
+
+// A snapshot records every flag that moves a number: the README's Megatron-LM simulate example
+// (engine, Megatron tp, materialized attention) planned and checked with unchanged inputs passes,
+// and the recorded engine flags are what check replays (issue 36: it failed with 37 differences).
+TEST_F(PlanCheckTest, EngineFlagsAreRecordedAndReplayed) {
+  const std::string megatron =
+      "plan samples/configs/gpt3-ptdp.json --model samples/models/gpt3-175b-megatron.json --cluster "
+      "samples/clusters/a100-80gb.json --world-size 1536 --pp 12 --engine megatron-lm --tp 8 --megatron-sp "
+      "--virtual-stages 2 --recompute full --attention materialized --seq-len 2048 --deepspeed-version 0.18 -o " +
+      ShellQuote(plan_.string());
+  auto r = RunCli(megatron);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json snapshot = Json::parse(Slurp(plan_));
+  EXPECT_EQ(SchemaErrors(schemas::k_plan_schema_json, snapshot), "");
+  const Json& in = snapshot["inputs"];
+  EXPECT_EQ(in["engine"], "megatron-lm");
+  EXPECT_EQ(in["tp"], 8);
+  EXPECT_EQ(in["megatron_sp"], true);
+  EXPECT_EQ(in["virtual_stages"], 2);
+  EXPECT_EQ(in["attention"], "materialized");
+  EXPECT_EQ(in["deepspeed_version"], "0.18");
+  auto c = Check();
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("ok, the plan recomputed from its inputs matches"), std::string::npos) << c.output;
+  // A snapshot written before the engine flags were recorded replays the defaults it ran with.
+  Json old = snapshot;
+  for (const char* key : {"engine", "tp", "megatron_sp", "virtual_stages", "attention", "attn_impl", "deepspeed_version"}) {
+    old["inputs"].erase(key);
+  }
+  auto inputs = sim::ReadSnapshotInputs(old);
+  ASSERT_TRUE(inputs.ok()) << inputs.error().message;
+  EXPECT_EQ(inputs->engine, "deepspeed");
+  EXPECT_EQ(inputs->megatron_tp, 0);
+  EXPECT_EQ(inputs->attention, "flash");
 }
 
 }  // namespace

@@ -14,6 +14,14 @@ namespace {
 
 std::string Path(const std::string& relative) { return std::string(DSP_SOURCE_DIR) + "/" + relative; }
 
+// An all-reduce over ranks 0 and 1 with its calls and kernel time.
+void ExpectAllReduceOnRanks01(const TraceCollective& c, int64_t calls, double seconds, double tolerance) {
+  EXPECT_EQ(c.kind, "all_reduce");
+  EXPECT_EQ(c.group, "[0, 1]");
+  EXPECT_EQ(c.calls, calls);
+  EXPECT_NEAR(c.seconds, seconds, tolerance);
+}
+
 TEST(KinetoTraceTest, ClassifiesKernelsByName) {
   // Names as they appear in the H200 traces (cuBLAS 13 nvjet GEMMs, cuDNN SDPA, CUTLASS grouped
   // GEMM, torch's fused AdamW) and in NCCL's kernels.
@@ -85,10 +93,7 @@ TEST(KinetoTraceTest, SplitsTimeAndExposesCommunicationNotHiddenByCompute) {
   EXPECT_NEAR(s->seconds.at(TraceClass::kOptimizer), 20e-6, 1e-12);
   ASSERT_EQ(s->collectives.size(), 1u);
   const TraceCollective& ar = s->collectives[0];
-  EXPECT_EQ(ar.kind, "all_reduce");
-  EXPECT_EQ(ar.group, "[0, 1]");
-  EXPECT_EQ(ar.calls, 1);
-  EXPECT_NEAR(ar.seconds, 100e-6, 1e-12);
+  ExpectAllReduceOnRanks01(ar, 1, 100e-6, 1e-12);
   EXPECT_NEAR(ar.exposed_seconds, 50e-6, 1e-12);  // 150-200 under the GEMM, 200-250 alone
   EXPECT_DOUBLE_EQ(ar.bytes, 2000);
   EXPECT_NEAR(s->span_seconds, 320e-6, 1e-12);  // 100 .. 420
@@ -153,10 +158,7 @@ TEST(KinetoTraceTest, ReadsAPublicMultiGpuTrace) {
   EXPECT_EQ(s->kernels, 3774);
   ASSERT_EQ(s->collectives.size(), 2u);
   const TraceCollective& ar = s->collectives[0];
-  EXPECT_EQ(ar.kind, "all_reduce");
-  EXPECT_EQ(ar.group, "[0, 1]");
-  EXPECT_EQ(ar.calls, 15);
-  EXPECT_NEAR(ar.seconds, 46.762159e-3, 1e-8);
+  ExpectAllReduceOnRanks01(ar, 15, 46.762159e-3, 1e-8);
   EXPECT_DOUBLE_EQ(ar.bytes, 306684384.0);  // fp32 gradient buckets, "In msg nelems" x 4
   EXPECT_LE(ar.exposed_seconds, ar.seconds);
   EXPECT_GT(ar.exposed_seconds, 0.0);

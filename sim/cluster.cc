@@ -189,6 +189,11 @@ Status CheckRanges(const Json& json, const Cluster& c) {
       {"/efficiency/attention", c.efficiency.attention, 0.01, 1, given("/efficiency/attention")},
       {"/memory/reserved_bytes", c.memory.reserved_bytes, 0, 1e14, true},
   };
+  // max_rails: rails one collective drives per node; 0 or absent means one per GPU of the node.
+  if (c.inter_node.max_rails != 0 && !(c.inter_node.max_rails >= 1)) {
+    return Error{"/inter_node/max_rails: " + Show(c.inter_node.max_rails) +
+                 " is less than one rail; give the rails a collective drives (at least 1), or 0 for one per GPU"};
+  }
   for (const Range& r : ranges) {
     if (!r.given) continue;
     if (!(r.value >= r.lo && r.value <= r.hi)) {

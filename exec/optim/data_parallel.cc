@@ -4,18 +4,9 @@
 #include <algorithm>
 
 #include "exec/model/collective_functions.h"
+#include "exec/optim/parity_stats.h"
 
 namespace dsp::exec {
-namespace {
-
-double MaxAbs(const at::Tensor& t) { return t.numel() == 0 ? 0.0 : t.abs().max().item<double>(); }
-
-// Differences in fp32: bf16 subtraction would round the difference itself.
-double MaxAbsDiff(const at::Tensor& a, const at::Tensor& b) { return MaxAbs(a.to(at::kFloat) - b.to(at::kFloat)); }
-
-void Bump(double& slot, double v) { slot = std::max(slot, v); }
-
-}  // namespace
 
 DataParallelSgd::DataParallelSgd(TinyModel& model, int zero_stage, double lr, std::vector<ReduceGroup> groups,
                                  FoldingReduction folding)

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "exec/model/collective_functions.h"
+#include "exec/optim/parity_stats.h"
 
 namespace dsp::exec {
 
@@ -23,10 +24,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-double MaxAbs(const at::Tensor& t) { return t.numel() == 0 ? 0.0 : t.abs().max().item<double>(); }
-double MaxAbsDiff(const at::Tensor& a, const at::Tensor& b) { return MaxAbs(a.to(at::kFloat) - b.to(at::kFloat)); }
-void Bump(double& slot, double v) { slot = std::max(slot, v); }
 
 // Handles through saved_data: the store outlives the step's backward, the op lives in its arena.
 struct Zero3ApplyFn : torch::autograd::Function<Zero3ApplyFn> {

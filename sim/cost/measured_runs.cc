@@ -144,7 +144,11 @@ Result<MeasuredRun> ReadRow(const Row& r) {
   }
   DSP_TRY(run.measured_seconds, r.Number("measured_iter_s"));
   DSP_TRY(run.calculon_seconds, r.Number("calculon_iter_s", 0.0));
-  if (run.measured_seconds <= 0) return r.Fail("measured_iter_s", "must be positive");
+  // One optimizer step of a training run: from a millisecond (a small model on one GPU) to a day.
+  // Outside that it is a unit mistake, and a fit to it would write a cluster no machine has.
+  if (!(run.measured_seconds >= 1e-3 && run.measured_seconds <= 86400)) {
+    return r.Fail("measured_iter_s", "must be one step's seconds, between 0.001 and 86400 (a unit mistake?)");
+  }
   if (run.tp * run.pp * run.dp != run.gpus) {
     return r.Fail("dp", "tp x pp x dp (" + std::to_string(run.tp * run.pp * run.dp) +
                             ") must equal gpus (" + std::to_string(run.gpus) + ")");

@@ -209,5 +209,19 @@ TEST(ClusterTest, UnknownKeysAreErrorsButNotesAreIgnored) {
   EXPECT_EQ(ErrorOf(doc), "<parsed>");
 }
 
+// Issue 36: max_rails 1e-300 gave a 63-digit step time and "FITS". A collective drives at least
+// one rail; 0 (or absent) means one per GPU of the node.
+TEST(ClusterTest, MaxRailsBelowOneRailIsRefused) {
+  Json doc = LoadPreset("h100-sxm.json");
+  for (double bad : {1e-300, 0.5, -1.0}) {
+    doc["inter_node"]["max_rails"] = bad;
+    EXPECT_NE(ErrorOf(doc).find("/inter_node/max_rails"), std::string::npos) << bad;
+  }
+  for (double good : {0.0, 1.0, 1.66, 8.0}) {
+    doc["inter_node"]["max_rails"] = good;
+    EXPECT_EQ(ErrorOf(doc), "<parsed>") << good;
+  }
+}
+
 }  // namespace
 }  // namespace dsp::sim

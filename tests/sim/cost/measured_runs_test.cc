@@ -217,5 +217,25 @@ TEST(MeasuredRunsTest, BadRowsNameTheLineAndColumn) {
   EXPECT_EQ(ok->front().engine, Engine::kMegatronLm);  // the default of the published rows
 }
 
+// Issue 36: a measured step of 1e-300 s was fitted, writing a cluster that gave 82.5 % MFU.
+TEST(MeasuredRunsTest, AStepTimeNoRunHasIsRefused) {
+  const std::string tsv = Source("samples/runs/published-runs.tsv");
+  const std::string header = tsv.substr(0, tsv.find('\n') + 1);
+  std::string row = tsv.substr(header.size(), tsv.find('\n', header.size()) - header.size() + 1);
+  // measured_iter_s is the 24th column.
+  std::vector<std::string> cells;
+  std::stringstream in(row.substr(0, row.size() - 1));
+  for (std::string c; std::getline(in, c, '\t');) cells.push_back(c);
+  ASSERT_GT(cells.size(), 24u);
+  for (const char* bad : {"1e-300", "0.0001", "1e9"}) {
+    cells[23] = bad;
+    std::string edited;
+    for (size_t i = 0; i < cells.size(); ++i) edited += (i ? "\t" : "") + cells[i];
+    auto runs = ParseMeasuredRuns(header + edited + "\n");
+    ASSERT_FALSE(runs.ok()) << bad;
+    EXPECT_NE(runs.error().message.find("measured_iter_s"), std::string::npos) << runs.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -84,17 +84,29 @@ CommandOutcome Show(ExploreContext& c, const std::vector<std::string>& w) {
 }
 
 // --force anywhere after the path.
-std::pair<std::string, bool> PathAndForce(const std::vector<std::string>& w) {
+// `CMD PATH [--force]`: exactly one path; anything else (a second word, another flag) is an error
+// rather than silently dropped (`write a b.json` once wrote a file named `a`).
+struct PathArgs {
   std::string path;
   bool force = false;
+  std::string error;
+};
+PathArgs PathAndForce(const std::vector<std::string>& w) {
+  PathArgs a;
+  const std::string usage = w.empty() ? std::string() : w[0] + " PATH [--force]";
   for (size_t i = 1; i < w.size(); ++i) {
     if (w[i] == "--force") {
-      force = true;
-    } else if (path.empty()) {
-      path = w[i];
+      a.force = true;
+    } else if (w[i].starts_with("--")) {
+      a.error = usage + ": unknown option " + w[i];
+    } else if (a.path.empty()) {
+      a.path = w[i];
+    } else {
+      a.error = usage + ": one path, got " + a.path + " and " + w[i];
     }
   }
-  return {path, force};
+  if (a.error.empty() && a.path.empty()) a.error = usage;
+  return a;
 }
 
 CommandOutcome Tune(ExploreContext& c, const std::vector<std::string>& w) {
@@ -124,8 +136,8 @@ CommandOutcome Apply(ExploreContext& c, const std::vector<std::string>& w) {
 }
 
 CommandOutcome Write(ExploreContext& c, const std::vector<std::string>& w) {
-  auto [path, force] = PathAndForce(w);
-  if (path.empty()) return Fail("write PATH [--force]");
+  auto [path, force, error] = PathAndForce(w);
+  if (!error.empty()) return Fail(error);
   if (Status s = c.session->Write(path, force); !s.ok()) return Fail(s.error().message);
   std::string out = "wrote " + path;
   const sim::PlanKnobs& k = c.session->knobs();
@@ -137,12 +149,14 @@ CommandOutcome Write(ExploreContext& c, const std::vector<std::string>& w) {
 
 // The snapshot `ds-plan plan` would write for the written config with the session's knobs.
 CommandOutcome Plan(ExploreContext& c, const std::vector<std::string>& w) {
-  auto [path, force] = PathAndForce(w);
-  if (path.empty()) return Fail("plan PATH [--force]");
+  auto [path, force, error] = PathAndForce(w);
+  if (!error.empty()) return Fail(error);
   const sim::Session& s = *c.session;
   if (s.dirty()) return Fail("the config has edits that are not written: `write PATH` first (check re-reads the config file)");
-  std::error_code ec;
-  if (!force && std::filesystem::exists(path, ec)) return Fail(path + " exists: plan " + path + " --force replaces it");
+  // The one output policy (core/util/file_io.h): regular files only, links and existing files
+  // only with --force, a directory that exists and is writable.
+  if (Status out = CheckOutputPath("plan", path, force); !out.ok()) return Fail(out.error().message);
+  if (path == "-") return Fail("plan PATH: name a file (check re-reads it)");
   SimArgs a = c.args;
   a.config = s.written_path().empty() ? s.config_path() : s.written_path();
   const sim::PlanKnobs& k = s.knobs();

@@ -311,10 +311,10 @@ Status Session::Write(const std::string& path, bool force) {
     return Error{"the config has " + std::to_string(counts.errors) + " error" + (counts.errors == 1 ? "" : "s") +
                  " (show diagnostics): fix or undo them first; ds-plan never writes a config DeepSpeed rejects"};
   }
-  std::error_code ec;
-  if (!force && std::filesystem::exists(path, ec)) {
-    return Error{path + " exists: write " + path + " --force replaces it"};
-  }
+  // The one output policy every writer follows (core/util/file_io.h): no device, FIFO or
+  // directory is ever replaced, a link or an existing file only with --force.
+  if (path == "-") return Error{"write PATH: name a file (simulate and check read it back)"};
+  if (Status s = CheckOutputPath("write", path, force); !s.ok()) return s;
   if (Status s = WriteFileAtomic(path, ConfigTextToWrite()); !s.ok()) return s;
   saved_config_ = ConfigToWrite();
   saved_knobs_ = entry().knobs;

@@ -3,6 +3,7 @@
 // validate, simulate and check, and the terminal line mode (libedit) under tmux.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -69,7 +70,41 @@ TEST(ExploreCliTest, WriteAndPlanAreReadBackByValidateSimulateAndCheck) {
   WriteText(dir + "/again.txt", "write tp2.json\n");
   auto again = InDir(dir, open + " --script again.txt");
   EXPECT_EQ(again.exit_code, 1) << again.output;
-  EXPECT_NE(again.output.find("again.txt:1: error: tp2.json exists"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("again.txt:1: error: write tp2.json: exists: pass --force"), std::string::npos)
+      << again.output;
+}
+
+// Issue 36: every writer follows the one output policy (core/util/file_io.h CheckOutputPath).
+TEST(ExploreCliTest, WriteAndPlanFollowTheOutputPolicy) {
+  const std::string dir = Workdir("explore_output_policy");
+  const std::string open = "explore zero3-offload.json --model llama-3-70b.json --cluster h100-sxm.json --nodes 8";
+  auto run = [&](const std::string& line) {
+    WriteText(dir + "/script.txt", line + "\n");
+    return InDir(dir, open + " --script script.txt");
+  };
+  // A device is never replaced, not even with --force (as root this once replaced /dev/null).
+  auto device = run("write /dev/null --force");
+  EXPECT_EQ(device.exit_code, 1) << device.output;
+  EXPECT_NE(device.output.find("not a regular file"), std::string::npos) << device.output;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  // Extra words are refused, not dropped.
+  auto two = run("write a b.json");
+  EXPECT_EQ(two.exit_code, 1) << two.output;
+  EXPECT_NE(two.output.find("one path, got a and b.json"), std::string::npos) << two.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a"));
+  auto flag = run("write out.json --forse");
+  EXPECT_NE(flag.output.find("unknown option --forse"), std::string::npos) << flag.output;
+  // A dangling symbolic link is written through only with --force.
+  std::filesystem::create_symlink(dir + "/target.json", dir + "/link.json");
+  auto link = run("write link.json");
+  EXPECT_EQ(link.exit_code, 1) << link.output;
+  EXPECT_NE(link.output.find("symbolic link"), std::string::npos) << link.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/target.json"));
+  // A FIFO is not a file to write a plan into.
+  ASSERT_EQ(std::system(("mkfifo " + ShellQuote(dir + "/fifo")).c_str()), 0);
+  auto fifo = run("plan fifo --force");
+  EXPECT_EQ(fifo.exit_code, 1) << fifo.output;
+  EXPECT_TRUE(std::filesystem::is_fifo(dir + "/fifo"));
 }
 
 TEST(ExploreCliTest, PlanNeedsTheEditsWrittenFirst) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/util/text.h"
+
 namespace dsp::sim {
 namespace {
 
@@ -82,9 +84,9 @@ std::string RenderPlanCheckText(const PlanCheckResult& r) {
   if (!r.recomputed) {
     out << r.plan_path << ": CHANGED, the recorded inputs no longer give a plan (errors above)\n";
   } else if (failures == 0) {
-    out << r.plan_path << ": ok, the plan recomputed from its inputs matches (tolerance " << tol << ")\n";
+    out << EscapeControl(r.plan_path) << ": ok, the plan recomputed from its inputs matches (tolerance " << tol << ")\n";
   } else {
-    out << r.plan_path << ": CHANGED, " << failures << (failures == 1 ? " difference" : " differences")
+    out << EscapeControl(r.plan_path) << ": CHANGED, " << failures << (failures == 1 ? " difference" : " differences")
         << " (tolerance " << tol << ")\n";
   }
   if (!r.changed_inputs.empty() || !r.config_changes.empty() || r.recorded_version != r.current_version) {
@@ -94,11 +96,11 @@ std::string RenderPlanCheckText(const PlanCheckResult& r) {
           << r.current_version << "\n";
     }
     for (const InputChange& c : r.changed_inputs) {
-      out << "  " << c.input << " " << c.path << ": sha256 " << Short(c.old_sha256) << " -> " << Short(c.new_sha256)
+      out << "  " << c.input << " " << EscapeControl(c.path) << ": sha256 " << Short(c.old_sha256) << " -> " << Short(c.new_sha256)
           << "\n";
       if (c.input != "config") continue;
       for (const ValueChange& v : r.config_changes) {
-        out << "    " << (v.pointer.empty() ? "/" : v.pointer) << ": " << (v.old_absent ? "absent" : v.old_value.dump())
+        out << "    " << (v.pointer.empty() ? "/" : EscapeControl(v.pointer)) << ": " << (v.old_absent ? "absent" : v.old_value.dump())
             << " -> " << (v.new_absent ? "absent" : v.new_value.dump()) << "\n";
       }
     }

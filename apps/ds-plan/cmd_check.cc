@@ -14,8 +14,10 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/plan_setup.h"
 #include "core/json/hjson_parser.h"
+#include "core/schema/schema_check.h"
 #include "core/util/file_io.h"
 #include "core/util/sha256.h"
+#include "core/util/text.h"
 #include "sim/plan_check_report.h"
 #include "sim/plan_diff.h"
 #include "sim/plan_snapshot.h"
@@ -95,6 +97,12 @@ int RunCheck(const CheckArgs& args) {
       return UsageError(args.plan + ": recorded " + name + " path " + inside.error().message +
                         ": check reads only files inside the directory it runs in");
     }
+    // Regular files only: a FIFO would block the read for ever, a device never ends.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file->path, ec)) {
+      return UsageError(args.plan + ": recorded " + name + " " + EscapeControl(file->path.substr(0, 200)) +
+                        " is not a regular file: check reads only the config, model and cluster files a snapshot records");
+    }
     auto bytes = ReadFile(file->path);
     if (!bytes.ok()) return UsageError(args.plan + ": recorded " + name + ": " + bytes.error().message);
     std::string now = Sha256Hex(bytes.value());
@@ -102,8 +110,11 @@ int RunCheck(const CheckArgs& args) {
     result.changed_inputs.push_back({name, file->path, file->sha256, now});
     if (file == &inputs->config) {
       Json current = ParseDeepSpeedConfig(file->path, std::move(bytes).value()).doc.root;
-      // Only a config's keys are shown: never echo a file that is not a JSON object.
-      if (current.is_object()) result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
+      // Only a DeepSpeed config's keys are shown: never echo a file that is not one (a snapshot
+      // naming a credentials file would otherwise print its token).
+      if (HasDeepSpeedKeys(current) && HasDeepSpeedKeys(inputs->config_content)) {
+        result.config_changes = sim::DiffJsonLeaves(inputs->config_content, current);
+      }
     }
   }
 

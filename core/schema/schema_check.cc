@@ -471,6 +471,15 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
   }
 }
 
+bool HasDeepSpeedKeys(const Json& json) {
+  if (!json.is_object()) return false;
+  const Json& properties = Compiled().raw["properties"];
+  for (const auto& [key, value] : json.items()) {
+    if (properties.contains(key)) return true;
+  }
+  return false;
+}
+
 Json PydanticLaxView(const Json& config) {
   Json out = config;
   if (!out.is_object()) return out;

@@ -25,6 +25,11 @@ Json StripAutoValues(const Json& root);
 // simulate, plan, explore) reads this view so it plans what DeepSpeed runs.
 Json PydanticLaxView(const Json& config);
 
+// Whether `json` is an object with at least one key DeepSpeed reads at the top level (the
+// schema's properties): what `check` requires before it shows a changed config's keys and values,
+// so a snapshot pointing at some other file never prints that file's contents.
+bool HasDeepSpeedKeys(const Json& json);
+
 // Type, enum and range errors (rule schema-type / schema-enum / schema-range / schema-invalid).
 void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out);
 

@@ -60,6 +60,23 @@ std::string ClipForDisplay(std::string_view text, size_t max_bytes) {
   return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
+std::string EscapeControl(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string JoinList(const std::vector<std::string>& items, std::string_view last_sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -19,6 +19,10 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
 std::string ClipForDisplay(std::string_view text, size_t max_bytes);
 
 // "a, b and c" / "a, b or c".
+// `text` with every control character (C0, DEL) written as \xNN, so a key or path from a file
+// cannot move the cursor, recolour or retitle the terminal it is printed to.
+std::string EscapeControl(std::string_view text);
+
 std::string JoinList(const std::vector<std::string>& items, std::string_view last_sep = " and ");
 
 // Decimal list of the positive divisors of n: "1, 2, 4, 8".

@@ -4,6 +4,7 @@
 // every usage error. Each test works on copies of a sample in its own temporary directory.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -364,6 +365,39 @@ TEST_F(PlanCheckTest, EngineFlagsAreRecordedAndReplayed) {
   EXPECT_EQ(inputs->engine, "deepspeed");
   EXPECT_EQ(inputs->megatron_tp, 0);
   EXPECT_EQ(inputs->attention, "flash");
+}
+
+// Issue 36 item 7: check reads only regular files, shows only a DeepSpeed config's keys and
+// values, and escapes what it prints.
+TEST_F(PlanCheckTest, CheckShowsNothingOfAFileThatIsNotAConfig) {
+  WritePlan();
+  const fs::path creds = dir_ / "creds.yml";
+  Spit(creds, "token: s3cr3t-value\n");
+  Json snapshot = Json::parse(Slurp(plan_));
+  snapshot["inputs"]["config"]["path"] = Relative(creds);
+  Spit(plan_, snapshot.dump(2));
+  auto r = Check();
+  EXPECT_EQ(r.output.find("s3cr3t"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("config " + Relative(creds) + ": sha256"), std::string::npos) << r.output;
+
+  // A FIFO would block the read for ever: refused at once.
+  const fs::path fifo = dir_ / "config.fifo";
+  ASSERT_EQ(std::system(("mkfifo " + ShellQuote(fifo.string())).c_str()), 0);
+  snapshot["inputs"]["config"]["path"] = Relative(fifo);
+  Spit(plan_, snapshot.dump(2));
+  auto f = Check();
+  EXPECT_EQ(f.exit_code, 2) << f.output;
+  EXPECT_NE(f.output.find("is not a regular file"), std::string::npos) << f.output;
+
+  // A key with a terminal escape in it is printed escaped.
+  snapshot["inputs"]["config"]["path"] = Relative(config_);
+  Spit(plan_, snapshot.dump(2));
+  Json config = Json::parse(Slurp(config_));
+  config["\x1b]0;owned\x07"] = 1;
+  Spit(config_, config.dump(2));
+  auto e = Check();
+  EXPECT_EQ(e.output.find('\x1b'), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("\\x1b]0;owned\\x07"), std::string::npos) << e.output;
 }
 
 }  // namespace

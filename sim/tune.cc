@@ -140,10 +140,26 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   return in;
 }
 
+}  // namespace
+
 // The event simulation of one plan's step, or 0 where the schedule does not cover it (pipeline
 // stages, Megatron engines) or a step fails to build (a pass refuses the plan).
-double ScheduleSeconds(const ModelSpec& model, const Cluster& cluster, const TuneOptions& o,
-                       int64_t world, int64_t gpn, const TunedPlan& p) {
+double ScheduleStepSeconds(const ModelSpec& model, const Cluster& cluster, const TuneOptions& o,
+                           int64_t world, int64_t gpn, const TunedPlan& p, int64_t max_micro_steps) {
+  if (max_micro_steps > 0 && p.grad_accum > max_micro_steps) {
+    // Without pipeline stages every micro-step between the first and the boundary one does the
+    // same work, so the step is linear in the micro-steps: simulate two counts and extrapolate
+    // instead of building a program of thousands of micro-steps (4,096 took a minute and a GB).
+    const int64_t hi = max_micro_steps, lo = std::max<int64_t>(hi / 2, 3);
+    TunedPlan a = p, b = p;
+    a.grad_accum = hi;
+    b.grad_accum = lo;
+    const double t_hi = ScheduleStepSeconds(model, cluster, o, world, gpn, a, 0);
+    const double t_lo = ScheduleStepSeconds(model, cluster, o, world, gpn, b, 0);
+    if (t_hi <= 0 || t_lo <= 0) return 0;
+    const double per_micro_step = (t_hi - t_lo) / static_cast<double>(hi - lo);
+    return t_hi + per_micro_step * static_cast<double>(p.grad_accum - hi);
+  }
   if (p.pp > 1 || o.engine != Engine::kDeepSpeed) return 0;
   PlanInputs pin;
   pin.world_size = world;
@@ -163,8 +179,6 @@ double ScheduleSeconds(const ModelSpec& model, const Cluster& cluster, const Tun
   auto sched = schedule::Simulate(*program, in);
   return sched.ok() ? sched->step_seconds : 0;
 }
-
-}  // namespace
 
 std::string_view OffloadName(Offload o) {
   switch (o) {
@@ -442,7 +456,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   // among those it covers.
   for (size_t i = 0; i < kept.size() && i < static_cast<size_t>(std::max(options.rerank, 0)); ++i) {
     TunedPlan& p = kept[i];
-    p.schedule_seconds = ScheduleSeconds(model, machines, options, world, gpn, p);
+    p.schedule_seconds = ScheduleStepSeconds(model, machines, options, world, gpn, p, kScheduledMicroSteps);
     if (p.schedule_seconds > 0) {
       p.tokens_per_second *= p.step_seconds / p.schedule_seconds;
       p.mfu *= p.step_seconds / p.schedule_seconds;

@@ -93,6 +93,15 @@ struct TuneResult {
 double PublishedMfuCeiling(const std::string& gpu_name, std::string* source);
 
 // `progress(done, total)` is called now and then with the layouts searched so far.
+// Micro-steps the schedule re-rank simulates; a plan with more is extrapolated from two counts (its
+// micro-steps are alike without pipeline stages, which the schedule does not cover).
+inline constexpr int64_t kScheduledMicroSteps = 16;
+
+// The event simulation of a tuned plan's step (0 where the schedule does not cover it: pipeline
+// stages, Megatron engines), with at most `max_micro_steps` simulated (0: all of them).
+double ScheduleStepSeconds(const ModelSpec& model, const Cluster& cluster, const TuneOptions& options,
+                           int64_t world, int64_t gpus_per_node, const TunedPlan& plan, int64_t max_micro_steps);
+
 Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const TuneOptions& options,
                         const std::function<void(int64_t, int64_t)>& progress = {});
 

@@ -100,6 +100,34 @@ int Interactive(ExploreContext& c) {
 
 }  // namespace
 
+namespace {
+
+// One line of a script or a pipe, at most kMaxScriptLine bytes: a file with no newline (a device
+// such as /dev/zero, a binary) would otherwise be read into memory whole as one line. False at the
+// end of the input; `error` says why a line was refused (too long, a NUL byte: not a text file).
+constexpr size_t kMaxScriptLine = 64 * 1024;
+bool ReadScriptLine(std::istream& in, std::string& line, std::string& error) {
+  line.clear();
+  char ch;
+  bool any = false;
+  while (in.get(ch)) {
+    any = true;
+    if (ch == '\n') return true;
+    if (ch == '\0') {
+      error = "a NUL byte: not a text file of explore commands";
+      return false;
+    }
+    if (line.size() == kMaxScriptLine) {
+      error = "longer than " + std::to_string(kMaxScriptLine) + " bytes: not a text file of explore commands";
+      return false;
+    }
+    line += ch;
+  }
+  return any;
+}
+
+}  // namespace
+
 int RunExploreLine(ExploreContext& c, const LineModeOptions& options) {
   if (options.interactive) return Interactive(c);
   std::ifstream file;
@@ -115,7 +143,8 @@ int RunExploreLine(ExploreContext& c, const LineModeOptions& options) {
   }
   std::cout << sim::RenderSummary(*c.session);
   int number = 0;
-  for (std::string line; std::getline(*in, line);) {
+  std::string line, error;
+  while (ReadScriptLine(*in, line, error)) {
     ++number;
     while (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -127,6 +156,10 @@ int RunExploreLine(ExploreContext& c, const LineModeOptions& options) {
       return 1;
     }
     if (out.quit) break;
+  }
+  if (!error.empty()) {
+    std::cerr << name << ":" << number + 1 << ": error: " << error << "\n";
+    return 2;
   }
   return 0;
 }

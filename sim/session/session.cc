@@ -177,9 +177,20 @@ std::shared_ptr<const Evaluation> Session::EvaluateState(const Json& config, con
   return Evaluate(model_, cluster_, config_path_, config.dump(2) + "\n", {}, knobs);
 }
 
+const Evaluation& Session::EvaluationAt(size_t i) const {
+  Entry& e = history_[i];
+  if (!e.evaluation) e.evaluation = EvaluateState(e.config, e.knobs);
+  return *e.evaluation;
+}
+
+size_t Session::evaluations_held() const {
+  return static_cast<size_t>(std::count_if(history_.begin(), history_.end(),
+                                           [](const Entry& e) { return e.evaluation != nullptr; }));
+}
+
 const Evaluation* Session::last_good() const {
   for (size_t i = at_ + 1; i-- > 0;) {
-    if (history_[i].evaluation->has_numbers()) return history_[i].evaluation.get();
+    if (EvaluationAt(i).has_numbers()) return history_[i].evaluation.get();
   }
   return nullptr;
 }
@@ -193,12 +204,15 @@ Result<std::string> Session::Commit(Json config, PlanKnobs knobs, std::string wh
   std::shared_ptr<const Evaluation> before;
   if (baseline_ && baseline_->evaluation->has_numbers()) before = baseline_->evaluation;
   for (size_t i = at_ + 1; i-- > 0 && !before;) {
-    if (history_[i].evaluation->has_numbers()) before = history_[i].evaluation;
+    if (EvaluationAt(i).has_numbers()) before = history_[i].evaluation;
   }
   history_.resize(at_ + 1);
   history_.push_back(std::move(next));
   if (history_.size() > kMaxHistory) history_.erase(history_.begin());
   at_ = history_.size() - 1;
+  // Let go of the evaluations of all but the newest edits (the first entry keeps its own: its
+  // diagnostics point into the file as opened, which a recomputation would not reproduce).
+  for (size_t i = 1; i + kHeldEvaluations <= at_; ++i) history_[i].evaluation.reset();
   return what + " -> " + OneLineVerdict(now(), before.get());
 }
 
@@ -228,6 +242,7 @@ Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Jso
     suggestions += KnobSuggestion(key);
   }
   if (adjust) adjust(config, knobs, cluster_);
+  now();  // evaluated again if undo led to an entry whose evaluation was let go
   const std::shared_ptr<const Evaluation> before = entry().evaluation;
   auto done = Commit(std::move(config), knobs, std::move(what));
   if (done.ok() && before != history_[at_].evaluation) *done += NewFindings(before.get(), now()) + suggestions;
@@ -279,7 +294,10 @@ Result<std::string> Session::Redo() {
   return "redid " + entry().what + " -> " + OneLineVerdict(now(), nullptr);
 }
 
-void Session::Pin() { baseline_ = std::make_shared<const Entry>(entry()); }
+void Session::Pin() {
+  now();  // the pinned entry keeps its evaluation
+  baseline_ = std::make_shared<const Entry>(entry());
+}
 
 Json Session::ConfigToWrite() const {
   Json config = entry().config;

@@ -37,7 +37,7 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  const Evaluation& now() const { return *entry().evaluation; }
+  const Evaluation& now() const { return EvaluationAt(at_); }
   // The latest evaluation with numbers at or before the current edit (nullptr: none yet), so an
   // edit that breaks the config keeps the last good memory and step time on screen.
   const Evaluation* last_good() const;
@@ -89,6 +89,11 @@ class Session {
   // Whether the config or knobs differ from what was opened or last written.
   bool dirty() const;
   const std::string& written_path() const { return written_path_; }
+  // Edits whose evaluation is held in memory: the newest kHeldEvaluations (and the opened file);
+  // older ones keep their config and knobs and are evaluated again when undo reaches them, so
+  // 10,000 edits hold tens of evaluations, not 10,000 (about 0.4 MB each).
+  size_t evaluations_held() const;
+  static constexpr size_t kHeldEvaluations = 64;
 
  private:
   struct Entry {
@@ -98,6 +103,8 @@ class Session {
     std::shared_ptr<const Evaluation> evaluation;
   };
   const Entry& entry() const { return history_[at_]; }
+  // The evaluation of history entry `i`, computed again if it was let go.
+  const Evaluation& EvaluationAt(size_t i) const;
   std::shared_ptr<const Evaluation> EvaluateState(const Json& config, const PlanKnobs& knobs) const;
   Result<std::string> Commit(Json config, PlanKnobs knobs, std::string what);
 
@@ -105,7 +112,7 @@ class Session {
   std::string original_text_;
   ModelSpec model_;
   Cluster cluster_;
-  std::vector<Entry> history_;
+  mutable std::vector<Entry> history_;  // mutable: evaluations are let go and recomputed
   size_t at_ = 0;
   std::shared_ptr<const Entry> baseline_;
   Json saved_config_;

@@ -174,5 +174,19 @@ TEST(ExploreCliTest, OnATerminalTheLineModeCompletesEditsAndKeepsHistory) {
   EXPECT_TRUE(std::filesystem::exists(home + "/.ds_plan_history"));
 }
 
+// Issue 36: a script with no newline (/dev/zero) was read whole into one line; a binary file is
+// not a script. Both stop with exit 2 and say why.
+TEST(ExploreCliTest, AScriptThatIsNotTextIsRefused) {
+  auto zero = RunCli(std::string(kOpen) + " --script /dev/zero");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("/dev/zero:1: error: a NUL byte"), std::string::npos) << zero.output;
+  const std::string dir = ::testing::TempDir() + "/explore_long_line";
+  std::filesystem::create_directories(dir);
+  WriteText(dir + "/long.txt", "show\n" + std::string(70000, 'x') + "\n");
+  auto longline = RunCli(std::string(kOpen) + " --script " + ShellQuote(dir + "/long.txt"));
+  EXPECT_EQ(longline.exit_code, 2) << longline.output.substr(0, 2000);
+  EXPECT_NE(longline.output.find("long.txt:2: error: longer than 65536 bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dsp

@@ -241,5 +241,26 @@ TEST(SessionTest, RankGroupsNameThePeersAndNodeCrossings) {
   EXPECT_NE(RenderRankGroups(*s, 8).find("outside the world"), std::string::npos);
 }
 
+// Issue 36: one evaluation was kept per undo step (10,000 edits reached 3.8 GB). Old evaluations
+// are let go and recomputed when undo reaches them, with the same numbers.
+TEST(SessionTest, OldEvaluationsAreLetGoAndUndoRecomputesThem) {
+  auto s = Llama70b();
+  const double peak0 = s->now().memory.peak_bytes, step0 = s->now().time.step_seconds;
+  std::vector<double> peaks;
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_TRUE(s->Set("reduce_bucket_size=" + std::to_string(1000000 * (i + 1))).ok());
+    peaks.push_back(s->now().memory.peak_bytes);
+  }
+  EXPECT_LE(s->evaluations_held(), Session::kHeldEvaluations + 1);
+  for (int i = 149; i > 0; --i) {
+    ASSERT_TRUE(s->Undo().ok());
+    EXPECT_EQ(s->now().memory.peak_bytes, peaks[static_cast<size_t>(i - 1)]) << i;
+  }
+  ASSERT_TRUE(s->Undo().ok());
+  EXPECT_EQ(s->now().memory.peak_bytes, peak0);
+  EXPECT_EQ(s->now().time.step_seconds, step0);
+  EXPECT_FALSE(s->can_undo());
+}
+
 }  // namespace
 }  // namespace dsp::sim

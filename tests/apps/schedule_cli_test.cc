@@ -146,5 +146,22 @@ TEST_F(ScheduleCliTest, ALargeTraceIsWrittenWithAWarning) {
   EXPECT_EQ(small.output.find("warning: the trace"), std::string::npos) << small.output;
 }
 
+// Issue 36: --full on 4,096 ranks of a 70B ZeRO-3 step grew until bad_alloc after a minute. The
+// rank-tasks a schedule holds are bounded and the refusal says what to do, before simulating.
+TEST_F(ScheduleCliTest, TooManyRankTasksAreRefusedUpFront) {
+  const std::string big = "visualize schedule samples/configs/zero3-offload.json --model samples/models/llama-3-70b.json "
+                          "--cluster samples/clusters/h100-sxm.json --world-size 4096 -o " + Out("big.json");
+  auto full = RunCli(big + " --full");
+  EXPECT_EQ(full.exit_code, 2) << full.output;
+  EXPECT_NE(full.output.find("4096 ranks x"), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("leave --full off"), std::string::npos) << full.output;
+  EXPECT_FALSE(std::filesystem::exists(Out("big.json")));
+  std::string many;
+  for (int r = 0; r < 1000; ++r) many += (r ? "," : "") + std::to_string(r);
+  auto drawn = RunCli(big + " --ranks " + many);
+  EXPECT_EQ(drawn.exit_code, 2) << drawn.output.substr(0, 500);
+  EXPECT_NE(drawn.output.find("1000 ranks x"), std::string::npos) << drawn.output.substr(0, 500);
+}
+
 }  // namespace
 }  // namespace dsp

@@ -33,6 +33,9 @@
 namespace dsp::app {
 namespace {
 
+// The most decoder layers one SVG lays out in full (Graphviz dot; see RunVisualizeGraph).
+constexpr int64_t kMaxLaidOutLayers = 8;
+
 struct VisualizeGraphArgs {
   std::string config;
   std::string model_path;
@@ -135,6 +138,19 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
                       std::to_string(model->num_hidden_layers - 1));
   }
   const bool picture = !args.output.empty() && (kind == OutputKind::kSvg || kind == OutputKind::kDot);
+  // Graphviz's layout grows superlinearly with the nodes (12 Mixtral layers took over a minute,
+  // Llama-3-8B's 32 more than two, a 1,000-layer model crashed inside it): an SVG draws at most
+  // kMaxLaidOutLayers layers in full. DOT and JSON are written without a layout.
+  if (kind == OutputKind::kSvg) {
+    const int64_t drawn = every_layer ? model->num_hidden_layers
+                          : render.layers ? render.layers->last - render.layers->first + 1
+                                          : 1;
+    if (drawn > kMaxLaidOutLayers) {
+      return UsageError("--layers " + args.layers + ": " + std::to_string(drawn) + " layers drawn in full is more than the " +
+                        std::to_string(kMaxLaidOutLayers) + " an SVG layout takes in reasonable time; draw a range " +
+                        "(--layers 0-" + std::to_string(kMaxLaidOutLayers - 1) + ") or write .dot or .json");
+    }
+  }
   if (args.layers.empty() && picture && model->num_hidden_layers > 1) {
     render.layers = sim::render::LayerRange{0, 0};
     const int last = model->num_hidden_layers - 1;

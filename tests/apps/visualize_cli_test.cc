@@ -299,5 +299,18 @@ TEST_F(VisualizeCliTest, ExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(Out("g.svg")));
 }
 
+// Issue 36: `--layers all` on Llama-3-8B ran past 120 s inside Graphviz and a 1,000-layer model
+// crashed it. An SVG lays out at most 8 layers in full; DOT is written without a layout.
+TEST_F(VisualizeCliTest, AnSvgOfTooManyLayersIsRefusedUpFront) {
+  auto r = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+                  "--world-size 8 --layers all -o " + Out("all.svg"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("32 layers drawn in full is more than the 8"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(Out("all.svg")));
+  auto range = RunCli("visualize graph samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+                      "--world-size 8 --layers 0-20 -o " + Out("range.svg"));
+  EXPECT_EQ(range.exit_code, 2) << range.output;
+}
+
 }  // namespace
 }  // namespace dsp

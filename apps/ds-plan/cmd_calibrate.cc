@@ -176,16 +176,8 @@ Command AddCalibrateCommand(CLI::App& root) {
                   "fit efficiency.memory, .matmul and .attention to this PyTorch profiler trace of one "
                   "step of RUNS (a DeepSpeed config), class by class");
   app->add_option("--model", args->sim.model_path, "with --trace: Hugging Face config.json of the model");
-  args->sim.world.AddTo(app);
-  app->add_option("--seq-len", args->sim.seq_len, "with --trace: sequence length of the traced step")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
-  app->add_option("--recompute", args->sim.recompute, "with --trace: activation recomputation")
-      ->check(CLI::IsMember({"none", "selective", "full"}));
-  app->add_option("--attention", args->sim.attention, "with --trace: flash or materialized")
-      ->check(CLI::IsMember({"flash", "materialized"}));
-  app->add_option("--set", args->sim.sets, "with --trace: KEY=VALUE config override; repeatable");
-  app->add_option("--engine", args->sim.engine, "with --trace: training framework (as simulate)")
-      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
+  // With --trace, simulate's flags describe the traced step.
+  args->sim.AddPlanFlags(app);
   return Command{app, [args] { return RunCalibrate(*args); }};
 }
 

@@ -19,6 +19,10 @@ void SimArgs::AddTo(CLI::App* app) {
   app->add_option("config", config, "DeepSpeed config file")->required();
   app->add_option("--model", model_path, "Hugging Face config.json of the model")->required();
   app->add_option("--cluster", cluster_path, "cluster description (samples/clusters/*.json)")->required();
+  AddPlanFlags(app);
+}
+
+void SimArgs::AddPlanFlags(CLI::App* app) {
   world.AddTo(app);
   app->add_option("--seq-len", seq_len,
                   "training sequence length (default 4096, or the model's max_position_embeddings if smaller)")

@@ -50,6 +50,9 @@ struct SimArgs {
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
   // --engine, --tp, --megatron-sp, --virtual-stages, --attention, --deepspeed-version.
   void AddTo(CLI::App* app);
+  // The same flags without CONFIG, --model and --cluster (the world flags onwards), for a command
+  // that names those itself (calibrate --trace).
+  void AddPlanFlags(CLI::App* app);
 };
 
 struct SimSetup {

@@ -156,9 +156,7 @@ std::string RenderComparison(const Comparison& c, const std::string& plan_label,
   }
   const CompareRow step = Row("step", c.step_predicted, c.step_measured);
   if (c.has_prediction) {
-    out << Pad("step", 16, false) << Pad(Ms(step.predicted), 14, true) << Pad(Ms(step.measured), 14, true)
-        << Pad((step.gap() >= 0 ? "+" : "") + Ms(step.gap()), 11, true)
-        << Pad(Pct(step.gap(), step.measured), 11, true) << "\n";
+    line(step);
   } else {
     out << Pad("step", 16, false) << Pad(Ms(step.measured), 14, true) << "\n";
   }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <sstream>
 
 #include "apps/ds-plan/command.h"

@@ -8,9 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 

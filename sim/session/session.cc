@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "core/config/batch_triple.h"
 #include "core/config/config_view.h"

@@ -7,7 +7,7 @@
 
 #include "core/plan/plan.h"
 #include "core/util/file_io.h"
-#include "sim/cluster.h"
+#include "sim/cost/cluster.h"
 #include "sim/graph/builder.h"
 #include "sim/passes/from_config.h"
 #include "sim/schedule/program.h"

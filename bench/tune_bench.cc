@@ -9,9 +9,9 @@
 
 #include "core/util/file_io.h"
 #include "core/plan/plan.h"
-#include "sim/group_links.h"
-#include "sim/sim_input.h"
-#include "sim/tune.h"
+#include "sim/comm/group_links.h"
+#include "sim/cost/sim_input.h"
+#include "sim/tune/tune.h"
 
 namespace {
 

@@ -47,7 +47,7 @@ Status CheckSupported(const RunOptions& o) {
   const Plan& plan = o.plan;
   if (plan.sizes.pp > 1) {
     if (plan.sizes.sp > 1 || plan.sizes.expert_parallel) {
-      // The layouts tune searches: with pp > 1 it plans tp and dp only (sim/tune.cc), as DeepSpeed's
+      // The layouts tune searches: with pp > 1 it plans tp and dp only (sim/tune/tune.cc), as DeepSpeed's
       // PipelineModule topology (runtime/pipe/topology.py) has pipe, data and model axes only.
       return Error{"pipeline stages run with data and tensor parallelism in ds-plan run (the layouts tune plans with "
                    "pp > 1), not with Ulysses sp or AutoEP"};

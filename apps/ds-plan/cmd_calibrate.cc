@@ -14,10 +14,10 @@
 #include "apps/ds-plan/sim_setup.h"
 #include "core/json/document.h"
 #include "core/util/file_io.h"
-#include "sim/cost/calibrate.h"
-#include "sim/cost/kineto_trace.h"
-#include "sim/cost/trace_calibrate.h"
-#include "sim/cost/trace_compare.h"
+#include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/kineto_trace.h"
+#include "sim/calibrate/trace_calibrate.h"
+#include "sim/calibrate/trace_compare.h"
 
 namespace dsp::app {
 namespace {

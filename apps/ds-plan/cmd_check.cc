@@ -18,9 +18,9 @@
 #include "core/util/file_io.h"
 #include "core/util/sha256.h"
 #include "core/util/text.h"
-#include "sim/plan_check_report.h"
-#include "sim/plan_diff.h"
-#include "sim/plan_snapshot.h"
+#include "sim/plan/check_report.h"
+#include "sim/plan/diff.h"
+#include "sim/plan/snapshot.h"
 
 namespace dsp::app {
 namespace {

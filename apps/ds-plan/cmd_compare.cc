@@ -10,9 +10,9 @@
 #include "apps/ds-plan/plan_setup.h"
 #include "apps/ds-plan/sim_setup.h"
 #include "core/util/file_io.h"
-#include "sim/cost/kineto_trace.h"
-#include "sim/cost/trace_compare.h"
-#include "sim/plan_snapshot.h"
+#include "sim/calibrate/kineto_trace.h"
+#include "sim/calibrate/trace_compare.h"
+#include "sim/plan/snapshot.h"
 
 namespace dsp::app {
 namespace {

@@ -9,7 +9,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/plan_setup.h"
 #include "core/util/file_io.h"
-#include "sim/plan_snapshot.h"
+#include "sim/plan/snapshot.h"
 
 namespace dsp::app {
 namespace {

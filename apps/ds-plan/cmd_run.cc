@@ -32,7 +32,7 @@
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
 #include "core/validate/validator.h"
-#include "sim/cluster.h"
+#include "sim/cost/cluster.h"
 #include "exec/launch/env.h"
 #include "exec/run.h"
 

@@ -8,9 +8,9 @@
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/sim_setup.h"
-#include "sim/memory_model.h"
-#include "sim/simulate_report.h"
-#include "sim/step_time.h"
+#include "sim/cost/memory_model.h"
+#include "sim/report/simulate_report.h"
+#include "sim/cost/step_time.h"
 
 namespace dsp::app {
 namespace {

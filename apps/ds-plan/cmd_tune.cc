@@ -12,7 +12,7 @@
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
 #include "core/util/file_io.h"
-#include "sim/tune.h"
+#include "sim/tune/tune.h"
 
 namespace dsp::app {
 namespace {

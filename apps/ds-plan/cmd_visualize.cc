@@ -25,7 +25,7 @@
 #include "sim/graph/text_format.h"
 #include "sim/passes/deepcompile_budget.h"
 #include "sim/passes/from_config.h"
-#include "sim/sim_input.h"
+#include "sim/cost/sim_input.h"
 #include "sim/passes/pipeline.h"
 #include "sim/render/graph_json.h"
 #include "sim/render/graphviz.h"

@@ -21,14 +21,14 @@
 #include "apps/ds-plan/sim_setup.h"
 #include "core/util/file_io.h"
 #include "sim/graph/builder.h"
-#include "sim/memory_model.h"
+#include "sim/cost/memory_model.h"
 #include "sim/passes/from_config.h"
 #include "sim/render/schedule_svg.h"
 #include "sim/render/schedule_trace.h"
 #include "sim/schedule/program.h"
 #include "sim/schedule/simulator.h"
 #include "sim/schedule/summary.h"
-#include "sim/step_time.h"
+#include "sim/cost/step_time.h"
 
 namespace dsp::app {
 namespace {

@@ -12,7 +12,7 @@
 #include "core/schema/schema_keys.h"
 #include "core/util/file_io.h"
 #include "core/util/text.h"
-#include "sim/plan_snapshot.h"
+#include "sim/plan/snapshot.h"
 #include "sim/session/session_text.h"
 
 namespace dsp::app {

@@ -10,7 +10,7 @@
 
 #include "apps/ds-plan/sim_setup.h"
 #include "sim/session/session.h"
-#include "sim/tune.h"
+#include "sim/tune/tune.h"
 
 namespace dsp::app {
 

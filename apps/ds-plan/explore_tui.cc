@@ -15,7 +15,7 @@
 #include "core/report/groups_report.h"
 #include "sim/session/dials.h"
 #include "sim/session/session_text.h"
-#include "sim/simulate_report.h"
+#include "sim/report/simulate_report.h"
 
 namespace dsp::app {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/model/model_spec.h"
-#include "sim/cluster.h"
+#include "sim/cost/cluster.h"
 #include "core/util/result.h"
 
 namespace dsp::app {

@@ -8,7 +8,7 @@
 
 #include "apps/ds-plan/sim_setup.h"
 #include "core/json/document.h"
-#include "sim/plan_snapshot.h"
+#include "sim/plan/snapshot.h"
 
 namespace dsp::app {
 

@@ -36,6 +36,52 @@ Shape ScatterHeads(const Shape& in, const SymExpr& p, const SymExpr& head_dim) {
   return in;
 }
 
+// 3. pass_insert_attention_all_to_all around the i-th sdpa, then 4. pass_propagate_shapes for
+// the sdpa itself: q, k and v scatter heads and gather the sequence; the output does the reverse.
+void WrapSdpa(Graph& g, Node* s, size_t i, const SymExpr& p, bool replicate_kv, bool repeat_to_all_heads) {
+  const std::string idx = std::to_string(i);
+  const SymExpr head_dim = s->args[0]->shape->back();
+  const char* names[] = {"a2a_q_", "a2a_k_", "a2a_v_"};
+  for (size_t j = 0; j < 3; ++j) {
+    Node* x = s->args[j];
+    if (j > 0 && (replicate_kv || repeat_to_all_heads) && x->shape &&
+        (x->shape->size() == 4 || x->shape->size() == 3)) {
+      const SymExpr heads = repeat_to_all_heads ? SymExpr::Symbol("N") : p;
+      // [B, G, S/P, D] -> [B, P, S/P, D] (v unreshaped: [B, S/P, G*D] -> [B, S/P, P*D]): each
+      // k/v head repeated sp/G times before the all-to-all, so every rank receives one
+      // (ulysses_sp.py: repeat_interleave(kv_replication_factor) on the head dimension).
+      graph::Shape repeated = *x->shape;
+      if (repeated.size() == 4) {
+        repeated[1] = heads;
+      } else {
+        repeated[2] = heads * head_dim;
+      }
+      x = g.InsertAfter(x, {.name = std::string(j == 1 ? "repeat_k_" : "repeat_v_") + idx,
+                            .op = "repeat_kv",
+                            .args = {x},
+                            .module = s->module,
+                            .shape = repeated});
+    }
+    Node* a2a = g.InsertAfter(x, {.name = names[j] + idx,
+                                  .op = std::string(graph::ops::kAllToAll),
+                                  .args = {x},
+                                  .module = s->module,
+                                  .shape = ScatterHeads(x->shape.value_or(Shape{}), p, head_dim),
+                                  .group = "sp"});
+    g.SetArg(s, j, a2a);
+  }
+  // The output all-to-all restores the sharded-sequence layout step 1 gave the sdpa.
+  const Shape seq_sharded = s->shape.value_or(Shape{});
+  s->shape = s->args[0]->shape;
+  Node* a2a_o = g.InsertAfter(s, {.name = "a2a_o_" + idx,
+                                  .op = std::string(graph::ops::kAllToAll),
+                                  .args = {s},
+                                  .module = s->module,
+                                  .shape = seq_sharded,
+                                  .group = "sp"});
+  g.ReplaceAllUsesWith(s, a2a_o);
+}
+
 }  // namespace
 
 AutoSpOptions AutoSpOptions::ForModel(const ModelSpec& spec, int64_t sp_size,
@@ -130,50 +176,7 @@ Result<bool> AutoSpPass::Run(Graph& g) {
   }
 
   // 3. pass_insert_attention_all_to_all, then 4. pass_propagate_shapes for the sdpa itself.
-  for (size_t i = 0; i < sdpas.size(); ++i) {
-    Node* s = sdpas[i];
-    const std::string idx = std::to_string(i);
-    const SymExpr head_dim = s->args[0]->shape->back();
-    const char* names[] = {"a2a_q_", "a2a_k_", "a2a_v_"};
-    for (size_t j = 0; j < 3; ++j) {
-      Node* x = s->args[j];
-      if (j > 0 && (replicate_kv || repeat_to_all_heads) && x->shape &&
-          (x->shape->size() == 4 || x->shape->size() == 3)) {
-        const SymExpr heads = repeat_to_all_heads ? SymExpr::Symbol("N") : p;
-        // [B, G, S/P, D] -> [B, P, S/P, D] (v unreshaped: [B, S/P, G*D] -> [B, S/P, P*D]): each
-        // k/v head repeated sp/G times before the all-to-all, so every rank receives one
-        // (ulysses_sp.py: repeat_interleave(kv_replication_factor) on the head dimension).
-        graph::Shape repeated = *x->shape;
-        if (repeated.size() == 4) {
-          repeated[1] = heads;
-        } else {
-          repeated[2] = heads * head_dim;
-        }
-        x = g.InsertAfter(x, {.name = std::string(j == 1 ? "repeat_k_" : "repeat_v_") + idx,
-                              .op = "repeat_kv",
-                              .args = {x},
-                              .module = s->module,
-                              .shape = repeated});
-      }
-      Node* a2a = g.InsertAfter(x, {.name = names[j] + idx,
-                                    .op = std::string(graph::ops::kAllToAll),
-                                    .args = {x},
-                                    .module = s->module,
-                                    .shape = ScatterHeads(x->shape.value_or(Shape{}), p, head_dim),
-                                    .group = "sp"});
-      g.SetArg(s, j, a2a);
-    }
-    // The output all-to-all restores the sharded-sequence layout step 1 gave the sdpa.
-    const Shape seq_sharded = s->shape.value_or(Shape{});
-    s->shape = s->args[0]->shape;
-    Node* a2a_o = g.InsertAfter(s, {.name = "a2a_o_" + idx,
-                                    .op = std::string(graph::ops::kAllToAll),
-                                    .args = {s},
-                                    .module = s->module,
-                                    .shape = seq_sharded,
-                                    .group = "sp"});
-    g.ReplaceAllUsesWith(s, a2a_o);
-  }
+  for (size_t i = 0; i < sdpas.size(); ++i) WrapSdpa(g, sdpas[i], i, p, replicate_kv, repeat_to_all_heads);
 
   // 5. pass_canonicalize.
   g.EliminateDeadCode();

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/passes/deepcompile_budget.h"
 
-#include "sim/collectives.h"
-#include "sim/group_links.h"
-#include "sim/plan_symbols.h"
+#include "sim/comm/collectives.h"
+#include "sim/comm/group_links.h"
+#include "sim/plan/symbols.h"
 
 namespace dsp::sim::passes {
 

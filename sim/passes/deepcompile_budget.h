@@ -5,9 +5,9 @@
 // cluster's links, the comm predictor's role.
 #pragma once
 
-#include "sim/memory_model.h"
+#include "sim/cost/memory_model.h"
 #include "sim/passes/deepcompile_z3.h"
-#include "sim/sim_input.h"
+#include "sim/cost/sim_input.h"
 
 namespace dsp::sim::passes {
 

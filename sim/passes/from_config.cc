@@ -13,7 +13,7 @@
 #include "sim/passes/autosp.h"
 #include "sim/passes/autotp.h"
 #include "sim/passes/zero.h"
-#include "sim/sim_input.h"
+#include "sim/cost/sim_input.h"
 
 namespace dsp::sim::passes {
 namespace {

@@ -66,6 +66,101 @@ std::string CategoryColor(const std::string& category) {
   return "#d9d9d9";
 }
 
+namespace {
+
+// Where a time and a memory figure land on the drawing.
+struct Scales {
+  double span = 1;  // seconds across the time axis
+  double low = 0, peak = 0;  // the memory curves' shared axis, bytes
+  double hbm_bytes = 0;
+  bool hbm_known = false, hbm_on_axis = false;
+  double x(double seconds) const { return kLeft + kWidth * seconds / span; }
+  // The memory lane's y for `bytes`, the lane starting at `my`.
+  double y(double my, double bytes) const {
+    return my + kMemoryHeight - (peak > low ? kMemoryHeight * (bytes - low) / (peak - low) : 0);
+  }
+};
+
+// Memory in use on one rank: a step curve scaled to the highest peak of the shown ranks, its
+// peak, HBM's line or headroom, and the baseline's curve.
+std::string MemoryLaneSvg(const schedule::RankTimeline& tl, const schedule::RankTimeline* bt,
+                          const MemoryBaseline& baseline, const Scales& scale, double my) {
+  std::string out;
+  out += "<text x=\"20\" y=\"" + Fmt(my + 12) + "\">memory</text>\n";
+  out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / 1e9) + " GB</text>\n";
+  out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(scale.low / 1e9) + " GB</text>\n";
+  std::string points = Fmt(scale.x(0)) + "," + Fmt(scale.y(my, scale.low));
+  double prev = tl.memory.empty() ? 0 : tl.memory.front().second;
+  for (const auto& [t, bytes] : tl.memory) {
+    points += " " + Fmt(scale.x(t)) + "," + Fmt(scale.y(my, prev)) + " " + Fmt(scale.x(t)) + "," + Fmt(scale.y(my, bytes));
+    prev = bytes;
+  }
+  points += " " + Fmt(scale.x(scale.span)) + "," + Fmt(scale.y(my, prev)) + " " + Fmt(scale.x(scale.span)) + "," + Fmt(scale.y(my, scale.low));
+  out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
+  out += "<line x1=\"" + Fmt(scale.x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(scale.x(tl.peak_at)) + "\" y2=\"" +
+         Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";
+  if (scale.hbm_known) {
+    const bool over = tl.peak_bytes > scale.hbm_bytes;
+    const std::string verdict = "HBM " + Fmt(scale.hbm_bytes / 1e9) + " GB" +
+                                (over ? ": does not fit, peak " + Fmt((tl.peak_bytes - scale.hbm_bytes) / 1e9) + " GB over"
+                                      : ": " + Fmt((scale.hbm_bytes - tl.peak_bytes) / 1e9) + " GB free at the peak");
+    if (scale.hbm_on_axis) {
+      out += "<line class=\"hbm\" x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(scale.y(my, scale.hbm_bytes)) + "\" x2=\"" +
+             Fmt(kLeft + kWidth) + "\" y2=\"" + Fmt(scale.y(my, scale.hbm_bytes)) +
+             "\" stroke=\"#cb181d\" stroke-width=\"1.2\"><title>" + Escape(verdict) + "</title></line>\n";
+    }
+    out += "<text class=\"hbm-label\" x=\"" + Fmt(kLeft + kWidth - 4) + "\" y=\"" +
+           Fmt(scale.hbm_on_axis ? scale.y(my, scale.hbm_bytes) - 3 : my + 10) + "\" text-anchor=\"end\" fill=\"" +
+           (over ? "#cb181d" : "#525252") + "\">" + Escape(verdict) + "</text>\n";
+  }
+  if (bt != nullptr) {
+    std::string line;
+    double before = bt->memory.empty() ? 0 : bt->memory.front().second;
+    for (const auto& [t, bytes] : bt->memory) {
+      line += (line.empty() ? "" : " ") + Fmt(scale.x(t)) + "," + Fmt(scale.y(my, before)) + " " + Fmt(scale.x(t)) + "," + Fmt(scale.y(my, bytes));
+      before = bytes;
+    }
+    line += " " + Fmt(scale.x(scale.span)) + "," + Fmt(scale.y(my, before));
+    out += "<polyline class=\"memory-baseline\" points=\"" + line +
+           "\" fill=\"none\" stroke=\"#525252\" stroke-width=\"0.8\" stroke-dasharray=\"4,2\"><title>" +
+           Escape(baseline.label) + ": peak " + Fmt(bt->peak_bytes / 1e9) + " GB</title></polyline>\n";
+    out += "<text x=\"20\" y=\"" + Fmt(my + 40) + "\" fill=\"#525252\">- - " + Escape(baseline.label) + " " +
+           Fmt(bt->peak_bytes / 1e9) + " GB</text>\n";
+  }
+  return out;
+}
+
+// The time axis in ms and the legend of the task categories present.
+std::string AxisAndLegendSvg(const schedule::Program& program, double ms, double legend_y) {
+  std::string out;
+  // Time axis.
+  const double axis_y = legend_y - 20;
+  out += "<line x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(kLeft + kWidth) + "\" y2=\"" +
+         Fmt(axis_y) + "\" stroke=\"black\"/>\n";
+  const double step = TickStep(ms, 10);
+  for (double t = 0; t <= ms + 1e-9 && t / step < 100; t += step) {
+    const double px = kLeft + kWidth * t / ms;
+    out += "<line x1=\"" + Fmt(px) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(px) + "\" y2=\"" + Fmt(axis_y + 4) +
+           "\" stroke=\"black\"/>\n";
+    out += "<text x=\"" + Fmt(px) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"middle\">" + Fmt(t) + "</text>\n";
+  }
+  out += "<text x=\"" + Fmt(kLeft - 10) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"end\">ms</text>\n";
+
+  // Legend: the categories present.
+  std::set<std::string> present;
+  for (const schedule::Task& t : program.tasks) present.insert(schedule::TaskCategory(t));
+  double lx = kLeft;
+  for (const std::string& cat : present) {
+    out += "<rect x=\"" + Fmt(lx) + "\" y=\"" + Fmt(legend_y + 8) + "\" width=\"12\" height=\"12\" fill=\"" +
+           CategoryColor(cat) + "\"/>\n";
+    out += "<text x=\"" + Fmt(lx + 16) + "\" y=\"" + Fmt(legend_y + 18) + "\">" + Escape(cat) + "</text>\n";
+    lx += 24 + 7.0 * static_cast<double>(cat.size());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string ScheduleToSvg(const schedule::Program& program, const schedule::Schedule& schedule,
                           const std::vector<int>& ranks, const std::string& title,
                           const MemoryBaseline& baseline, double hbm_bytes) {
@@ -77,7 +172,6 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
   if (base != nullptr) span = std::max(span, base->step_seconds);
   if (!std::isfinite(span) || span <= 0) span = 1.0;  // callers refuse non-finite steps; never loop on one
   const double ms = span * 1e3;
-  auto x = [&](double seconds) { return kLeft + kWidth * seconds / span; };
   // The memory curves share one scale from the lowest to the highest value of the shown ranks:
   // the resident model states would otherwise flatten what changes during the step.
   double peak = 0, low = -1;
@@ -99,6 +193,7 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
     hbm_on_axis = true;
   }
   if (hbm_on_axis) peak = std::max(peak, hbm_bytes);
+  const Scales scale{span, low, peak, hbm_bytes, hbm_known, hbm_on_axis};
   const double rank_height = kLane * static_cast<double>(streams.size()) + kMemoryHeight + 30;
   const double top = 40;
   const double legend_y = top + rank_height * static_cast<double>(ranks.size()) + 30;
@@ -131,84 +226,17 @@ std::string ScheduleToSvg(const schedule::Program& program, const schedule::Sche
       const size_t si = static_cast<size_t>(std::find(streams.begin(), streams.end(), task.stream) - streams.begin());
       const double ly = y0 + 18 + kLane * static_cast<double>(si);
       const std::string cat = schedule::TaskCategory(task);
-      out += "<rect class=\"task\" x=\"" + Fmt(x(t.start)) + "\" y=\"" + Fmt(ly) + "\" width=\"" +
-             Fmt(std::max(0.2, x(t.end) - x(t.start))) + "\" height=\"" + Fmt(kLane - 2) + "\" fill=\"" +
+      out += "<rect class=\"task\" x=\"" + Fmt(scale.x(t.start)) + "\" y=\"" + Fmt(ly) + "\" width=\"" +
+             Fmt(std::max(0.2, scale.x(t.end) - scale.x(t.start))) + "\" height=\"" + Fmt(kLane - 2) + "\" fill=\"" +
              CategoryColor(cat) + "\"><title>" + Escape(task.name) + " (" + Escape(cat) + ", " +
              Fmt((t.end - t.start) * 1e3) + " ms at " + Fmt(t.start * 1e3) + " ms)</title></rect>\n";
     }
-    // Memory in use: a step curve scaled to the highest peak of the shown ranks.
     const double my = y0 + 18 + kLane * static_cast<double>(streams.size()) + 6;
-    auto yb = [&](double bytes) {
-      return my + kMemoryHeight - (peak > low ? kMemoryHeight * (bytes - low) / (peak - low) : 0);
-    };
-    out += "<text x=\"20\" y=\"" + Fmt(my + 12) + "\">memory</text>\n";
-    out += "<text x=\"20\" y=\"" + Fmt(my + 26) + "\">peak " + Fmt(tl.peak_bytes / 1e9) + " GB</text>\n";
-    out += "<text x=\"20\" y=\"" + Fmt(my + kMemoryHeight) + "\">axis from " + Fmt(low / 1e9) + " GB</text>\n";
-    std::string points = Fmt(x(0)) + "," + Fmt(yb(low));
-    double prev = tl.memory.empty() ? 0 : tl.memory.front().second;
-    for (const auto& [t, bytes] : tl.memory) {
-      points += " " + Fmt(x(t)) + "," + Fmt(yb(prev)) + " " + Fmt(x(t)) + "," + Fmt(yb(bytes));
-      prev = bytes;
-    }
-    points += " " + Fmt(x(span)) + "," + Fmt(yb(prev)) + " " + Fmt(x(span)) + "," + Fmt(yb(low));
-    out += "<polygon class=\"memory\" points=\"" + points + "\" fill=\"#fdd0a2\" stroke=\"#d94801\" stroke-width=\"0.8\"/>\n";
-    out += "<line x1=\"" + Fmt(x(tl.peak_at)) + "\" y1=\"" + Fmt(my) + "\" x2=\"" + Fmt(x(tl.peak_at)) + "\" y2=\"" +
-           Fmt(my + kMemoryHeight) + "\" stroke=\"#7f2704\" stroke-dasharray=\"2,2\"/>\n";
-    if (hbm_known) {
-      const bool over = tl.peak_bytes > hbm_bytes;
-      const std::string verdict = "HBM " + Fmt(hbm_bytes / 1e9) + " GB" +
-                                  (over ? ": does not fit, peak " + Fmt((tl.peak_bytes - hbm_bytes) / 1e9) + " GB over"
-                                        : ": " + Fmt((hbm_bytes - tl.peak_bytes) / 1e9) + " GB free at the peak");
-      if (hbm_on_axis) {
-        out += "<line class=\"hbm\" x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(yb(hbm_bytes)) + "\" x2=\"" +
-               Fmt(kLeft + kWidth) + "\" y2=\"" + Fmt(yb(hbm_bytes)) +
-               "\" stroke=\"#cb181d\" stroke-width=\"1.2\"><title>" + Escape(verdict) + "</title></line>\n";
-      }
-      out += "<text class=\"hbm-label\" x=\"" + Fmt(kLeft + kWidth - 4) + "\" y=\"" +
-             Fmt(hbm_on_axis ? yb(hbm_bytes) - 3 : my + 10) + "\" text-anchor=\"end\" fill=\"" +
-             (over ? "#cb181d" : "#525252") + "\">" + Escape(verdict) + "</text>\n";
-    }
-    if (base != nullptr) {
-      const schedule::RankTimeline& bt = base->Of(rank);
-      std::string line;
-      double before = bt.memory.empty() ? 0 : bt.memory.front().second;
-      for (const auto& [t, bytes] : bt.memory) {
-        line += (line.empty() ? "" : " ") + Fmt(x(t)) + "," + Fmt(yb(before)) + " " + Fmt(x(t)) + "," + Fmt(yb(bytes));
-        before = bytes;
-      }
-      line += " " + Fmt(x(span)) + "," + Fmt(yb(before));
-      out += "<polyline class=\"memory-baseline\" points=\"" + line +
-             "\" fill=\"none\" stroke=\"#525252\" stroke-width=\"0.8\" stroke-dasharray=\"4,2\"><title>" +
-             Escape(baseline.label) + ": peak " + Fmt(bt.peak_bytes / 1e9) + " GB</title></polyline>\n";
-      out += "<text x=\"20\" y=\"" + Fmt(my + 40) + "\" fill=\"#525252\">- - " + Escape(baseline.label) + " " +
-             Fmt(bt.peak_bytes / 1e9) + " GB</text>\n";
-    }
+    out += MemoryLaneSvg(tl, base != nullptr ? &base->Of(rank) : nullptr, baseline, scale, my);
     out += "</g>\n";
   }
 
-  // Time axis.
-  const double axis_y = legend_y - 20;
-  out += "<line x1=\"" + Fmt(kLeft) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(kLeft + kWidth) + "\" y2=\"" +
-         Fmt(axis_y) + "\" stroke=\"black\"/>\n";
-  const double step = TickStep(ms, 10);
-  for (double t = 0; t <= ms + 1e-9 && t / step < 100; t += step) {
-    const double px = kLeft + kWidth * t / ms;
-    out += "<line x1=\"" + Fmt(px) + "\" y1=\"" + Fmt(axis_y) + "\" x2=\"" + Fmt(px) + "\" y2=\"" + Fmt(axis_y + 4) +
-           "\" stroke=\"black\"/>\n";
-    out += "<text x=\"" + Fmt(px) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"middle\">" + Fmt(t) + "</text>\n";
-  }
-  out += "<text x=\"" + Fmt(kLeft - 10) + "\" y=\"" + Fmt(axis_y + 15) + "\" text-anchor=\"end\">ms</text>\n";
-
-  // Legend: the categories present.
-  std::set<std::string> present;
-  for (const schedule::Task& t : program.tasks) present.insert(schedule::TaskCategory(t));
-  double lx = kLeft;
-  for (const std::string& cat : present) {
-    out += "<rect x=\"" + Fmt(lx) + "\" y=\"" + Fmt(legend_y + 8) + "\" width=\"12\" height=\"12\" fill=\"" +
-           CategoryColor(cat) + "\"/>\n";
-    out += "<text x=\"" + Fmt(lx + 16) + "\" y=\"" + Fmt(legend_y + 18) + "\">" + Escape(cat) + "</text>\n";
-    lx += 24 + 7.0 * static_cast<double>(cat.size());
-  }
+  out += AxisAndLegendSvg(program, ms, legend_y);
   out += "</svg>\n";
   return out;
 }

@@ -88,7 +88,7 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolVal
     // QK^T over Dq and AV over Dv per head, in the full (non-causal) square convention:
     // 2 x Sq x Sk x (Dq + Dv) per head (MLA: Dq 192, Dv 128). A sliding window w is charged
     // 2w - w^2/Sk keys per query, a chunk c is charged c (the causal half of a chunk's square),
-    // as sim/flops.cc charges them.
+    // as sim/cost/flops.cc charges them.
     Result<double> q = Numel(*n.args[0]->shape, values);
     Result<double> sk = Dim((*n.args[1]->shape)[2], values);
     Result<double> dq = Dim(n.args[0]->shape->back(), values);
@@ -113,7 +113,7 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolVal
     c.bytes = bpe * qkvo;
   } else if (n.op == ops::kGatedDeltaRule) {
     // flash-linear-attention's chunked gated delta rule, chunks of C = 64, per value head and
-    // token: 2C(2 dk + dv) for the intra-chunk products, 6 dk dv for the state (as sim/flops.cc).
+    // token: 2C(2 dk + dv) for the intra-chunk products, 6 dk dv for the state (as sim/cost/flops.cc).
     constexpr double kChunk = 64;
     auto dk = values.find("LKD");
     auto dv = values.find("LVD");

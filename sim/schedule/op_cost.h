@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The forward work of one graph node on one rank, from its symbolic shapes bound to numbers: the
 // FLOPs and HBM bytes a roofline turns into time, or the bytes a collective moves (nccl-tests S).
-// The same conventions as sim/flops.h (2mkn per matmul, FlashAttention-style attention touching
+// The same conventions as sim/cost/flops.h (2mkn per matmul, FlashAttention-style attention touching
 // only q, k, v and o, top-k experts only), read off the rewritten graph instead of the model.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "core/layout/groups.h"
 #include "core/util/result.h"
-#include "sim/collectives.h"
+#include "sim/comm/collectives.h"
 #include "sim/graph/graph.h"
 #include "sim/graph/symbolic.h"
 

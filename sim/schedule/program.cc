@@ -7,11 +7,11 @@
 #include <unordered_map>
 
 #include "sim/graph/builder.h"
-#include "sim/memory_model.h"
-#include "sim/plan_symbols.h"
-#include "sim/step_time.h"
-#include "sim/offload_time.h"
-#include "sim/comm_plan.h"
+#include "sim/cost/memory_model.h"
+#include "sim/plan/symbols.h"
+#include "sim/cost/step_time.h"
+#include "sim/cost/offload_time.h"
+#include "sim/comm/comm_plan.h"
 #include "sim/schedule/op_cost.h"
 
 namespace dsp::sim::schedule {
@@ -75,7 +75,7 @@ class Builder {
     wire_ = WireBytesPerElement(in_);
     memory_ = EstimateMemory(in_);
     // cpu_checkpointing with full recompute: layer inputs copied to the host in forward and back
-    // before their recomputation (sim/memory_model.cc has the same keep-last rule).
+    // before their recomputation (sim/cost/memory_model.cc has the same keep-last rule).
     pcie_ = CheckpointCopyBytesPerSecond(in_);
     offload_checkpoints_ = in_.workload.recompute == Recompute::kFull &&
                            in_.checkpointing.cpu_checkpointing && pcie_ > 0;
@@ -447,6 +447,82 @@ class Builder {
     reduce_kind_[key] = {*group, kind};
   }
 
+  // Recompute before the first backward op of a layer (full) or of attention (selective): the
+  // recompute task (after the host reload of an offloaded input) becomes the backward op's
+  // dependency. Returns the deps the backward op then waits on.
+  std::vector<int> RecomputeBefore(const Node* n, const NodeInfo& info, std::vector<int> deps, int m,
+                                   std::map<int, int>& recompute_task) {
+    const Recompute rc = in_.workload.recompute;
+    if (rc == Recompute::kFull && info.layer >= 0 && layer_last_[info.layer] == n) {
+      std::vector<int> recompute_deps = deps;
+      if (Offloaded(info.layer)) {
+        // The input comes back before the layer is recomputed: async, prefetched while the
+        // layer above is recomputed; blocking, on the compute stream just before.
+        const double bytes = info_[layer_first_[info.layer]].activation_bytes;
+        const bool async = in_.checkpointing.async_copy;
+        Task c{.name = "reload layer " + std::to_string(info.layer) + " input", .phase = Phase::kBackward,
+               .micro = m, .layer = info.layer, .stream = async ? kHostToDeviceStream : kComputeStream};
+        c.host_copy = true;
+        c.compute_seconds = bytes / pcie_;
+        c.alloc_at_start = bytes;
+        auto above = recompute_task.find(info.layer + 1);
+        c.deps = async && above != recompute_task.end() ? std::vector<int>{above->second} : deps;
+        recompute_deps.push_back(Add(std::move(c)));
+      }
+      Task r{.name = "recompute layer " + std::to_string(info.layer), .phase = Phase::kBackward,
+             .micro = m, .layer = info.layer};
+      r.compute_seconds = layer_seconds_[info.layer];
+      r.deps = recompute_deps;
+      r.alloc_at_start = memory_.recompute_working_bytes;
+      recompute_task[info.layer] = Add(std::move(r));
+      deps = {recompute_task[info.layer]};
+    } else if (rc == Recompute::kSelective && n->op == ops::kSdpa) {
+      Task r{.name = "recompute " + n->name, .phase = Phase::kBackward, .micro = m, .layer = info.layer};
+      r.compute_seconds = info.forward_seconds;
+      r.deps = deps;
+      deps = {Add(std::move(r))};
+    }
+    return deps;
+  }
+
+  // The buckets still open at the end of backward; ZeRO-0/1 without overlap reduce everything now.
+  void FlushOpenBuckets(int m, int last) {
+    if (ReducesIn(m)) {
+      for (auto& [key, b] : buckets_) {
+        if (key == "tp_average") continue;
+        auto k = reduce_kind_.find(key);
+        std::optional<GroupKind> group = GroupKindFromName(key);
+        if (!group) continue;
+        const CollectiveKind kind = k != reduce_kind_.end() ? k->second.second
+                                    : in_.zero.stage >= 2 ? CollectiveKind::kReduceScatter
+                                                          : CollectiveKind::kAllReduce;
+        const int stream = in_.zero.overlap_comm || in_.zero.stage <= 1 ? ReduceStreamOf(*group) : kComputeStream;
+        if (!ReducesDuringBackward()) {
+          // One engine all-reduce pass after backward, in reduce_bucket_size pieces.
+          const double total = b.elements;
+          b.elements = 0;
+          for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
+            b.elements = std::min(left, in_.zero.reduce_bucket_size);
+            FlushBucket(key, *group, kind, stream, m, {last});
+          }
+        } else {
+          FlushBucket(key, *group, kind, stream, m, {last});
+        }
+      }
+      if (m == micro_steps_ - 1 && buckets_["tp_average"].elements > 0) {
+        // AutoEP folding: replicated gradients AVERAGEd over tp at the boundary (auto_ep_folding.py).
+        Bucket& b = buckets_["tp_average"];
+        const double total = b.elements;
+        b.elements = 0;
+        for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
+          b.elements = std::min(left, in_.zero.reduce_bucket_size);
+          FlushBucket("tp_average", GroupKind::kTp, CollectiveKind::kAllReduce, ReduceStreamOf(GroupKind::kTp), m,
+                      {last});
+        }
+      }
+    }
+  }
+
   Status Backward(int m) {
     bwd_.clear();
     std::vector<int> bwd_by_ordinal(compute_order_.size(), -1);
@@ -472,37 +548,7 @@ class Builder {
       }
       if (loss) AddDeps(deps, fwd_[n]);
       if (IsCompute(*n)) {
-        // Recompute before the first backward op of a layer (full) or of attention (selective).
-        const Recompute rc = in_.workload.recompute;
-        if (rc == Recompute::kFull && info.layer >= 0 && layer_last_[info.layer] == n) {
-          std::vector<int> recompute_deps = deps;
-          if (Offloaded(info.layer)) {
-            // The input comes back before the layer is recomputed: async, prefetched while the
-            // layer above is recomputed; blocking, on the compute stream just before.
-            const double bytes = info_[layer_first_[info.layer]].activation_bytes;
-            const bool async = in_.checkpointing.async_copy;
-            Task c{.name = "reload layer " + std::to_string(info.layer) + " input", .phase = Phase::kBackward,
-                   .micro = m, .layer = info.layer, .stream = async ? kHostToDeviceStream : kComputeStream};
-            c.host_copy = true;
-            c.compute_seconds = bytes / pcie_;
-            c.alloc_at_start = bytes;
-            auto above = recompute_task.find(info.layer + 1);
-            c.deps = async && above != recompute_task.end() ? std::vector<int>{above->second} : deps;
-            recompute_deps.push_back(Add(std::move(c)));
-          }
-          Task r{.name = "recompute layer " + std::to_string(info.layer), .phase = Phase::kBackward,
-                 .micro = m, .layer = info.layer};
-          r.compute_seconds = layer_seconds_[info.layer];
-          r.deps = recompute_deps;
-          r.alloc_at_start = memory_.recompute_working_bytes;
-          recompute_task[info.layer] = Add(std::move(r));
-          deps = {recompute_task[info.layer]};
-        } else if (rc == Recompute::kSelective && n->op == ops::kSdpa) {
-          Task r{.name = "recompute " + n->name, .phase = Phase::kBackward, .micro = m, .layer = info.layer};
-          r.compute_seconds = info.forward_seconds;
-          r.deps = deps;
-          deps = {Add(std::move(r))};
-        }
+        deps = RecomputeBefore(n, info, std::move(deps), m, recompute_task);
         // ZeRO-3: gather again before the first backward use, prefetched like forward.
         for (const Node* a : n->args) {
           if (!IsParamGather(*a)) continue;
@@ -542,41 +588,7 @@ class Builder {
         bwd_[n] = deps;
       }
     }
-    // The buckets still open at the end of backward; ZeRO-0/1 without overlap reduce everything now.
-    if (ReducesIn(m)) {
-      for (auto& [key, b] : buckets_) {
-        if (key == "tp_average") continue;
-        auto k = reduce_kind_.find(key);
-        std::optional<GroupKind> group = GroupKindFromName(key);
-        if (!group) continue;
-        const CollectiveKind kind = k != reduce_kind_.end() ? k->second.second
-                                    : in_.zero.stage >= 2 ? CollectiveKind::kReduceScatter
-                                                          : CollectiveKind::kAllReduce;
-        const int stream = in_.zero.overlap_comm || in_.zero.stage <= 1 ? ReduceStreamOf(*group) : kComputeStream;
-        if (!ReducesDuringBackward()) {
-          // One engine all-reduce pass after backward, in reduce_bucket_size pieces.
-          const double total = b.elements;
-          b.elements = 0;
-          for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
-            b.elements = std::min(left, in_.zero.reduce_bucket_size);
-            FlushBucket(key, *group, kind, stream, m, {last});
-          }
-        } else {
-          FlushBucket(key, *group, kind, stream, m, {last});
-        }
-      }
-      if (m == micro_steps_ - 1 && buckets_["tp_average"].elements > 0) {
-        // AutoEP folding: replicated gradients AVERAGEd over tp at the boundary (auto_ep_folding.py).
-        Bucket& b = buckets_["tp_average"];
-        const double total = b.elements;
-        b.elements = 0;
-        for (double left = total; left > 0; left -= in_.zero.reduce_bucket_size) {
-          b.elements = std::min(left, in_.zero.reduce_bucket_size);
-          FlushBucket("tp_average", GroupKind::kTp, CollectiveKind::kAllReduce, ReduceStreamOf(GroupKind::kTp), m,
-                      {last});
-        }
-      }
-    }
+    FlushOpenBuckets(m, last);
     last_backward_ = last;
     return Status::Ok();
   }
@@ -601,7 +613,7 @@ class Builder {
     if (last_backward_ >= 0) deps.push_back(last_backward_);
     Task t{.name = "optimizer step", .phase = Phase::kOptimizer, .micro = m};
     if (in_.zero.offload_optimizer) {
-      // CPU Adam and the PCIe copies (sim/offload_time.h), on the host while the GPU waits.
+      // CPU Adam and the PCIe copies (sim/cost/offload_time.h), on the host while the GPU waits.
       double fwd = 0;
       for (const auto& [layer, s] : layer_seconds_) fwd += s;
       t.name = "optimizer step (CPU offload)";

@@ -13,9 +13,9 @@
 
 #include "core/layout/groups.h"
 #include "core/util/result.h"
-#include "sim/collectives.h"
+#include "sim/comm/collectives.h"
 #include "sim/graph/graph.h"
-#include "sim/sim_input.h"
+#include "sim/cost/sim_input.h"
 
 namespace dsp::sim::schedule {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "sim/collectives.h"
-#include "sim/group_links.h"
+#include "sim/comm/collectives.h"
+#include "sim/comm/group_links.h"
 
 namespace dsp::sim::schedule {
 namespace {

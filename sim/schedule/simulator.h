@@ -16,7 +16,7 @@
 
 #include "core/util/result.h"
 #include "sim/schedule/program.h"
-#include "sim/sim_input.h"
+#include "sim/cost/sim_input.h"
 
 namespace dsp::sim::schedule {
 

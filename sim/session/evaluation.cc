@@ -46,14 +46,14 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t m
 
 Status CheckEngine(const PlanKnobs& k) {
   const EngineSettings& e = k.engine;
-  if (!e.megatron()) {
+  if (!e.framework().megatron_tp()) {
     if (k.megatron_tp > 0) {
       return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
                    "megatron-deepspeed (DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
     }
     if (e.megatron_sp) return Error{"--megatron-sp needs --engine megatron-lm or megatron-deepspeed"};
   }
-  if (e.virtual_stages > 1 && e.engine != Engine::kMegatronLm) {
+  if (e.virtual_stages > 1 && !e.framework().interleaved_pipeline) {
     return Error{"--virtual-stages needs --engine megatron-lm (DeepSpeed's PipelineEngine has no "
                  "interleaved schedule)"};
   }
@@ -125,6 +125,61 @@ Result<ResolvedWorld> ResolveWorld(const PlanKnobs& k, const Cluster& cluster) {
   return r;
 }
 
+namespace {
+
+// What the numbers assume that the config does not say, as notes.
+void AddAssumptionNotes(Evaluation& e, const ModelSpec& model) {
+  ConfigView view(e.config);
+  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
+      !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
+    e.notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
+  }
+  if (AutoSpFallsBack(e.plan.parallel)) {
+    e.notes.push_back("AutoSP falls back at ZeRO stage " + std::to_string(e.plan.zero_stage) +
+                       " (plain torch.compile): priced without sequence parallelism, every rank of a "
+                       "sequence-parallel group running the whole sequence");
+  }
+  if (model.assumed_llama_like) {
+    e.notes.push_back("model_type \"" + model.model_type + "\" is unknown: counted as a llama-like decoder");
+  }
+
+}
+
+// The cost model's input: the plan, the batch, and the config's ZeRO, precision and checkpointing
+// settings as the engine reads them.
+void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs, const Batch* batch,
+                  int64_t seq_len) {
+  const EngineSettings& engine = knobs.engine;
+  ConfigView view(e.config);
+  SimInput& input = e.input;
+  input.plan = &e.plan;
+  input.model = &model;
+  input.cluster = &e.cluster;
+  input.workload.seq_len = seq_len;
+  input.workload.micro_batch = batch->micro;
+  input.precision = ReadPrecisionSettings(e.config);
+  input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config, input.precision);
+  input.workload.grad_accum = batch->accum;
+  input.workload.recompute = knobs.recompute;
+  input.workload.convention = knobs.convention;
+  input.engine = engine;
+  input.zero = ReadZeroSettings(e.config, engine.deepspeed_version);
+  input.checkpointing = ReadCheckpointSettings(e.config, engine.deepspeed_version);
+  // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
+  // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
+  // fp32 asks for it explicitly.
+  {
+    const bool bf16 = ds_semantics::Bf16Enabled(view);
+    const auto accum = view.String("/data_types/grad_accum_dtype");
+    const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
+    if (Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) || fp32_accum) {
+      input.workload.gradient_bytes_per_element = 4;
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& given_cluster,
                                      const std::string& config_path, std::string text,
                                      const std::vector<Override>& overrides, const PlanKnobs& knobs) {
@@ -151,7 +206,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
     return stop(Evaluation::Outcome::kBadKnobs, engine.error().message);
   }
   const EngineSettings& engine = knobs.engine;
-  const int64_t mpu_tp = engine.megatron() ? std::max<int64_t>(knobs.megatron_tp, 1) : 0;
+  const int64_t mpu_tp = engine.framework().megatron_tp() ? std::max<int64_t>(knobs.megatron_tp, 1) : 0;
   if (engine.virtual_stages > 1 &&
       (knobs.pp <= 1 || model.num_hidden_layers % (knobs.pp * engine.virtual_stages) != 0)) {
     return stop(Evaluation::Outcome::kBadKnobs,
@@ -187,7 +242,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   inputs.pp = knobs.pp;
   inputs.mpu_tp = mpu_tp;
   // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
-  if (engine.megatron()) inputs.layout = RankLayout::kMegatron;
+  inputs.layout = engine.framework().rank_layout;
   auto plan = BuildPlan(e->config, inputs);
   if (!plan.ok()) return stop(Evaluation::Outcome::kNoPlan, plan.error().message);
   e->plan = std::move(plan).value();
@@ -205,45 +260,9 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   e->micro_batch = batch->micro;
   e->grad_accum = batch->accum;
 
-  ConfigView view(e->config);
-  if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
-      !ds_semantics::DictFlag(view, "/torch_autocast/enabled")) {
-    e->notes.push_back("neither bf16 nor fp16 is enabled (fp32 training): the estimate assumes 16-bit mixed precision");
-  }
-  if (AutoSpFallsBack(e->plan.parallel)) {
-    e->notes.push_back("AutoSP falls back at ZeRO stage " + std::to_string(e->plan.zero_stage) +
-                       " (plain torch.compile): priced without sequence parallelism, every rank of a "
-                       "sequence-parallel group running the whole sequence");
-  }
-  if (model.assumed_llama_like) {
-    e->notes.push_back("model_type \"" + model.model_type + "\" is unknown: counted as a llama-like decoder");
-  }
-
+  AddAssumptionNotes(*e, model);
+  FillSimInput(*e, model, knobs, &*batch, seq_len);
   SimInput& input = e->input;
-  input.plan = &e->plan;
-  input.model = &model;
-  input.cluster = &e->cluster;
-  input.workload.seq_len = seq_len;
-  input.workload.micro_batch = batch->micro;
-  input.precision = ReadPrecisionSettings(e->config);
-  input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e->config, input.precision);
-  input.workload.grad_accum = batch->accum;
-  input.workload.recompute = knobs.recompute;
-  input.workload.convention = knobs.convention;
-  input.engine = engine;
-  input.zero = ReadZeroSettings(e->config, engine.deepspeed_version);
-  input.checkpointing = ReadCheckpointSettings(e->config, engine.deepspeed_version);
-  // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
-  // pipeline or with Megatron-DeepSpeed), Megatron-LM's bf16 main_grad; data_types.grad_accum_dtype
-  // fp32 asks for it explicitly.
-  {
-    const bool bf16 = ds_semantics::Bf16Enabled(view);
-    const auto accum = view.String("/data_types/grad_accum_dtype");
-    const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
-    if (Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) || fp32_accum) {
-      input.workload.gradient_bytes_per_element = 4;
-    }
-  }
   e->memory = EstimateMemory(input);
   for (int stage = 0; knobs.pp > 1 && stage < knobs.pp; ++stage) {
     e->stage_peak_bytes.push_back(EstimateStageMemory(input, stage).peak_bytes);

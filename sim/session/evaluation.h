@@ -15,11 +15,11 @@
 #include "core/model/model_spec.h"
 #include "core/plan/plan.h"
 #include "core/validate/validator.h"
-#include "sim/cluster.h"
-#include "sim/memory_model.h"
-#include "sim/sim_input.h"
-#include "sim/step_time.h"
-#include "sim/workload.h"
+#include "sim/cost/cluster.h"
+#include "sim/cost/memory_model.h"
+#include "sim/cost/sim_input.h"
+#include "sim/cost/step_time.h"
+#include "sim/cost/workload.h"
 
 namespace dsp::sim {
 
@@ -40,7 +40,7 @@ struct PlanKnobs {
 };
 
 inline constexpr int64_t kDefaultSeqLen = 4096;
-// The inverse of RecomputeName (sim/workload.h).
+// The inverse of RecomputeName (sim/cost/workload.h).
 std::optional<Recompute> ParseRecompute(std::string_view name);
 
 struct ResolvedWorld {

@@ -360,7 +360,7 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
 Result<std::string> Session::Apply(const TunedPlan& plan) {
   Json c = entry().config;
   PlanKnobs k = entry().knobs;
-  const bool megatron = k.engine.megatron();
+  const bool megatron = k.engine.framework().megatron_tp();
   // The batch triple: micro and accumulation from the plan, train_batch_size kept consistent when
   // the config states it (tune's own config carries the value DeepSpeed checks against).
   c["train_micro_batch_size_per_gpu"] = plan.micro_batch;

@@ -17,9 +17,9 @@
 #include "core/json/document.h"
 #include "core/model/model_spec.h"
 #include "core/util/result.h"
-#include "sim/cluster.h"
+#include "sim/cost/cluster.h"
 #include "sim/session/evaluation.h"
-#include "sim/tune.h"
+#include "sim/tune/tune.h"
 
 namespace dsp::sim {
 

@@ -6,8 +6,8 @@
 
 #include "core/report/groups_report.h"
 #include "core/report/validate_report.h"
-#include "sim/collectives.h"
-#include "sim/simulate_report.h"
+#include "sim/comm/collectives.h"
+#include "sim/report/simulate_report.h"
 
 namespace dsp::sim {
 namespace {

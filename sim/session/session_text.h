@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/session/session.h"
-#include "sim/tune.h"
+#include "sim/tune/tune.h"
 
 namespace dsp::sim {
 

@@ -3,7 +3,7 @@
 // and explore's `plan PATH` write the same file for the same plan.
 #pragma once
 
-#include "sim/plan_snapshot.h"
+#include "sim/plan/snapshot.h"
 #include "sim/session/evaluation.h"
 
 namespace dsp::sim {

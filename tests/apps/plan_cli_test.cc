@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
-#include "sim/plan_snapshot.h"
+#include "sim/plan/snapshot.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/report_schema_util.h"
 

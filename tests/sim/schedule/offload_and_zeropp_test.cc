@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "sim/memory_model.h"
+#include "sim/cost/memory_model.h"
 #include "sim/render/schedule_svg.h"
 #include "sim/schedule/program.h"
 #include "sim/schedule/simulator.h"

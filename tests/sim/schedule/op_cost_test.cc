@@ -37,7 +37,7 @@ TEST(OpCostTest, LinearAndAttention) {
 }
 
 // MLA's sdpa: QK^T over Dq = 192 and AV over Dv = 128 (2 x Sq x Sk x (Dq + Dv) per head); a
-// sliding window w is charged 2w - w^2/S keys, a chunk c is charged c, as sim/flops.cc does.
+// sliding window w is charged 2w - w^2/S keys, a chunk c is charged c, as sim/cost/flops.cc does.
 TEST(OpCostTest, AttentionWithUnequalHeadWidthsWindowsAndChunks) {
   graph::Graph g = Parse(
       "%q = placeholder() {shape=[B, N, S, DQ]}\n"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "sim/schedule/simulator.h"
-#include "sim/step_time.h"
+#include "sim/cost/step_time.h"
 #include "tests/sim/schedule/schedule_test_util.h"
 
 namespace dsp::sim::schedule {
@@ -54,7 +54,7 @@ double ClosedFormBytes(const TimeReport& r, std::string_view purpose) {
   return bytes;
 }
 
-// The schedule prices what the AutoEP graph moves and the closed form (sim/comm_plan.cc) prices
+// The schedule prices what the AutoEP graph moves and the closed form (sim/comm/comm_plan.cc) prices
 // the rows DeepSpeed moves (auto_ep_layer.py AutoEPMoELayer.forward: dispatch and combine both
 // carry the [B*S*K, H] routed rows; ep_tp_dispatch.py restore_combined gathers all of them over
 // tp): per step they agree byte for byte, plain and folded.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared fixtures for the schedule tests: a sample config rewritten by the passes it implies, its
-// program, and the SimInput (tests/sim/time_test_util.h) it was built from.
+// program, and the SimInput (tests/sim/cost/time_test_util.h) it was built from.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include "sim/graph/builder.h"
 #include "sim/passes/from_config.h"
 #include "sim/schedule/program.h"
-#include "sim/sim_input.h"
-#include "tests/sim/time_test_util.h"
+#include "sim/cost/sim_input.h"
+#include "tests/sim/cost/time_test_util.h"
 
 namespace dsp::sim::schedule::testing {
 

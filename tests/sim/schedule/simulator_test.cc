@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/memory_model.h"
+#include "sim/cost/memory_model.h"
 #include "tests/sim/schedule/schedule_test_util.h"
 
 namespace dsp::sim::schedule {

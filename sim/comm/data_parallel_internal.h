@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared by the data-parallel planner's two files: what one rank holds per reduction group, and
+// ZeRO-3's view of a layer's modules.
+#pragma once
+
+#include "sim/comm/planner.h"
+
+namespace dsp::sim::data_parallel {
+
+/// Parameters (elements) one rank holds before ZeRO partitions them, per reduction group.
+struct RankParams {
+  double dense = 0;             // reduced over dp (or sp_dp): everything but AutoEP's routed experts
+  double routed = 0;            // AutoEP routed experts, reduced over edp
+  double tp_replicated = 0;     // replicated across TP under folding: router, norms, shared experts
+  double zero3_persistent = 0;  // tensors below stage3_param_persistence_threshold: never gathered
+  double embedding = 0;         // this rank's share of the (tied) embedding, for pipeline tying
+};
+RankParams CountRankParams(const SimInput& in);
+
+/// ZeRO-3's view of one decoder layer: its gathered modules and the share of the layer's gathered
+/// elements that backward gathers again after a recomputed forward.
+struct Zero3Layer {
+  double modules = 0;
+  double regathered = 1.0;
+};
+Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe);
+
+/// ZeRO-1/2 parameter all-gathers after the step and ZeRO-3's per-module gathers.
+void PlanZeroParameterGathers(const PlanContext& ctx, const RankParams& params, CollectivePlanner& plan);
+
+}  // namespace dsp::sim::data_parallel

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// Korthikanti et al. 2022 §4.1 count, term by term (T = tokens on this rank, S = full sequence,
+// t = TP size; "replicated" tensors are divided by t only with Megatron SP):
+//   attention: norm output feeding q/k/v 2Th (replicated); Q 2T·a·d/t; K 2T·kv·d/t; softmax output
+//              2aST/t, its dropout mask aST/t and dropout output 2aST/t (without dropout only the
+//              softmax output); V 2T·kv·d/t; attention output feeding o_proj
+//              2T·a·d/t; output dropout mask Th (replicated)
+//              -> GPT (kv = a, a·d = h): 3Th + 8Th/t + 5aST/t, Korthikanti's 11sbh + 5as²b at t=1.
+//   MLP:       input 2Th (replicated); the ffn-wide tensors 2Tf/t each: GeLU input and fc2 input
+//              (two), or gate output, up output and the product fed to down_proj (three, SwiGLU);
+//              dropout mask Th (replicated) -> 3Th + 16Th/t at f = 4h, Korthikanti's 19sbh.
+//   norms:     two inputs of 2Th (replicated) -> 4Th.
+// Sum at f = 4h with dropout: 10Th + 24Th/t + 5aST/t; every replicated term over t with SP.
+// Selective recompute drops the softmax output and its mask (the 5aST/t term; FlashAttention
+// stores neither, so it is also the right choice for models trained with it).
+#include "sim/cost/activation_memory.h"
+
+#include <algorithm>
+
+namespace dsp::sim {
+namespace {
+
+constexpr double kActivationBytes = 2;  // 16-bit activations
+constexpr double kMaskBytes = 1;        // dropout masks are bytes (Korthikanti §4.1)
+constexpr double kRouterProbBytes = 4;  // routers take the softmax in fp32 (HF Mixtral/Qwen MoE)
+
+double Div(double x, int by) { return x / std::max(by, 1); }
+
+// Bytes per element a norm saves of its input: the 16-bit input (Megatron's fused kernels), or
+// LlamaRMSNorm's fp32 upcast (`hidden_states.to(torch.float32)`, which pow and the rsqrt product
+// keep for backward); its 16-bit output is the next projection's saved input, counted there.
+double NormInputBytes(const LayerShape& shape) {
+  return shape.hf_eager && shape.rms_norm ? 4.0 : kActivationBytes;
+}
+
+// Saved ffn-wide tensors of one token through an MLP of width `ffn_per_rank` (already TP-split).
+double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
+  // Gated: gate and up outputs and their product (Megatron's fused SwiGLU); transformers' eager
+  // `down_proj(act_fn(gate_proj(x)) * up_proj(x))` also keeps act_fn's output for the product.
+  const double ffn_tensors = shape.gated_mlp ? (shape.hf_eager ? 4 : 3) : 2;
+  return ffn_tensors * kActivationBytes * ffn_per_rank;
+}
+
+}  // namespace
+
+double LocalTokens(const LayerShape& shape) {
+  return Div(static_cast<double>(shape.seq_len) * static_cast<double>(shape.micro_batch),
+             shape.ulysses_sp);
+}
+
+double ExpertAssignmentsPerRank(const LayerShape& shape) {
+  double assignments = LocalTokens(shape) * static_cast<double>(shape.top_k);
+  if (shape.capacity_factor > 0) assignments *= shape.capacity_factor;
+  if (shape.expert_parallel) assignments = Div(assignments, shape.tp);
+  return assignments;
+}
+
+LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompute) {
+  const double tokens = LocalTokens(shape);
+  const double h = static_cast<double>(shape.hidden);
+  const double seq = static_cast<double>(shape.seq_len);
+  const int t = std::max(shape.tp, 1);
+  // Divisor of the tensors outside the tensor-parallel regions.
+  const int replicated = shape.megatron_sp ? t : 1;
+  const double mask = shape.dropout ? kMaskBytes : 0;
+
+  LayerActivations out;
+  if (recompute == Recompute::kFull) {
+    // Korthikanti §4.3: only the input of each layer is checkpointed, 2sbh (2sbh/t with SP).
+    out.checkpoint_bytes = Div(kActivationBytes * tokens * h, replicated);
+    return out;
+  }
+
+  double attention = 0;
+  if (shape.linear_value_cols > 0) {
+    // Gated DeltaNet, replicated over TP: the norm output feeding the projections, the qkvz and
+    // ba outputs, the conv output (q, k, v), the recurrence's output and the gated norm's output
+    // feeding out_proj. Not counted: the chunked kernel's per-chunk states (a d_k x d_v fp32
+    // matrix per chunk and value head, flash-linear-attention chunk_gated_delta_rule).
+    const double k = static_cast<double>(shape.linear_key_cols);
+    const double v = static_cast<double>(shape.linear_value_cols);
+    const double b_a = 2.0 * static_cast<double>(shape.linear_value_heads);
+    attention = kActivationBytes * tokens *
+                (h + (2 * k + 2 * v) + b_a + (2 * k + v) + v + v);
+    attention += Div(mask * tokens * h, replicated);
+    out.attention_bytes = attention;
+    out.norm_bytes = Div(2 * NormInputBytes(shape) * tokens * h, replicated);
+  } else {
+  const double d_qk = static_cast<double>(shape.qk_head_dim > 0 ? shape.qk_head_dim : shape.head_dim);
+  const double d_v = static_cast<double>(shape.v_head_dim > 0 ? shape.v_head_dim : shape.head_dim);
+  // Ulysses with more ranks than k/v heads replicates k/v heads up to sp (ulysses_sp.py).
+  const int64_t kv_heads = shape.ulysses_sp > 1 ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp)
+                                                : shape.kv_heads;
+  const double a = static_cast<double>(shape.heads), g = static_cast<double>(kv_heads);
+  attention = Div(kActivationBytes * tokens * h, replicated);  // q/k/v input
+  // Q, K, V and the attention output feeding o_proj.
+  attention += Div(kActivationBytes * tokens * (a * d_qk + g * d_qk + g * d_v + a * d_v), t);
+  // MLA's latent path: q_a / kv_a outputs and their norms, on every TP rank.
+  attention += kActivationBytes * tokens * static_cast<double>(shape.latent_cols);
+  attention += Div(mask * tokens * h, replicated);                              // output dropout
+  // transformers: `attn_output.transpose(1, 2).contiguous()` feeds o_proj, a copy beside the
+  // attention output SDPA (or eager's matmul) saves.
+  if (shape.hf_eager) attention += Div(kActivationBytes * tokens * a * d_v, t);
+  if (shape.flash_attention) {
+    attention += Div(4.0 * static_cast<double>(shape.heads) * tokens, t);  // logsumexp, fp32
+  } else if (recompute != Recompute::kSelective) {
+    // Scores of a heads over the full sequence (or the window) for this rank's tokens: a·S·T
+    // entries. Saved: the softmax output (16-bit); with dropout also its 1-byte mask and the
+    // dropout output (16-bit) that multiplies V, Korthikanti's 5as²b. Under Ulysses each rank has
+    // a/sp heads of all S tokens, the same a·S·T.
+    const double keys = shape.window > 0 ? std::min<double>(seq, static_cast<double>(shape.window)) : seq;
+    const double scores = static_cast<double>(shape.heads) * keys * tokens;
+    // transformers' eager_attention_forward: softmax(dtype=float32) saves its fp32 output and the
+    // bf16 cast feeds the AV matmul, 4 + 2 bytes per score.
+    const double probabilities = shape.hf_eager ? 4.0 + kActivationBytes : kActivationBytes;
+    const double per_score = probabilities + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
+    attention += Div(per_score * scores, t);
+  }
+  out.attention_bytes = attention;
+  out.norm_bytes = Div(2 * NormInputBytes(shape) * tokens * h, replicated);
+  }
+
+  double mlp = Div(kActivationBytes * tokens * h, replicated);  // input of the MLP / MoE block
+  mlp += Div(mask * tokens * h, replicated);                    // output dropout
+  if (shape.num_experts <= 0) {
+    mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
+  } else {
+    // Router probabilities: every rank routes all of its tokens (TP peers route the same ones).
+    mlp += kRouterProbBytes * tokens * static_cast<double>(shape.num_experts);
+    // Each assignment saves its dispatched input row (2h), the expert's ffn-wide tensors and the
+    // expert output the routing weight multiplies (2h, needed for the router's gradient). AutoEP
+    // keeps experts whole; AutoTP alone splits every expert's width by t.
+    const int expert_tp = shape.expert_parallel ? 1 : t;
+    const double per_assignment =
+        2 * kActivationBytes * h + FfnBytesPerToken(shape, Div(static_cast<double>(shape.expert_ffn), expert_tp));
+    mlp += ExpertAssignmentsPerRank(shape) * per_assignment;
+    // The shared expert sees every token; it shares the block input saved above.
+    if (shape.shared_expert_ffn > 0) {
+      mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.shared_expert_ffn), expert_tp));
+    }
+  }
+  out.mlp_bytes = mlp;
+  return out;
+}
+
+double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
+  const double tokens = LocalTokens(shape);
+  const int t = std::max(shape.tp, 1);
+  const int replicated = shape.megatron_sp ? t : 1;
+  // The final norm's saved input and lm_head's input; transformers' RMSNorm saves its fp32 upcast.
+  const double hidden_part =
+      Div((NormInputBytes(shape) + kActivationBytes) * tokens * static_cast<double>(shape.hidden), replicated);
+  // The logits are whole on every TP rank (AutoTP training keeps lm_head replicated); only the
+  // Megatron comparison mode splits them vocab-parallel.
+  // Megatron: 4 bytes per logit (its fused vocab-parallel cross-entropy). transformers'
+  // ForCausalLMLoss (loss/loss_utils.py) upcasts the 16-bit logits (kept alive as the model
+  // output, 2 bytes) to fp32 and log_softmax saves its fp32 output (4); the peak comes in the
+  // loss's backward, which adds nll_loss's fp32 gradient and log_softmax's fp32 input gradient
+  // (4 + 4) while every layer's activations are still held: 14 bytes per logit at the peak.
+  const double per_logit = shape.hf_eager ? kActivationBytes + 4.0 + 8.0 : 4.0;
+  const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
+                                shape.megatron_sp || shape.vocab_parallel ? t : 1);
+  return hidden_part + vocab_part;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-rank memory: model states per parameter family (sim/cost/model_states.h), activations per layer
+// (sim/cost/activation_memory.h), communication buffers, and the peak of the most loaded pipeline
+// stage. docs/cost-model.md ("Memory") states every formula with its source.
+#include "sim/cost/memory_model.h"
+
+#include <algorithm>
+#include <map>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "core/plan/pipe_schedule.h"
+#include "sim/cost/activation_memory.h"
+#include "sim/comm/group_links.h"
+#include "sim/cost/model_states.h"
+#include "sim/cost/param_sharding.h"
+
+namespace dsp::sim {
+namespace {
+
+// engine.py MEMORY_OPT_ALLREDUCE_SIZE: the stage-0 gradient all-reduce flattens up to this many
+// elements at a time (buffered_allreduce_fallback).
+constexpr double kStage0AllreduceElements = 5e8;
+
+// Parameters one rank of a pipeline stage holds (after TP/EP, before ZeRO).
+struct StageParams {
+  // Indexed by ParamFamily (kAllParamFamilies order).
+  std::array<double, std::size(kAllParamFamilies)> count{};
+  std::array<double, std::size(kAllParamFamilies)> persistent{};  // ZeRO-3 tensors under
+                                                                   // param_persistence_threshold
+  double largest_tensor = 0;                 // DeepSpeed's "largest layer" (one module's weight)
+  double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
+};
+
+// One layer's tensors (or the tensors outside the layers), as per-rank shares.
+using TensorShares = std::vector<std::pair<ParamFamily, double>>;
+
+// Layers of one kind (ModelSpec::LayerKind: MoE or dense, attention kind) hold tensors of the
+// same shapes, so one layer of each kind stands for all of them; this avoids naming every tensor
+// of a 256-expert model on each estimate.
+TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
+                      VocabSplit vocab, double attention_divisor) {
+  TensorShares out;
+  for (const ParamTensor& p : tensors) {
+    out.emplace_back(p.family, static_cast<double>(p.numel()) /
+                                   ShardDivisor(p.family, sizes, vocab, attention_divisor));
+  }
+  return out;
+}
+
+// The per-rank shares of one layer of every kind and of the tensors outside the layers, from the
+// memo a tune run shares across evaluations of one plan when there is one.
+const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
+  PlanMemo& memo = in.link_cache != nullptr ? in.link_cache->memo : local;
+  if (memo.has_shares) return memo;
+  const ModelSpec& m = *in.model;
+  const ParallelSizes& sizes = in.plan->sizes;
+  const VocabSplit vocab = VocabSplitOf(in);
+  const double attention = AttentionTpDivisor(in);
+  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab, attention);
+  for (const ModelSpec::LayerRun& run : m.LayerKinds(0, m.num_hidden_layers)) {
+    memo.layer_kinds[m.LayerKind(run.representative)] =
+        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab, attention);
+  }
+  memo.has_shares = true;
+  return memo;
+}
+
+StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t end_layer,
+                               bool first_stage, bool last_stage) {
+  const ModelSpec& m = *in.model;
+  PlanMemo local;
+  const PlanMemo& shares = Shares(in, local);
+  StageParams out;
+  // `copies` tensors of `numel` elements each.
+  auto add = [&](ParamFamily family, double numel, double copies = 1) {
+    out.count[static_cast<size_t>(family)] += numel * copies;
+    out.largest_tensor = std::max(out.largest_tensor, numel);
+    if (numel < in.zero.param_persistence_threshold) {
+      out.persistent[static_cast<size_t>(family)] += numel * copies;
+    }
+  };
+  for (const auto& [family, numel] : shares.outside_layers) {
+    // A tied embedding is the lm_head too: DeepSpeed's pipeline keeps a copy on the last stage.
+    const bool held = family == ParamFamily::kEmbedding
+                          ? first_stage || (last_stage && m.tie_word_embeddings)
+                          : last_stage;  // final norm and lm_head
+    if (!held) continue;
+    add(family, numel);
+    out.largest_unit = std::max(out.largest_unit, numel);
+  }
+  // Layers of one kind hold the same tensors: add each kind's once, times its count.
+  for (const ModelSpec::LayerRun& run : m.LayerKinds(first_layer, end_layer)) {
+    double layer_numel = 0;
+    for (const auto& [family, numel] : shares.layer_kinds.at(m.LayerKind(run.representative))) {
+      add(family, numel, static_cast<double>(run.count));
+      layer_numel += numel;
+    }
+    out.largest_unit = std::max(out.largest_unit, layer_numel);
+  }
+  return out;
+}
+
+LayerShape BaseShape(const SimInput& in) {
+  const ModelSpec& m = *in.model;
+  const ParallelSizes& s = in.plan->sizes;
+  LayerShape shape;
+  shape.seq_len = in.workload.seq_len;
+  shape.micro_batch = in.workload.micro_batch;
+  shape.hidden = m.hidden_size;
+  shape.heads = m.num_attention_heads;
+  shape.kv_heads = m.num_key_value_heads;
+  shape.head_dim = m.head_dim;
+  shape.ffn = m.intermediate_size;
+  shape.gated_mlp = m.gated_mlp;  // SwiGLU (llama family) or GeLU (gpt2, bloom)
+  // Dropout masks are saved only when the model trains with dropout (GPT-2's 0.1; the llama
+  // family and BLOOM train without).
+  shape.dropout = m.hidden_dropout > 0 || m.attention_dropout > 0;
+  shape.flash_attention = in.engine.flash_attention;
+  // DeepSpeed trains the transformers model as written; the Megatron engines run Megatron's.
+  shape.hf_eager = in.engine.hf_eager();
+  shape.rms_norm = !m.layer_norm;
+  shape.megatron_sp = in.engine.megatron_sp;
+  shape.vocab_parallel = in.engine.framework().megatron_tp();
+  shape.tp = EffectiveTp(s.tp);
+  if (const double attention = AttentionTpDivisor(in); attention > 0) {
+    // Uneven key-value heads: the busiest tp rank holds N0 = N/attention query heads and G0 key-
+    // value heads. Activations divide heads by tp, so count tp times rank 0's heads.
+    shape.heads = static_cast<int64_t>(std::llround(static_cast<double>(m.num_attention_heads) / attention)) * shape.tp;
+    shape.kv_heads = (m.num_key_value_heads / shape.tp + 1) * shape.tp;
+  }
+  shape.ulysses_sp = SequenceShards(in);
+  shape.top_k = m.num_experts_per_tok;
+  shape.expert_ffn = m.moe_intermediate_size;
+  shape.shared_expert_ffn = m.shared_expert_intermediate_size;
+  shape.expert_parallel = s.expert_parallel;
+  return shape;
+}
+
+LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t layer) {
+  const ModelSpec& m = *in.model;
+  LayerShape shape = base;
+  shape.num_experts = m.IsMoeLayer(layer) ? m.num_experts : 0;
+  switch (m.LayerAttention(layer)) {
+    case AttentionKind::kSliding: shape.window = m.sliding_window; break;
+    case AttentionKind::kChunked: shape.window = m.attention_chunk_size; break;
+    case AttentionKind::kLinear:
+      shape.linear_key_cols = m.linear_num_key_heads * m.linear_key_head_dim;
+      shape.linear_value_cols = m.linear_num_value_heads * m.linear_value_head_dim;
+      shape.linear_value_heads = m.linear_num_value_heads;
+      break;
+    case AttentionKind::kFull: break;
+  }
+  if (m.mla()) {
+    shape.qk_head_dim = m.qk_head_dim();
+    shape.v_head_dim = m.v_head_dim;
+    shape.kv_heads = m.num_attention_heads;  // kv_b_proj expands the latent to every head
+    shape.latent_cols = 2 * m.q_lora_rank + (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
+  }
+  if (m.attention_output_gate) shape.latent_cols += m.num_attention_heads * m.head_dim / std::max(shape.tp, 1);
+  return shape;
+}
+
+// Ulysses: q, k and v go through one all-to-all before attention and the output through one
+// after; send and receive buffers of the q/k/v block are live together (DeepSpeed-Ulysses
+// DistributedAttention / ulysses_sp.py).
+double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
+  // Gated DeltaNet layers get no all-to-all (AutoSP rewrites only SDPA calls).
+  if (shape.ulysses_sp <= 1 || shape.linear_value_cols > 0) return 0;
+  // k/v heads are replicated up to sp when there are fewer of them than ranks.
+  const int64_t kv_heads = std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
+  const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
+  return 2 * bytes_per_value * LocalTokens(shape) * cols;
+}
+
+// EP dispatch: send and receive buffers of every assignment's hidden row (the combine reuses them).
+double ExpertAllToAllBytes(const LayerShape& moe_shape, double bytes_per_value) {
+  if (!moe_shape.expert_parallel || moe_shape.num_experts <= 0) return 0;
+  return 2 * bytes_per_value * ExpertAssignmentsPerRank(moe_shape) *
+         static_cast<double>(moe_shape.hidden);
+}
+
+// Model states, family by family; returns the stage's parameter count.
+double AddModelStates(const SimInput& in, const StageParams& params, MemoryReport& r) {
+  const MemoryConvention conv = in.workload.convention;
+  const double bpv = in.workload.bytes_per_param;
+  const int zero_stage = std::clamp(in.zero.stage, 0, 3);
+  double total_params = 0;
+  for (ParamFamily f : kAllParamFamilies) {
+    const double count = params.count[static_cast<size_t>(f)];
+    total_params += count;
+    const int64_t n = f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size : r.zero_group_size;
+    ModelStateBytes st = ModelStatesPerRank(count, n, in.zero, conv, in.workload.optimizer_state_bytes_per_param);
+    if (zero_stage == 3 && conv == MemoryConvention::kZeroPaper) {
+      // Parameters below param_persistence_threshold are never released after being gathered:
+      // each rank keeps the whole 16-bit tensor on the GPU (stage3 persistent_parameters).
+      const double persistent = params.persistent[static_cast<size_t>(f)];
+      const double kept_partition = in.zero.offload_param ? 0 : 2 * persistent / static_cast<double>(n);
+      st.parameters_bytes += 2 * persistent - kept_partition;
+    }
+    // torch_autocast keeps parameters and gradients in fp32 and needs no separate fp32 master copy
+    // (runtime/torch_autocast.py, PR #6993): 4 + 4 bytes, optimizer states less the master's 4.
+    if (in.precision.torch_autocast && conv == MemoryConvention::kZeroPaper) {
+      const double k = in.workload.optimizer_state_bytes_per_param;
+      st.parameters_bytes *= 4.0 / bpv;
+      st.gradients_bytes *= 4.0 / bpv;
+      if (k > 4) st.optimizer_states_bytes *= (k - 4) / k;
+    }
+    // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
+    // 16-bit gradients.
+    if (conv == MemoryConvention::kZeroPaper && !in.precision.torch_autocast &&
+        in.workload.gradient_bytes_per_element > bpv) {
+      st.gradients_bytes *= in.workload.gradient_bytes_per_element / bpv;
+    }
+    // hpZ: each rank also keeps 1/hpz of every partitioned 16-bit parameter, in its own dtype, on
+    // the GPU unless offload_param puts it on the host (partition_parameters.py
+    // _partition_param_sec). Routed experts under AutoEP are partitioned over edp, not hpZ.
+    if (zero_stage == 3 && in.zero.hpz_partition_size > 1 && f != ParamFamily::kRoutedExperts &&
+        conv == MemoryConvention::kZeroPaper) {
+      const double partitioned = count - params.persistent[static_cast<size_t>(f)];
+      const double secondary =
+          (in.precision.torch_autocast ? 4.0 : bpv) * partitioned /
+          static_cast<double>(in.zero.hpz_partition_size);
+      if (in.zero.offload_param) {
+        st.cpu_bytes += secondary;
+      } else {
+        st.parameters_bytes += secondary;
+        r.hpz_secondary_bytes += secondary;
+      }
+    }
+    r.by_family[f] = FamilyMemory{st.parameters_bytes, st.gradients_bytes, st.optimizer_states_bytes};
+    r.parameters_bytes += st.parameters_bytes;
+    r.gradients_bytes += st.gradients_bytes;
+    r.optimizer_states_bytes += st.optimizer_states_bytes;
+    r.cpu_bytes += st.cpu_bytes;
+  }
+
+  return total_params;
+}
+
+// Activations of the stage's layers [first, end) and, on the last stage, the output layer.
+void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, MemoryReport& r) {
+  const ModelSpec& m = *in.model;
+  const Plan& plan = *in.plan;
+  const int pp = std::max(plan.sizes.pp, 1);
+  const bool last_stage = stage == pp - 1;
+  const double bpv = in.workload.bytes_per_param;
+  // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage
+  // (DeepSpeed's TrainSchedule, runtime/pipe/schedule.py; Megatron-LM's 1F1B warms up as many).
+  const LayerShape base_shape = BaseShape(in);
+  r.in_flight_micro_batches = TrainScheduleInFlight(std::max<int64_t>(in.workload.grad_accum, 1), pp, stage);
+  // Interleaved 1F1B (Megatron-LM's virtual stages): stage s warms up 2(p - s - 1) + (v - 1)p
+  // chunk micro-batches and holds one more, each of L / (p v) layers: p + (p - 2s - 1) / v
+  // micro-batches of the stage's layers, p (1 + (p - 1) / (p v)) on the first (Korthikanti et al.
+  // 2022 §4.2.3; Megatron's forward_backward_pipelining_with_interleaving warm-up count).
+  double in_flight = static_cast<double>(r.in_flight_micro_batches);
+  const int v = in.engine.framework().interleaved_pipeline ? std::max(in.engine.virtual_stages, 1) : 1;
+  if (v > 1 && pp > 1 && in.workload.grad_accum >= pp) {
+    in_flight = pp + (pp - 2.0 * stage - 1.0) / v;
+  }
+  double per_micro_batch = 0, working = 0, all_to_all = 0;
+  // Layers of one kind (ModelSpec::LayerKind) cost the same: each kind is costed once.
+  struct LayerMemory {
+    bool done = false;
+    double saved = 0, working = 0, all_to_all = 0;
+    double input = 0;  // full recompute: the checkpointed layer input alone
+  };
+  std::map<int, LayerMemory> kinds;
+  double largest_input = 0;
+  r.layer_activations_bytes.reserve(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
+  for (int64_t layer = first; layer < end; ++layer) {
+    LayerMemory& k = kinds[m.LayerKind(layer)];
+    if (!k.done) {
+      const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
+      k.saved = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
+      if (in.workload.recompute == Recompute::kFull) {
+        k.working = LayerActivationBytes(shape, Recompute::kNone).total_bytes();
+        // partition_activations: each TP rank keeps 1/tp of the checkpointed input
+        // (checkpointing.py partition_activations; Megatron SP already splits it).
+        if (in.checkpointing.partition_activations && !in.engine.megatron_sp) {
+          k.saved /= std::max(plan.sizes.tp, 1);
+        }
+        k.input = k.saved;
+      }
+      k.all_to_all = UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv);
+      k.done = true;
+    }
+    r.layer_activations_bytes.push_back(k.saved);
+    per_micro_batch += k.saved;
+    largest_input = std::max(largest_input, k.input);
+    working = std::max(working, k.working);
+    all_to_all = std::max(all_to_all, k.all_to_all);
+  }
+  const bool full_recompute = in.workload.recompute == Recompute::kFull;
+  // contiguous_memory_optimization: the partitioned inputs live in buffers of number_checkpoints
+  // layers, allocated whole at a forward's first checkpoint (checkpointing.py).
+  if (full_recompute && in.checkpointing.contiguous_memory && in.checkpointing.number_checkpoints > 0) {
+    per_micro_batch = std::max(per_micro_batch, static_cast<double>(in.checkpointing.number_checkpoints) * largest_input);
+  }
+  // cpu_checkpointing: the checkpointed inputs go to host memory; PR #8282's offload engine
+  // (0.19.6, without partition_activations) keeps the stage's last layer's on the GPU, whose
+  // backward starts right away; the older paths move every one.
+  if (full_recompute && in.checkpointing.cpu_checkpointing && !r.layer_activations_bytes.empty()) {
+    const double kept = in.checkpointing.keep_last_on_device() ? r.layer_activations_bytes.back() : 0;
+    const double host = per_micro_batch - kept;
+    r.host_activations_bytes = host * in_flight;
+    per_micro_batch -= host;
+  }
+  if (last_stage) {
+    r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);
+    per_micro_batch += r.output_activations_bytes;
+  }
+  r.recompute_working_bytes = working;
+  // The logits and their fp32 gradient are freed once lm_head's backward is done, before the first
+  // layer is recomputed: with full recompute the peak holds the larger of the two, not both.
+  double overlap = 0;
+  if (working > 0 && last_stage) overlap = std::min(working, r.output_activations_bytes);
+  r.activations_bytes = per_micro_batch * in_flight + working - overlap;
+  r.all_to_all_bytes = all_to_all;
+
+}
+
+// ZeRO's communication buffers and the all-to-all buffers.
+void AddBuffers(const SimInput& in, const StageParams& params, double total_params, MemoryReport& r) {
+  const MemoryConvention conv = in.workload.convention;
+  const double bpv = in.workload.bytes_per_param;
+  const int zero_stage = std::clamp(in.zero.stage, 0, 3);
+  // ZeRO communication buffers.
+  const double reduce_bucket = in.zero.reduce_bucket_size;
+  if (conv == MemoryConvention::kDeepSpeedEstimator) {
+    // The estimators count no buckets; at stage 3 they add 4 x the largest module.
+    if (zero_stage == 3) r.zero_buffers_bytes = DeepSpeedZero3LayerBytes(params.largest_tensor);
+  } else if (zero_stage == 0) {
+    r.zero_buffers_bytes = bpv * std::min(kStage0AllreduceElements, total_params);
+  } else if (zero_stage <= 2) {
+    // stage_1_and_2.py setup_buckets: one reduce_bucket_size buffer, two with overlap_comm.
+    r.zero_buffers_bytes = bpv * reduce_bucket * (in.zero.overlap_comm ? 2 : 1);
+  } else {
+    // stage3.py: one reduce bucket, plus the gathered 16-bit parameters in flight: the unit being
+    // computed and the prefetch bucket ahead of it, capped by max_live_parameters but never below
+    // the module being computed and the one prefetched behind it (the coordinator always issues
+    // the next fetch).
+    const double live = std::max(2 * params.largest_tensor,
+                                 std::min(in.zero.max_live_parameters,
+                                          params.largest_unit + in.zero.prefetch_bucket_size));
+    r.zero_buffers_bytes = bpv * reduce_bucket + bpv * live;
+  }
+  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes;
+  r.cpu_bytes += r.host_activations_bytes;
+
+  r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
+                 r.activations_bytes + r.buffers_bytes;
+}
+
+void AddOptimizerStepPeak(const SimInput& in, const StageParams& params, MemoryReport& r) {
+  const MemoryConvention conv = in.workload.convention;
+  const double bpv = in.workload.bytes_per_param;
+  const int zero_stage = std::clamp(in.zero.stage, 0, 3);
+  // The optimizer step runs after backward freed the activations, with the gradients it casts.
+  if (conv == MemoryConvention::kZeroPaper && zero_stage >= 1 && !in.zero.offload_optimizer) {
+    const double grad_bytes = in.precision.torch_autocast ? 4.0
+                              : in.workload.gradient_bytes_per_element > 0 ? in.workload.gradient_bytes_per_element
+                                                                            : bpv;
+    // The rank's optimizer partition in elements (dense over the ZeRO group, experts over edp).
+    double partition = 0;
+    for (ParamFamily f : kAllParamFamilies) {
+      const double n = static_cast<double>(f == ParamFamily::kRoutedExperts ? r.expert_zero_group_size
+                                                                             : r.zero_group_size);
+      partition += params.count[static_cast<size_t>(f)] / std::max(n, 1.0);
+    }
+    // The master weights' dtype: fp32, or bf16 with bf16_master_weights_and_grads.
+    const double master = in.precision.low_precision_master ? 2.0 : 4.0;
+    if (zero_stage == 3) {
+      // One sub group at a time: flattened in the gradients' dtype, then cast to the master's.
+      r.optimizer_step_transient_bytes =
+          (grad_bytes + (master > grad_bytes ? master : 0.0)) * std::min(partition, in.zero.sub_group_size);
+    } else if (grad_bytes < master) {
+      // The whole partition cast to fp32 (a no-op cast when the gradients are fp32 already).
+      r.optimizer_step_transient_bytes = 4.0 * partition;
+    }
+    r.optimizer_step_peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
+                                  r.zero_buffers_bytes + r.optimizer_step_transient_bytes;
+    r.peak_bytes = std::max(r.peak_bytes, r.optimizer_step_peak_bytes);
+  }
+}
+
+// Whether the peak and the allowances fit the GPU, and the node's host memory.
+void CheckFit(const SimInput& in, MemoryReport& r) {
+  const Plan& plan = *in.plan;
+  r.hbm_bytes = in.cluster != nullptr ? in.cluster->gpu.hbm_bytes : 0;
+  if (in.cluster != nullptr) {
+    // The cluster file's allowances: fragmentation of what the caching allocator holds, and what
+    // the CUDA context, NCCL and cuBLAS reserve.
+    r.allowance_bytes = r.peak_bytes * in.cluster->memory.fragmentation +
+                        in.cluster->memory.reserved_bytes;
+  }
+  r.fits = in.cluster != nullptr && r.peak_bytes + r.allowance_bytes <= r.hbm_bytes;
+  if (in.cluster != nullptr) {
+    // Every rank of a node shares its host memory (offloaded states, host checkpoints).
+    const int64_t world = std::max<int64_t>(plan.sizes.world, 1);
+    const int64_t per_node = in.cluster->gpus_per_node > 0 ? std::min<int64_t>(in.cluster->gpus_per_node, world) : 1;
+    r.node_host_bytes = r.cpu_bytes * static_cast<double>(per_node);
+    r.host_memory_bytes = in.cluster->host_memory_bytes;
+    r.host_fits = r.host_memory_bytes <= 0 || r.node_host_bytes <= r.host_memory_bytes;
+    r.fits = r.fits && r.host_fits;
+  }
+}
+
+MemoryReport EstimateStage(const SimInput& in, int stage) {
+  const ModelSpec& m = *in.model;
+  const Plan& plan = *in.plan;
+  const int pp = std::max(plan.sizes.pp, 1);
+  const int64_t layers = m.num_hidden_layers;
+  // Uniform split; the first layers % pp stages take one extra layer.
+  const int64_t base = layers / pp, extra = layers % pp;
+  const int64_t first = stage * base + std::min<int64_t>(stage, extra);
+  const int64_t end = first + base + (stage < extra ? 1 : 0);
+  const bool first_stage = stage == 0, last_stage = stage == pp - 1;
+
+  MemoryReport r;
+  r.pipeline_stage = stage;
+  r.zero_group_size = GroupSizeOf(plan, ZeroPartitionGroup(plan, false));
+  // MiCS partitions the dense model states over its shard group instead (mics.py
+  // create_mics_comm_groups: blocks of mics_shard_size consecutive ranks).
+  if (in.zero.stage == 3 && in.zero.mics_shard_size > 0) {
+    r.zero_group_size = std::min<int64_t>(r.zero_group_size, in.zero.mics_shard_size);
+  }
+  r.expert_zero_group_size = GroupSizeOf(plan, ZeroPartitionGroup(plan, true));
+  const StageParams params = CollectStageParams(in, first, end, first_stage, last_stage);
+  const double total_params = AddModelStates(in, params, r);
+  AddActivations(in, stage, first, end, r);
+  AddBuffers(in, params, total_params, r);
+  AddOptimizerStepPeak(in, params, r);
+  CheckFit(in, r);
+  return r;
+}
+
+}  // namespace
+
+MemoryReport EstimateMemory(const SimInput& input) {
+  if (input.plan == nullptr || input.model == nullptr) return MemoryReport{};
+  const int pp = std::max(input.plan->sizes.pp, 1);
+  MemoryReport best = EstimateStage(input, 0);
+  if (pp > 1) {
+    // The first stage holds the most micro-batches, the last one the lm_head and the logits.
+    MemoryReport last = EstimateStage(input, pp - 1);
+    if (last.peak_bytes > best.peak_bytes) best = std::move(last);
+  }
+  return best;
+}
+
+MemoryReport EstimateStageMemory(const SimInput& input, int stage) {
+  if (input.plan == nullptr || input.model == nullptr) return MemoryReport{};
+  return EstimateStage(input, std::clamp(stage, 0, std::max(input.plan->sizes.pp, 1) - 1));
+}
+
+}  // namespace dsp::sim

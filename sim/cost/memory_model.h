@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory per rank: model states by parameter family under ZeRO 0-3 and offload, activations per
+// layer (Korthikanti et al. with TP, sequence parallelism, selective/full recompute; Ulysses
+// dividing the sequence; MoE routing with top-k), communication buffers, and the peak.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/model/model_spec.h"
+#include "sim/cost/sim_input.h"
+
+namespace dsp::sim {
+
+struct FamilyMemory {
+  double parameters_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_states_bytes = 0;
+};
+
+struct MemoryReport {
+  double parameters_bytes = 0;        // on the GPU, per rank
+  double gradients_bytes = 0;
+  double optimizer_states_bytes = 0;
+  double activations_bytes = 0;       // saved for backward at the peak (the stage's layers, every
+                                      // micro-batch in flight, plus the recompute working set)
+  double buffers_bytes = 0;           // ZeRO buckets, gathered ZeRO-3 params, all-to-all buffers
+  double peak_bytes = 0;
+  double allowance_bytes = 0;         // the cluster's fragmentation and reserved allowances
+  double hbm_bytes = 0;               // the GPU's memory (fits: peak + allowance <= hbm)
+  bool fits = false;
+  double cpu_bytes = 0;               // moved to host memory by offload (states and checkpoints)
+  double host_activations_bytes = 0;  // cpu_checkpointing: checkpointed layer inputs on the host
+  // The node's host memory the ranks on it need (cpu_bytes x ranks per node) and the cluster's
+  // host_memory_bytes (0: not given, not checked); fits needs host_fits too.
+  double node_host_bytes = 0;
+  double host_memory_bytes = 0;
+  bool host_fits = true;
+  // The optimizer step's own peak (activations freed): model states, buffers and the gradients
+  // the step casts to fp32 (stage_1_and_2.py step: the whole partition; stage3.py: one
+  // sub_group_size group, flattened and cast). peak_bytes is the larger of it and backward's.
+  double optimizer_step_transient_bytes = 0;
+  double optimizer_step_peak_bytes = 0;
+  double hpz_secondary_bytes = 0;     // hpZ: the secondary 16-bit partition (in parameters_bytes)
+  std::map<ParamFamily, FamilyMemory> by_family;  // every family present, 0 where the model has none
+
+  // Breakdown of the figures above.
+  int pipeline_stage = 0;             // the stage reported: the one with the highest peak
+  int64_t in_flight_micro_batches = 1;        // 1F1B: min(pp - stage, grad_accum)
+  std::vector<double> layer_activations_bytes;  // the stage's layers, one micro-batch each
+  double output_activations_bytes = 0;          // final norm, lm_head and loss (last stage)
+  double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
+  double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
+  double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers
+  int64_t zero_group_size = 1;                  // ZeRO partition group of dense parameters
+  int64_t expert_zero_group_size = 1;           // ... and of routed experts
+};
+
+// Memory of the most loaded pipeline stage (first or last) of one rank. Needs input.plan and
+// input.model; fits is false without input.cluster.
+MemoryReport EstimateMemory(const SimInput& input);
+
+// Memory of one pipeline stage (0 .. pp-1) of one rank: the ranks of different stages hold
+// different layers, in-flight micro-batches and (the last) the lm_head. EstimateMemory reports the
+// larger of the first and the last.
+MemoryReport EstimateStageMemory(const SimInput& input, int stage);
+
+}  // namespace dsp::sim

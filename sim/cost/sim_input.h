@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Everything the cost model reads: the plan (layout and exact group tables), the model, the
+// cluster, the workload and the ZeRO settings of the config. Simulation code never reads JSON.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "core/config/deepspeed_version.h"
+#include "core/model/model_spec.h"
+#include "core/plan/plan.h"
+#include "sim/cost/cluster.h"
+#include "sim/cost/workload.h"
+#include "sim/frameworks/framework.h"
+
+namespace dsp::sim {
+
+struct ZeroSettings {
+  int stage = 0;
+  bool offload_optimizer = false;      // offload_optimizer.device is cpu or nvme
+  bool offload_param = false;          // offload_param.device is cpu or nvme (stage 3 only)
+  double offload_ratio = 1.0;          // offload_optimizer.ratio (stage 3 partial offload)
+  bool overlap_comm = false;           // resolved default: true at stage 3
+  double reduce_bucket_size = 5e8;     // elements
+  double allgather_bucket_size = 5e8;  // elements
+  double prefetch_bucket_size = 5e7;   // elements (stage 3)
+  double max_live_parameters = 1e9;    // elements (stage 3)
+  double param_persistence_threshold = 1e5;  // elements (stage 3)
+  double max_reuse_distance = 1e9;           // elements (stage 3)
+  // Stage 3 reduces gradient buckets with reduce-scatter; before DeepSpeed 0.4.3
+  // contiguous_gradients defaulted to false there, and without it the bucket is all-reduced.
+  bool stage3_reduce_scatter = true;
+
+  // ZeRO++ (Wang et al. 2023), stage 3 only (engine.py _configure_zero_optimizer hands them to
+  // DeepSpeedZeroOptimizer_Stage3 alone).
+  // qwZ: every parameter all-gather (forward and backward) moves int8 values and one fp32 scale
+  // per group of at most 8000 (partition_parameters.py _all_gather_coalesced, CUDAQuantizer).
+  bool quantized_weights = false;
+  // qgZ: gradients reduced by an int4 all-to-all inside each node, then one across nodes
+  // (comm/coalesced_collectives.py all_to_all_quant_reduce); on one node stage3.py keeps the
+  // reduce-scatter.
+  bool quantized_gradients = false;
+  // hpZ: a secondary copy of the 16-bit partition over blocks of this many consecutive ranks
+  // (groups.py _create_zero_param_parallel_group); every gather after the step's first forward
+  // reads it, inside the block (partition_parameters.py _partition_param_sec).
+  int64_t hpz_partition_size = 1;
+  // MiCS (runtime/zero/mics.py): model states sharded over blocks of this many consecutive ranks
+  // and replicated across blocks; gradients reduce-scattered in the block every micro-step and
+  // all-reduced across blocks at the accumulation boundary. <= 0: off.
+  int64_t mics_shard_size = -1;
+  // Elements the stage-3 optimizer steps at once: without offload it flattens that many
+  // gradients and casts them to fp32 first (stage3.py _prepare_fp32_grad_for_sub_group).
+  double sub_group_size = 1e9;
+  // Stage 1/2 with offload_optimizer: parameters dealt round-robin over the partitions, so every
+  // rank copies gradients to the host throughout backward (stage_1_and_2.py _round_robin_reorder).
+  bool round_robin_gradients = false;
+  // offload_optimizer.pin_memory / offload_param.pin_memory: pinned host buffers. Defaults true
+  // from 0.19.5 (PR #8207), false before. A copy to pageable host memory returns only when it is
+  // done (CUDA Runtime API, "API synchronization behavior"): it blocks the step.
+  bool optimizer_pin_memory = true;
+  bool param_pin_memory = true;
+  // DeepCompile runs ZeRO (compile.deepcompile at stage 1-3 with neither the autosp nor the autotp
+  // pass listed: engine.py get_deepspeed_compile_backend picks get_deepcompile_backend; stage 0
+  // falls back to plain torch.compile). Its ZeRO-1/2 reduce every gradient with an all-reduce
+  // (csrc/compile/z1.cpp, z2.cpp: ncclAllReduce, then each rank copies its slice), ZeRO-1 at the
+  // accumulation boundary and ZeRO-2 every micro-step, inside the backward graph (reduce_grad
+  // after each gradient). Its ZeRO-3 starts with every parameter non-persistent (init_z3.py:
+  // p.ds_persist = False) and, after WARMUP steps, selective_gather makes parameters persistent
+  // again within the profiled memory headroom and prefetch moves gathers earlier: both follow a
+  // run-time profile, so ZeRO-3's gathers are priced as eager ZeRO-3's (docs/cost-model.md).
+  bool deepcompile = false;
+};
+
+// Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
+ZeroSettings ReadZeroSettings(const Json& config);
+// The same, with the stage-3 defaults of an older DeepSpeed release.
+ZeroSettings ReadZeroSettings(const Json& config, const DeepSpeedVersion& version);
+
+// Workload::optimizer_state_bytes_per_param for the config's optimizer section (12, Adam, when the
+// optimizer is absent or unknown: DeepSpeed's client optimizers are almost always Adam variants).
+double ReadOptimizerStateBytes(const Json& config);
+struct PrecisionSettings;
+// The same with bf16 master weights (2 bytes instead of 4) and bf16 moments (half) applied.
+double ReadOptimizerStateBytes(const Json& config, const PrecisionSettings& precision);
+
+// Which training framework runs the plan. They share DeepSpeed's ZeRO but differ in how the
+// model is split and scheduled (docs/cost-model.md "Engines").
+struct EngineSettings {
+  Engine engine = Engine::kDeepSpeed;
+  bool megatron_sp = false;     // --megatron-sp: sequence parallelism in Megatron's TP regions
+  int virtual_stages = 1;       // --virtual-stages: interleaved 1F1B chunks per stage (megatron-lm)
+  bool flash_attention = true;  // --attention materialized: scores in HBM (pre-2022 runs)
+  // Decides how ZeRO-3 issues its collectives (per-parameter synchronous list all-gathers before
+  // 0.5.5/0.6.0, coalesced on a side stream after) and stage-3 gradient defaults.
+  DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();
+  // The model is transformers' eager PyTorch modules, as DeepSpeed trains a Hugging Face model;
+  // false for Megatron's fused modules (the megatron engines, and the 2021-22 DeepSpeed runs of
+  // Megatron's GPT-2 in samples/runs). Decides the memory-bound traffic and saved activations of
+  // norms, rotary, the MLP activation and the loss (sim/cost/flops.cc, sim/cost/activation_memory.cc).
+  bool transformers_modules = true;
+  // The framework's profile (sim/frameworks): what it shards, reduces, overlaps and schedules.
+  const FrameworkProfile& framework() const { return FrameworkOf(engine); }
+  bool hf_eager() const { return framework().trains_transformers_modules && transformers_modules; }
+};
+
+// DeepSpeed's activation checkpointing (deepspeed/runtime/activation_checkpointing/
+// checkpointing.py) as it changes a fully recomputed run; read only when layers are checkpointed
+// (Recompute::kFull).
+struct CheckpointSettings {
+  bool partition_activations = false;  // each layer input split over the TP group, all-gathered
+                                       // before its recomputation
+  bool cpu_checkpointing = false;      // layer inputs in pinned host memory, all but the last
+                                       // layer's (PR #8282 keeps the last on the GPU)
+  bool async_copy = false;             // the copy runs on a side stream behind compute (0.19.6 and
+                                       // later, PR #8282, without partition_activations); blocking
+                                       // before
+  // contiguous_memory_optimization (needs partition_activations): the partitioned inputs are
+  // copied into buffers of number_checkpoints layers allocated at the first checkpoint of a
+  // forward (on the host, unpinned, with cpu_checkpointing); more checkpoints than that before a
+  // backward index past the buffer list (checkpointing.py partition_activations).
+  bool contiguous_memory = false;
+  int64_t number_checkpoints = 0;  // 0: not given
+  // Layer inputs kept on the device: PR #8282's offload engine keeps the newest one
+  // (keep_last_count=1); the older copy_to_device / partition paths move every one.
+  bool keep_last_on_device() const { return async_copy; }
+};
+CheckpointSettings ReadCheckpointSettings(const Json& config, const DeepSpeedVersion& version);
+
+// Precision settings that change model-state bytes and communication volumes.
+struct PrecisionSettings {
+  // torch_autocast.enabled (runtime/torch_autocast.py, PR #6993): parameters and gradients stay
+  // fp32 (no 16-bit copies, no separate fp32 master), optimizer states as usual; the
+  // lower_precision_safe_modules (Linear by default: every matmul weight) compute in the autocast
+  // dtype and their gradients are reduced, their ZeRO-3 parameters gathered, in it.
+  bool torch_autocast = false;
+  // communication_data_type: the gradients' all-reduce / reduce-scatter dtype bytes; 0 = the
+  // gradients' own.
+  double communication_bytes = 0;
+  // seq_parallel_communication_data_type (default "fp32"): with sequence_parallel_size > 1 the
+  // engine makes it the gradients' communication dtype (engine.py, communication_data_type).
+  double seq_parallel_communication_bytes = 4;
+  // torch_autocast.lower_precision_safe_modules: whether it names torch.nn.Linear (the default
+  // list does). Only the listed modules' parameters carry the autocast comm_dtype
+  // (torch_autocast.py init_autocast_params); the rest reduce and gather in fp32. Compute dtype
+  // is torch.autocast's op policy either way.
+  bool autocast_linear_low_precision = true;
+  double autocast_bytes = 2;  // torch_autocast.dtype: 2 (bf16/fp16), 4 for fp32
+  // bf16.bf16_master_weights_and_grads (ZeRO 1-3, PR #7700): the optimizer's master weights and
+  // gradient partition in bf16; bf16_optimizer_states: the moments too.
+  bool low_precision_master = false;
+  bool bf16_optimizer_states = false;
+};
+PrecisionSettings ReadPrecisionSettings(const Json& config);
+
+class GroupLinkCache;
+
+// How the vocabulary layers split over TP (VocabSplitOf, sim/cost/param_sharding.h).
+enum class VocabSplit {
+  kNone,           // embedding and lm_head whole (DeepSpeed's AutoTP with a preset or layer_specs)
+  kVocabParallel,  // Megatron's VocabParallelEmbedding and parallel lm_head (the megatron engines)
+  // AutoTP from transformers' tp_plan: lm_head is "colwise_gather_output" (a column LinearLayer
+  // whose logits are all-gathered over TP, PR #8146); the embedding stays whole.
+  kLmHeadColumns,
+};
+
+struct SimInput {
+  const Plan* plan = nullptr;
+  const ModelSpec* model = nullptr;
+  const Cluster* cluster = nullptr;
+  Workload workload;
+  ZeroSettings zero;
+  EngineSettings engine;
+  CheckpointSettings checkpointing;
+  PrecisionSettings precision;
+  // Optional: link answers shared across evaluations of the same plan and cluster (tune).
+  GroupLinkCache* link_cache = nullptr;
+  // Optional: CountParameters(*model), computed once by a caller that evaluates many plans of one
+  // model (tune); ModelParamCounts uses it.
+  const ParamCounts* param_counts = nullptr;
+  // Optional: VocabSplitOf's answer for this plan, model and engine, computed once by tune.
+  std::optional<VocabSplit> vocab_split;
+};
+
+// The model's parameter counts: SimInput::param_counts when set, else counted now.
+ParamCounts ModelParamCounts(const SimInput& input);
+
+// Whether the AutoSP compile pass falls back: compile.deepcompile with "autosp" in compile.passes
+// at ZeRO stage 2 or 3 (engine.py get_autosp_backend, 0.19.6: "Currently AutoSP does not compose
+// with ZeRO stage 2 and 3. Falling back to the torch compiler." and no sequence parallelism). The
+// sequence-parallel groups still exist; every rank of one runs the whole sequence.
+bool AutoSpFallsBack(const ParallelConfig& pc);
+// The ways each sequence is split inside a layer: the sequence-parallel size, or 1 when AutoSP
+// falls back.
+int64_t SequenceShards(const SimInput& input);
+
+
+}  // namespace dsp::sim

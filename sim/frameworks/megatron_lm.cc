@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Megatron-LM (github.com/NVIDIA/Megatron-LM) with its own DDP, optimizer and pipeline
+// schedules, as the Narayanan et al. 2021 runs trained.
+#include "sim/frameworks/framework.h"
+
+namespace dsp::sim {
+
+const FrameworkProfile& MegatronLmProfile() {
+  static const FrameworkProfile profile = [] {
+    FrameworkProfile p;
+    p.engine = Engine::kMegatronLm;
+    p.name = "megatron-lm";
+    p.tensor_parallel = TensorParallelStyle::kMegatron;  // megatron/core/tensor_parallel/layers.py
+    // megatron/core/distributed/distributed_data_parallel.py: bucketed all-reduce hooks,
+    // overlap_grad_reduce.
+    p.gradients = GradientSync::kMegatronDdp;
+    // megatron/core/pipeline_parallel/schedules.py: 1F1B and interleaved 1F1B;
+    // p2p_communication.py with scatter_gather_tensors_in_pipeline.
+    p.pipeline = PipelineRuntime::kMegatronSchedules;
+    p.rank_layout = RankLayout::kMegatron;  // core/parallel_state.py RankGenerator
+    p.trains_transformers_modules = false;
+    p.ulysses = false;
+    p.autoep = false;
+    p.interleaved_pipeline = true;  // --virtual-pipeline-model-parallel-size
+    p.offload = false;
+    p.torch_autocast = false;
+    p.deepspeed_checkpointing = false;
+    // The distributed optimizer shards optimizer states over dp: ZeRO-1's partitioning.
+    p.max_zero_stage = 1;
+    p.pipeline_max_zero_stage = 1;
+    p.sequence_parallel_gradient_dtype = false;
+    // core/distributed/finalize_model_grads.py _allreduce_word_embedding_grads.
+    p.tied_embedding_grad_all_reduce = true;
+    p.fp32_grad_buffer_max_zero_stage = 1;  // bf16 training accumulates into fp32 main_grad
+    p.event_schedule = false;
+    return p;
+  }();
+  return profile;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plan snapshot `ds-plan plan` writes and `ds-plan check` compares
+// (schemas/plan.schema.json): the inputs it was computed from, so it can be recomputed, and what
+// the plan implies (layout, group tables, memory, step time, collective volumes). The bytes depend
+// only on the inputs: no timestamps, no host names, keys sorted. Format: docs/plan.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json/document.h"
+#include "core/plan/plan.h"
+#include "core/util/result.h"
+#include "core/validate/layout_summary.h"
+#include "sim/cost/memory_model.h"
+#include "sim/cost/step_time.h"
+
+namespace dsp::sim {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+struct SnapshotFile {
+  std::string path;    // as given on the command line (check resolves it against its own cwd)
+  std::string sha256;  // of the file's bytes
+};
+
+/// What `plan` was run with: enough to run it again.
+struct PlanSnapshotInputs {
+  SnapshotFile config, model, cluster;
+  Json config_content;  // the config as parsed (before --set), to show which keys changed
+  std::optional<int64_t> world_size, nodes, gpus_per_node;  // the flags as given (absent = not given)
+  int64_t pp = 1;
+  std::optional<int64_t> seq_len;  // absent = the default
+  std::string recompute = "none";
+  std::string convention = "zero-paper";
+  std::vector<std::string> sets;  // --set KEY=VALUE, in command-line order
+  // Every other flag that moves a number, as simulated (after the config's _ds_plan note). Absent
+  // from snapshots written before they were recorded: the defaults below, what those ran with.
+  std::string engine = "deepspeed";
+  int64_t megatron_tp = 0;         // --tp (0: not given)
+  bool megatron_sp = false;
+  int64_t virtual_stages = 1;
+  std::string attention = "flash";
+  std::string attn_impl;           // --attn-impl ("" : the model config's)
+  std::string deepspeed_version;   // --deepspeed-version ("" : the newest)
+  std::string ds_plan_version;
+};
+
+/// What the inputs imply.
+struct PlanSnapshot {
+  PlanSnapshotInputs inputs;
+  const Plan* plan = nullptr;  // group tables
+  LayoutSummary layout;        // as validate reports it
+  int64_t world_size = 0;      // resolved (the cluster's node when no world flag was given)
+  int64_t gpus_per_node = 0;
+  int64_t seq_len = 0;
+  int64_t micro_batch = 0;
+  int64_t grad_accum = 0;
+  int64_t samples_per_step = 0;
+  MemoryReport memory;
+  TimeReport time;
+};
+
+Json PlanSnapshotToJson(const PlanSnapshot& snapshot);
+
+/// The file's text: two-space indented JSON with every array of numbers on one line, so a group
+/// is one line of the committed snapshot and its diff in review reads like the groups table.
+std::string RenderPlanSnapshot(const Json& snapshot);
+
+/// Reads the "inputs" object back. Errors name the missing or mistyped field.
+Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot);
+
+}  // namespace dsp::sim

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+// `ds-plan simulate` (world 1, ZeRO-0, bf16, AdamW, the H200 preset) against the training steps
+// scripts/gpu-ground-truth.py measured on an H200 (docs/measurements/h200-steps/steps.tsv, 23
+// points of Llama-3.2-1B, Llama-3-8B cut to 4 layers and Qwen3-30B-A3B cut to 4 layers, with and
+// without recompute, SDPA and eager attention). docs/validation.md "One GPU, measured" holds the
+// table this test computes, and the test fails when the table there is not the current one.
+//
+// Memory: the script is not DeepSpeed's BF16_Optimizer (no DeepSpeed on that machine): between
+// steps it holds bf16 parameters, fp32 masters and both moments (14 bytes per parameter) and no
+// gradient, which backward creates only after the loss's backward, where the allocated peak is.
+// So the comparison is of what ds-plan models about the transformers model: the activations at
+// that peak (measured: backward's allocated peak less what the step started with).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/model/model_spec.h"
+#include "core/util/file_io.h"
+#include "sim/cost/cluster.h"
+#include "sim/session/evaluation.h"
+
+namespace dsp::sim {
+namespace {
+
+std::string Source(const std::string& relative) {
+  auto text = ReadFile(std::string(DSP_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(text.ok()) << relative;
+  return text.ok() ? *text : "";
+}
+
+std::vector<std::map<std::string, std::string>> Rows() {
+  std::istringstream in(Source("docs/measurements/h200-steps/steps.tsv"));
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cell(line);
+    for (std::string c; std::getline(cell, c, '\t');) cells.push_back(c);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+struct Point {
+  std::string label;
+  double measured_ms = 0, predicted_ms = 0;
+  double measured_activations = 0, predicted_activations = 0;  // bytes
+  double StepError() const { return predicted_ms / measured_ms - 1; }
+  double MemoryError() const { return predicted_activations / measured_activations - 1; }
+};
+
+std::vector<Point> Predict(const std::string& cluster_file) {
+  const Cluster cluster = ParseCluster(Json::parse(Source(cluster_file), nullptr, true, true)).value();
+  std::vector<Point> points;
+  for (const auto& row : Rows()) {
+    if (row.at("status") != "ok") continue;
+    const ModelSpec model = ParseHfConfig(Json::parse(Source(row.at("config")))).value();
+    Json config = Json::parse(Source("docs/measurements/h200-steps/zero0-bf16.json"));
+    config["train_micro_batch_size_per_gpu"] = std::stoll(row.at("micro_batch"));
+    PlanKnobs knobs;
+    knobs.world_size = 1;
+    knobs.seq_len = std::stoll(row.at("seq"));
+    knobs.recompute = row.at("recompute") == "full" ? Recompute::kFull : Recompute::kNone;
+    knobs.engine.flash_attention = row.at("attention") == "sdpa";
+    auto e = Evaluate(model, cluster, "zero0-bf16.json", config.dump(), {}, knobs);
+    EXPECT_TRUE(e->has_numbers()) << e->message;
+    if (!e->has_numbers()) continue;
+    Point p;
+    p.label = row.at("model") + " mb" + row.at("micro_batch") + " s" + row.at("seq") + " " +
+              row.at("recompute") + " " + row.at("attention");
+    p.measured_ms = std::stod(row.at("step_ms_median"));
+    p.predicted_ms = e->time.step_seconds * 1e3;
+    p.measured_activations =
+        std::stod(row.at("backward_peak_bytes")) - std::stod(row.at("states_allocated_bytes"));
+    p.predicted_activations = e->memory.activations_bytes;
+    points.push_back(p);
+  }
+  return points;
+}
+
+std::string Fixed(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The Markdown table docs/validation.md carries, with the preset and with the cluster
+// calibrate --trace fitted from one trace.
+std::string Table(const std::vector<Point>& preset, const std::vector<Point>& fitted) {
+  std::ostringstream out;
+  out << "| step (H200, 1 GPU) | measured ms | preset ms | error | fitted ms | error | activations measured GB | predicted GB | error |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < preset.size(); ++i) {
+    const Point& p = preset[i];
+    out << "| " << p.label << " | " << Fixed(p.measured_ms, "%.1f") << " | " << Fixed(p.predicted_ms, "%.1f")
+        << " | " << Fixed(100 * p.StepError(), "%+.1f%%") << " | " << Fixed(fitted[i].predicted_ms, "%.1f")
+        << " | " << Fixed(100 * fitted[i].StepError(), "%+.1f%%") << " | "
+        << Fixed(p.measured_activations / 1e9, "%.2f") << " | " << Fixed(p.predicted_activations / 1e9, "%.2f")
+        << " | " << Fixed(100 * p.MemoryError(), "%+.1f%%") << " |\n";
+  }
+  return out.str();
+}
+
+double MeanAbs(const std::vector<Point>& points, double (Point::*error)() const) {
+  double sum = 0;
+  for (const Point& p : points) sum += std::fabs((p.*error)());
+  return sum / static_cast<double>(points.size());
+}
+
+const char* kPreset = "samples/clusters/h200.json";
+const char* kFitted = "docs/measurements/h200-steps/h200-fitted-from-one-trace.json";
+
+TEST(GpuStepsTest, ActivationsAtTheLossPeakWithin5PercentOnDenseModels) {
+  const std::vector<Point> points = Predict(kPreset);
+  ASSERT_EQ(points.size(), 23u);
+  for (const Point& p : points) {
+    // Qwen3-30B-A3B keeps about 1 GB more than the model counts at every length (the MoE block's
+    // routing tensors, not modelled): within 5 % from 8K tokens, 16 % short at 2K.
+    const bool moe_short = p.label.rfind("qwen3", 0) == 0 && p.label.find(" s2048 ") != std::string::npos;
+    // A few hundred MB the model does not count (cuBLAS and SDPA workspaces) weigh 6 % at 1K
+    // tokens: within 5 % or 0.25 GB.
+    const double gap = std::fabs(p.predicted_activations - p.measured_activations);
+    if (!moe_short && gap < 0.25e9) continue;
+    EXPECT_LT(std::fabs(p.MemoryError()), moe_short ? 0.20 : 0.05) << p.label;
+  }
+  EXPECT_LT(MeanAbs(points, &Point::MemoryError), 0.03);
+}
+
+// Step time. With the preset, kernels priced at the datasheet-anchored efficiencies of a copy and
+// large GEMMs: ds-plan is too fast on every point (memory-bound kernels and the optimizer ran at
+// 0.61 of HBM, not 0.8; causal attention at 0.49 of peak). With the cluster calibrate --trace fitted
+// to ONE trace (Llama-3-8B, 8K tokens, no recompute) the other 22 points are out of sample.
+TEST(GpuStepsTest, StepTimeWithThePresetAndFittedToOneTrace) {
+  const std::vector<Point> preset = Predict(kPreset), fitted = Predict(kFitted);
+  ASSERT_EQ(preset.size(), fitted.size());
+  int dense = 0, within10 = 0;
+  for (size_t i = 0; i < fitted.size(); ++i) {
+    EXPECT_LT(preset[i].predicted_ms, preset[i].measured_ms * 1.15) << preset[i].label;
+    const std::string& label = fitted[i].label;
+    const bool sdpa = label.find(" sdpa") != std::string::npos;
+    // Host-bound steps (1K tokens of a 1B model: 2,400 kernels launched by Python in 66-86 ms, the
+    // GPU idle most of it) are not modelled: ds-plan prices GPU work only.
+    const bool host_bound = label.find(" s1024 ") != std::string::npos;
+    // Qwen3-30B-A3B: transformers' MoE routing kernels (sorting, gathering and scattering the
+    // routed rows, 13 ms and more of the 8K step) are not priced: 15-21 % short.
+    const bool moe = label.rfind("qwen3", 0) == 0;
+    if (!sdpa || host_bound) continue;
+    const double error = std::fabs(fitted[i].StepError());
+    EXPECT_LT(error, moe ? 0.25 : 0.20) << label;
+    if (!moe) {
+      ++dense;
+      if (error < 0.10) ++within10;
+    }
+  }
+  EXPECT_LT(MeanAbs(fitted, &Point::StepError), MeanAbs(preset, &Point::StepError));
+  EXPECT_EQ(dense, 13);
+  EXPECT_GE(within10, 12);  // all but Llama-3.2-1B with full recompute at 4K tokens
+  const std::string doc = Source("docs/validation.md");
+  EXPECT_NE(doc.find(Table(preset, fitted)), std::string::npos)
+      << "docs/validation.md's one-GPU table is stale; the current one is:\n"
+      << Table(preset, fitted);
+}
+
+}  // namespace
+}  // namespace dsp::sim

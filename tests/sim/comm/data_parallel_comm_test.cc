@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// PlanDataParallel by GradientSync: DeepSpeed reduces at the boundary at ZeRO 0/1
+// (runtime/engine.py allreduce_gradients), reduce-scatters every micro-step at ZeRO 2
+// (zero/stage_1_and_2.py reduce_ipg_grads), all-gathers the stepped partition after ZeRO 1/2 and
+// gathers every module before forward and backward at ZeRO 3 (zero/partitioned_param_coordinator.py
+// fetch_sub_module); Megatron-LM all-reduces 25 MB buckets behind backward
+// (core/distributed/distributed_data_parallel.py, bucket_size default).
+#include <cmath>
+
+#include "tests/sim/comm/comm_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+using testing::CommCase;
+using testing::FindPlanned;
+using testing::Purposes;
+using testing::Sizes;
+
+// Llama-3-8B's parameters, all of them reduced over dp without TP (samples/models/llama-3-8b.json).
+constexpr double kLlama8b = 8'030'261'248;
+
+TEST(DataParallelCommTest, ZeroTwoReduceScattersBucketsBehindBackwardThenGathersTheStep) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 2, "overlap_comm": true, "reduce_bucket_size": 5e8,
+                            "allgather_bucket_size": 5e8}})",
+             Sizes(8, 8), "llama-3-8b.json");
+  const auto planned = c.Run(PlanDataParallel);
+  ASSERT_EQ(Purposes(planned), (std::vector<std::string>{"dp_grad_reduce", "zero_param_all_gather"}));
+  const PlannedCollective& reduce = planned[0];
+  EXPECT_EQ(reduce.call.kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(reduce.schedule, CommSchedule::kBackwardOverlap);
+  const double buckets = std::ceil(kLlama8b / 5e8);
+  EXPECT_DOUBLE_EQ(reduce.calls_per_unit, buckets);
+  EXPECT_DOUBLE_EQ(reduce.call.bytes_per_call, kLlama8b * 2 / buckets);
+  EXPECT_EQ(planned[1].schedule, CommSchedule::kStepExposed);
+}
+
+TEST(DataParallelCommTest, ZeroOneReducesOnceAtTheBoundary) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 1, "overlap_comm": true}})",
+             Sizes(8, 8), "llama-3-8b.json");
+  c.input.workload.grad_accum = 4;
+  const PlannedCollective* reduce = FindPlanned(c.Run(PlanDataParallel), "dp_grad_reduce");
+  ASSERT_NE(reduce, nullptr);
+  EXPECT_EQ(reduce->call.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(reduce->schedule, CommSchedule::kBoundaryOverlap);
+  EXPECT_DOUBLE_EQ(reduce->call.calls_per_step, reduce->calls_per_unit);  // not once per micro-step
+}
+
+TEST(DataParallelCommTest, ZeroThreeGathersEveryModuleForwardAndBackward) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 3, "overlap_comm": true}})",
+             Sizes(8, 8), "llama-3-8b.json");
+  const auto planned = c.Run(PlanDataParallel);
+  EXPECT_EQ(Purposes(planned),
+            (std::vector<std::string>{"dp_grad_reduce", "zero3_all_gather_fwd", "zero3_all_gather_bwd"}));
+  // Seven projections per layer over 32 layers, plus the embedding and the head.
+  EXPECT_DOUBLE_EQ(FindPlanned(planned, "zero3_all_gather_fwd")->calls_per_unit, 7 * 32 + 1.0);
+  EXPECT_EQ(FindPlanned(planned, "zero3_all_gather_fwd")->schedule, CommSchedule::kForwardOverlap);
+}
+
+TEST(DataParallelCommTest, MegatronDdpAllReducesTwentyFiveMegabyteBucketsBehindBackward) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})",
+             Sizes(8, 8, 1, 1, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  c.input.workload.gradient_bytes_per_element = 4;  // bf16 main_grad accumulates in fp32
+  const auto planned = c.Run(PlanDataParallel);
+  ASSERT_EQ(Purposes(planned), std::vector<std::string>{"dp_grad_reduce"});
+  EXPECT_EQ(planned[0].schedule, CommSchedule::kBoundaryOverlap);
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, std::ceil(kLlama8b / (2.5e7 / 4)));
+}
+
+}  // namespace
+}  // namespace dsp::sim

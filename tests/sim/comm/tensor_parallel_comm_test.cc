@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// PlanTensorParallel: Megatron's f/g pairs (Narayanan et al. 2021 §3: two all-reduces forward and
+// two backward per layer), sequence parallelism's all-gather + reduce-scatter (Korthikanti et al.
+// 2022 §4.2.2), Megatron's vocab-parallel collectives (megatron/core/tensor_parallel/layers.py
+// VocabParallelEmbedding, cross_entropy.py), none for AutoTP's whole embedding and lm_head
+// (DeepSpeed 0.19.6 replace_module.py: lm_head is not replaced in training).
+#include "tests/sim/comm/comm_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+using testing::CommCase;
+using testing::FindPlanned;
+using testing::Purposes;
+using testing::Sizes;
+
+// A preset's layer specs (no transformers tp_plan): embedding and lm_head stay whole.
+constexpr const char* kAutoTp8 = R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+    "tensor_parallel": {"autotp_size": 8, "preset_model": "llama"}})";
+constexpr const char* kPlain = R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})";
+
+TEST(TensorParallelCommTest, AutoTpAllReducesTwicePerLayerEachWayAndNothingForTheVocabulary) {
+  CommCase c(kAutoTp8, Sizes(8, 8), "llama-3-8b.json");
+  const auto planned = c.Run(PlanTensorParallel);
+  ASSERT_EQ(Purposes(planned), std::vector<std::string>{"tp_all_reduce"});
+  const CollectiveCall& call = planned[0].call;
+  EXPECT_EQ(call.group, GroupKind::kTp);
+  EXPECT_EQ(call.group_size, 8);
+  EXPECT_DOUBLE_EQ(call.bytes_per_call, 4096.0 * 4096 * 2);  // T x h bf16
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, 32 * 2 * 2.0);  // 32 layers x 2 pairs x (fwd + bwd)
+  EXPECT_EQ(planned[0].schedule, CommSchedule::kCritical);
+  // Full recompute runs each layer's forward, and its all-reduces, again.
+  c.input.workload.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(c.Run(PlanTensorParallel)[0].calls_per_unit, 32 * 2 * 3.0);
+}
+
+TEST(TensorParallelCommTest, TransformersTpPlanGathersTheLogitsOfAColumnParallelHead) {
+  // Without a preset DeepSpeed converts transformers' tp_plan (tp_plan_converter.py, PR #8146):
+  // lm_head is "colwise_gather_output", its logits all-gathered over tp once per micro-step.
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "tensor_parallel": {"autotp_size": 8}})",
+             Sizes(8, 8), "llama-3-8b.json");
+  const auto planned = c.Run(PlanTensorParallel);
+  ASSERT_EQ(Purposes(planned), (std::vector<std::string>{"tp_all_reduce", "tp_lm_head_logits_all_gather",
+                                                         "tp_lm_head_input_all_reduce"}));
+  EXPECT_DOUBLE_EQ(planned[1].call.bytes_per_call, 4096.0 * 128256 * 2);  // T x V bf16 logits
+  EXPECT_DOUBLE_EQ(planned[1].calls_per_unit, 1);
+  EXPECT_EQ(planned[1].scope, StageScope::kLast);
+}
+
+TEST(TensorParallelCommTest, SequenceParallelSplitsEachAllReduceIntoAGatherAndAScatter) {
+  CommCase c(kPlain, Sizes(8, 8, 1, 8, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  c.input.engine.megatron_sp = true;
+  const auto planned = c.Run(PlanTensorParallel);
+  EXPECT_EQ(Purposes(planned), (std::vector<std::string>{"tp_sp_all_gather", "tp_sp_reduce_scatter",
+                                                         "tp_embedding_reduce", "tp_lm_head_reduce",
+                                                         "tp_cross_entropy_all_reduce"}));
+  EXPECT_DOUBLE_EQ(FindPlanned(planned, "tp_sp_all_gather")->calls_per_unit, 128);
+  // Under SP the embedding's output is reduce-scattered, not all-reduced.
+  EXPECT_EQ(FindPlanned(planned, "tp_embedding_reduce")->call.kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(FindPlanned(planned, "tp_embedding_reduce")->scope, StageScope::kFirst);
+  EXPECT_EQ(FindPlanned(planned, "tp_lm_head_reduce")->scope, StageScope::kLast);
+  // max, target logit and sum of exponentials: three fp32 values per token.
+  const PlannedCollective* ce = FindPlanned(planned, "tp_cross_entropy_all_reduce");
+  EXPECT_DOUBLE_EQ(ce->call.bytes_per_call, 4096.0 * 4);
+  EXPECT_DOUBLE_EQ(ce->calls_per_unit, 3);
+}
+
+TEST(TensorParallelCommTest, NoTensorParallelismPlansNothing) {
+  CommCase c(kPlain, Sizes(8, 8), "llama-3-8b.json");
+  EXPECT_TRUE(c.Run(PlanTensorParallel).empty());
+}
+
+TEST(TensorParallelCommTest, PartitionedActivationsAreGatheredBeforeEachRecomputedLayer) {
+  CommCase c(kAutoTp8, Sizes(8, 8), "llama-3-8b.json");
+  c.input.checkpointing.partition_activations = true;
+  EXPECT_TRUE(c.Run(PlanCheckpointPartitionGathers).empty());  // nothing is recomputed
+  c.input.workload.recompute = Recompute::kFull;
+  const auto planned = c.Run(PlanCheckpointPartitionGathers);
+  ASSERT_EQ(Purposes(planned), std::vector<std::string>{"ckpt_partition_all_gather"});
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, 32);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-layer activation memory against Korthikanti et al. 2022 Table 2 (GPT-3 175B layer shape:
+// s = 2048, b = 1, h = 12288, a = 96, t = 8, f = 4h, GeLU MLP, dropout), and the generalisations
+// (GQA, SwiGLU, no dropout, Ulysses, MoE) against hand-computed numbers.
+#include <gtest/gtest.h>
+
+#include "sim/cost/activation_memory.h"
+
+namespace dsp::sim {
+namespace {
+
+constexpr double kS = 2048, kB = 1, kH = 12288, kA = 96, kT = 8;
+constexpr double kSbh = kS * kB * kH;  // 25,165,824
+
+LayerShape Gpt3Layer(int tp, bool megatron_sp) {
+  LayerShape s;
+  s.seq_len = 2048;
+  s.micro_batch = 1;
+  s.hidden = 12288;
+  s.heads = 96;
+  s.kv_heads = 96;
+  s.head_dim = 128;
+  s.ffn = 4 * 12288;
+  s.gated_mlp = false;
+  s.dropout = true;
+  s.tp = tp;
+  s.megatron_sp = megatron_sp;
+  return s;
+}
+
+TEST(ActivationMemoryTest, KorthikantiNoParallelism) {
+  LayerActivations a = LayerActivationBytes(Gpt3Layer(1, false), Recompute::kNone);
+  EXPECT_DOUBLE_EQ(a.total_bytes(), kSbh * (34 + 5 * kA * kS / kH));
+  EXPECT_DOUBLE_EQ(a.total_bytes(), 2'868'903'936.0);
+  // §4.1: attention block 11sbh + 5as²b, MLP 19sbh, two norms 4sbh.
+  EXPECT_DOUBLE_EQ(a.attention_bytes, 11 * kSbh + 5 * kA * kS * kS * kB);
+  EXPECT_DOUBLE_EQ(a.mlp_bytes, 19 * kSbh);
+  EXPECT_DOUBLE_EQ(a.norm_bytes, 4 * kSbh);
+}
+
+TEST(ActivationMemoryTest, KorthikantiTensorParallel) {
+  LayerActivations a = LayerActivationBytes(Gpt3Layer(8, false), Recompute::kNone);
+  EXPECT_DOUBLE_EQ(a.total_bytes(), kSbh * (10 + 24 / kT + 5 * kA * kS / (kH * kT)));
+  EXPECT_DOUBLE_EQ(a.total_bytes(), 578'813'952.0);  // 23 sbh
+}
+
+TEST(ActivationMemoryTest, KorthikantiTensorAndSequenceParallel) {
+  LayerActivations a = LayerActivationBytes(Gpt3Layer(8, true), Recompute::kNone);
+  EXPECT_DOUBLE_EQ(a.total_bytes(), kSbh * (34 / kT + 5 * kA * kS / (kH * kT)));
+  EXPECT_DOUBLE_EQ(a.total_bytes(), 358'612'992.0);  // 14.25 sbh
+}
+
+TEST(ActivationMemoryTest, KorthikantiSelectiveRecompute) {
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(8, true), Recompute::kSelective).total_bytes(),
+                   kSbh * 34 / kT);  // 106,954,752
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(8, false), Recompute::kSelective).total_bytes(),
+                   kSbh * (10 + 24 / kT));
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(1, false), Recompute::kSelective).total_bytes(),
+                   kSbh * 34);
+}
+
+TEST(ActivationMemoryTest, KorthikantiFullRecompute) {
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(1, false), Recompute::kFull).total_bytes(), 2 * kSbh);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(8, false), Recompute::kFull).total_bytes(), 2 * kSbh);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Gpt3Layer(8, true), Recompute::kFull).total_bytes(), 2 * kSbh / kT);
+}
+
+// Llama-3-8B layer, s = 4096, b = 1: GQA (8 k/v heads of 128), SwiGLU (f = 14336), no dropout.
+LayerShape Llama8BLayer() {
+  LayerShape s;
+  s.seq_len = 4096;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  s.ffn = 14336;
+  s.gated_mlp = true;
+  s.dropout = false;
+  return s;
+}
+
+TEST(ActivationMemoryTest, GqaAndSwiGlu) {
+  const double T = 4096, h = 4096;
+  LayerActivations a = LayerActivationBytes(Llama8BLayer(), Recompute::kNone);
+  // q/k/v input 2Th; Q and attention output 2T·4096 each, K and V 2T·1024 each; scores 2·a·S·T.
+  EXPECT_DOUBLE_EQ(a.attention_bytes, 2 * T * h + 2 * T * (2 * 4096 + 2 * 1024) + 2 * 32 * T * T);
+  EXPECT_DOUBLE_EQ(a.attention_bytes, 1'191'182'336.0);
+  // Input 2Th; gate output, up output and down_proj input, 2T·f each.
+  EXPECT_DOUBLE_EQ(a.mlp_bytes, 2 * T * h + 3 * 2 * T * 14336);
+  EXPECT_DOUBLE_EQ(a.mlp_bytes, 385'875'968.0);
+  EXPECT_DOUBLE_EQ(a.total_bytes(), 1'644'167'168.0);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(Llama8BLayer(), Recompute::kSelective).total_bytes(),
+                   570'425'344.0);
+}
+
+TEST(ActivationMemoryTest, UlyssesDividesEveryTermBySp) {
+  LayerShape one = Llama8BLayer();
+  LayerShape four = one;
+  four.ulysses_sp = 4;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    EXPECT_DOUBLE_EQ(LayerActivationBytes(four, r).total_bytes(),
+                     LayerActivationBytes(one, r).total_bytes() / 4);
+  }
+  EXPECT_DOUBLE_EQ(LocalTokens(four), 1024);
+  // sp = 16 > 8 k/v heads: k/v heads are replicated up to 16, so K and V hold 16 heads of the
+  // 256 local tokens instead of 8/16 of them.
+  LayerShape sixteen = one;
+  sixteen.ulysses_sp = 16;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(sixteen, Recompute::kNone).attention_bytes,
+                   LayerActivationBytes(one, Recompute::kNone).attention_bytes / 16 +
+                       2 * 256.0 * 2 * (16 - 8) * 128);
+}
+
+// Mixtral-8x7B MoE layer, s = 4096: 8 experts of width 14336, top-2.
+LayerShape MixtralLayer() {
+  LayerShape s = Llama8BLayer();
+  s.num_experts = 8;
+  s.top_k = 2;
+  s.expert_ffn = 14336;
+  return s;
+}
+
+TEST(ActivationMemoryTest, MoeTopKAssignments) {
+  const double T = 4096, h = 4096;
+  LayerShape s = MixtralLayer();
+  s.expert_parallel = true;  // AutoEP, ep does not change a rank's expected load: ep·T·k/ep
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T * 2);
+  // Block input 2Th, fp32 router probabilities 4·T·E, per assignment 2h in + 2h out + 3·2f.
+  const double mlp = 2 * T * h + 4 * T * 8 + T * 2 * (4 * h + 6 * 14336);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes, mlp);
+  EXPECT_DOUBLE_EQ(mlp, 872'546'304.0);
+
+  // Folding with TP 2: each TP peer dispatches every second assignment.
+  s.tp = 2;
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes, 453'115'904.0);
+
+  // A capacity factor pads every expert to capacity: 1.25 x the expected load.
+  s.tp = 1;
+  s.capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T * 2 * 1.25);
+}
+
+TEST(ActivationMemoryTest, MoeWithoutExpertParallelSplitsExpertWidthByTp) {
+  const double T = 4096, h = 4096;
+  LayerShape s = MixtralLayer();
+  s.tp = 2;  // AutoTP alone: every rank runs every assignment on half of each expert
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T * 2);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes,
+                   2 * T * h + 4 * T * 8 + T * 2 * (4 * h + 6 * 14336 / 2));
+}
+
+TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
+  LayerShape s = Llama8BLayer();
+  // 4·s·b·h·(1 + V/h) with V = 128256.
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
+  s.tp = 4;  // AutoTP training: lm_head whole, every TP rank holds all logits
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
+  s.megatron_sp = true;  // Megatron: vocab-parallel logits, sequence-parallel hidden states
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 / 4 + 128256 / 4));
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// ParseCluster: the presets parse with the documented figures and validate against
+// schemas/cluster.schema.json; every kind of mistake is reported at its JSON pointer.
+#include "sim/cost/cluster.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "core/schema/embedded.h"
+
+namespace dsp::sim {
+namespace {
+
+Json LoadPreset(const std::string& file) {
+  std::ifstream in(std::string(DSP_SOURCE_DIR) + "/samples/clusters/" + file);
+  EXPECT_TRUE(in.good()) << "cannot open samples/clusters/" << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  return Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+Cluster ParseOrDie(const std::string& file) {
+  Result<Cluster> c = ParseCluster(LoadPreset(file));
+  if (!c.ok()) {
+    ADD_FAILURE() << file << ": " << c.error().message;
+    return Cluster{};
+  }
+  return *c;
+}
+
+bool MatchesSchema(const Json& doc) {
+  Json schema_json = Json::parse(schemas::k_cluster_schema_json);
+  valijson::Schema schema;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::adapters::NlohmannJsonAdapter target(doc);
+  return validator.validate(schema, target, nullptr);
+}
+
+std::string ErrorOf(const Json& doc) {
+  Result<Cluster> c = ParseCluster(doc);
+  return c.ok() ? std::string("<parsed>") : c.error().message;
+}
+
+TEST(ClusterTest, H100Preset) {
+  Cluster c = ParseOrDie("h100-sxm.json");
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 989e12);  // dense, not the sparse 1979
+  EXPECT_EQ(c.gpu.hbm_bytes, 80e9);
+  EXPECT_EQ(c.gpu.hbm_bytes_per_second, 3.35e12);
+  EXPECT_EQ(c.gpus_per_node, 8);
+  EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 370e9);
+  EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 48e9);
+  // A ring step over the network waits longer than one over NVLink (NCCL's hwLat table).
+  EXPECT_GT(c.inter_node.hop_latency_seconds, c.intra_node.hop_latency_seconds);
+  EXPECT_EQ(c.gpu.sm_count, 132);
+  EXPECT_GT(c.inter_node.max_rails, 0);
+  EXPECT_GT(c.memory.reserved_bytes, 0);
+  EXPECT_GT(c.host_to_device_bytes_per_second, 0);
+  EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.75);
+  EXPECT_DOUBLE_EQ(c.efficiency.attention, 0.65);
+  EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
+  EXPECT_FALSE(c.name.empty());
+  EXPECT_EQ(c.gpu.name, "H100 SXM5 80GB");
+}
+
+TEST(ClusterTest, H200Preset) {
+  Cluster c = ParseOrDie("h200.json");
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 989e12);  // same compute as H100
+  EXPECT_EQ(c.gpu.hbm_bytes, 141e9);
+  EXPECT_EQ(c.gpu.hbm_bytes_per_second, 4.8e12);
+  EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 370e9);
+  EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 48e9);
+}
+
+TEST(ClusterTest, A100Preset) {
+  Cluster c = ParseOrDie("a100-80gb.json");
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 312e12);
+  EXPECT_EQ(c.gpu.hbm_bytes, 80e9);
+  EXPECT_EQ(c.gpu.hbm_bytes_per_second, 2.039e12);
+  EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 240e9);
+  EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 24e9);  // HDR, half of NDR
+}
+
+TEST(ClusterTest, PresetsMatchTheSchema) {
+  for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json", "selene-a100-80gb.json",
+                        "selene-a100-80gb-calibrated.json", "jean-zay-a100-80gb.json"}) {
+    EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
+  }
+}
+
+TEST(ClusterTest, EfficiencyDefaultsWhenAbsent) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc.erase("efficiency");
+  EXPECT_TRUE(MatchesSchema(doc));
+  Result<Cluster> c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_DOUBLE_EQ(c->efficiency.matmul, 0.75);
+  EXPECT_DOUBLE_EQ(c->efficiency.memory, 0.8);
+  doc["efficiency"] = {{"matmul", 0.5}};
+  ASSERT_TRUE(ParseCluster(doc).ok());
+  EXPECT_DOUBLE_EQ(ParseCluster(doc)->efficiency.matmul, 0.5);
+  EXPECT_DOUBLE_EQ(ParseCluster(doc)->efficiency.memory, 0.8);
+}
+
+// Host memory per node and the pageable-copy rate are optional; the pageable rate defaults to PCIe
+// / 6 (DeepSpeed PR #5301's measured speed-up of pinned over pageable copies).
+TEST(ClusterTest, HostMemoryAndPageableCopyRate) {
+  Json doc = LoadPreset("h100-sxm.json");
+  Result<Cluster> c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->host_memory_bytes, 2e12);
+  EXPECT_DOUBLE_EQ(c->PageableCopyBytesPerSecond(), 50e9 / 6);
+  doc["pageable_copy_bytes_per_second"] = 12e9;
+  doc.erase("host_memory_bytes");
+  EXPECT_TRUE(MatchesSchema(doc));
+  c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->PageableCopyBytesPerSecond(), 12e9);
+  EXPECT_EQ(c->host_memory_bytes, 0);  // not given: not checked
+  doc["host_memory_bytes"] = -1;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/host_memory_bytes: must be greater than 0, got -1");
+}
+
+// A figure no machine has (a unit mistake, a typo) is refused with its pointer and the range.
+TEST(ClusterTest, FiguresOutsideAMachinesRangeAreErrors) {
+  for (auto [pointer, value] : {std::pair{"/gpu/peak_bf16_flops_per_second", 1e-300},
+                                {"/gpu/hbm_bytes", 80.0},  // GB instead of bytes
+                                {"/intra_node/busbw_bytes_per_second", 1e300},
+                                {"/efficiency/matmul", 1e-9}}) {
+    Json doc = LoadPreset("h100-sxm.json");
+    doc[Json::json_pointer(pointer)] = value;
+    const std::string error = ErrorOf(doc);
+    EXPECT_EQ(error.rfind(std::string(pointer) + ": ", 0), 0u) << error;
+    EXPECT_NE(error.find("outside what a machine has"), std::string::npos) << error;
+  }
+}
+
+TEST(ClusterTest, NamesAreShortEnoughToShow) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc["gpu"]["name"] = std::string(100000, 'g');
+  EXPECT_EQ(ErrorOf(doc), "/gpu/name: a name of 1 to 200 characters, got 100000");
+}
+
+TEST(ClusterTest, MissingKeyNamesThePointer) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc["gpu"].erase("hbm_bytes");
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/gpu/hbm_bytes: required key is missing");
+
+  doc = LoadPreset("h100-sxm.json");
+  doc.erase("inter_node");
+  EXPECT_EQ(ErrorOf(doc), "/inter_node: required key is missing");
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["intra_node"].erase("latency_seconds");
+  EXPECT_EQ(ErrorOf(doc), "/intra_node/latency_seconds: required key is missing");
+}
+
+TEST(ClusterTest, BadTypesAndValuesNameThePointer) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc["gpu"]["peak_bf16_flops_per_second"] = "989e12";
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/gpu/peak_bf16_flops_per_second: expected a number, got a string");
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["gpus_per_node"] = 8.5;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/gpus_per_node: expected an integer, got a number 8.5");
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["inter_node"]["busbw_bytes_per_second"] = 0;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "/inter_node/busbw_bytes_per_second: must be greater than 0, got 0");
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["efficiency"]["matmul"] = 75;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_NE(ErrorOf(doc).find("/efficiency/matmul: is a fraction"), std::string::npos) << ErrorOf(doc);
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["intra_node"] = 370e9;
+  EXPECT_EQ(ErrorOf(doc), "/intra_node: expected an object, got a number");
+
+  EXPECT_EQ(ErrorOf(Json::array()), "/: a cluster description is a JSON object, got an array");
+}
+
+TEST(ClusterTest, UnknownKeysAreErrorsButNotesAreIgnored) {
+  Json doc = LoadPreset("h100-sxm.json");
+  doc["intra_node"]["busbw_bytes_per_sec"] = 1;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_NE(ErrorOf(doc).find("/intra_node/busbw_bytes_per_sec: unknown key, did you mean \"busbw_bytes_per_second\"?"),
+            std::string::npos)
+      << ErrorOf(doc);
+
+  doc = LoadPreset("h100-sxm.json");
+  doc["_comment"] = "anything";
+  doc["gpu"]["_note"] = {1, 2};
+  EXPECT_TRUE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc), "<parsed>");
+}
+
+// Issue 36: max_rails 1e-300 gave a 63-digit step time and "FITS". A collective drives at least
+// one rail; 0 (or absent) means one per GPU of the node.
+TEST(ClusterTest, MaxRailsBelowOneRailIsRefused) {
+  Json doc = LoadPreset("h100-sxm.json");
+  for (double bad : {1e-300, 0.5, -1.0}) {
+    doc["inter_node"]["max_rails"] = bad;
+    EXPECT_NE(ErrorOf(doc).find("/inter_node/max_rails"), std::string::npos) << bad;
+  }
+  for (double good : {0.0, 1.0, 1.66, 8.0}) {
+    doc["inter_node"]["max_rails"] = good;
+    EXPECT_EQ(ErrorOf(doc), "<parsed>") << good;
+  }
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// FLOPs per layer and operator against Megatron-LM's closed forms (num_floating_point_operations).
+#include "sim/cost/flops.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/core/model/model_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+using testing::ParsePresetOrDie;
+
+double OpFlops(const std::vector<OperatorCost>& ops, std::string_view name) {
+  for (const OperatorCost& op : ops) {
+    if (op.name == name) return op.flops;
+  }
+  ADD_FAILURE() << "no operator " << name;
+  return 0;
+}
+
+TEST(FlopsTest, Gpt3LayerIs24bsh2Plus4bs2h) {
+  // samples/models/gpt3-175b.json keeps GPT-3's 8h^2 MLP as a gated MLP of width 8h/3, so the
+  // non-gated 4h form's 24 b s h^2 + 4 b s^2 h holds exactly (Narayanan et al. 2021).
+  const ModelSpec gpt3 = ParsePresetOrDie("gpt3-175b.json");
+  ShardShape shard;
+  shard.micro_batch = 2;
+  shard.seq_len = 2048;
+  const double b = 2, s = 2048, h = 12288;
+  const std::vector<OperatorCost> ops = LayerForwardOperators(gpt3, 0, shard);
+  EXPECT_DOUBLE_EQ(SumFlops(ops), 24 * b * s * h * h + 4 * b * s * s * h);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "attention"), 4 * b * s * s * h);  // QK^T + AV
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "q_proj"), 2 * b * s * h * h);
+}
+
+TEST(FlopsTest, Llama3_8BLayerWithGqaAndSwiGlu) {
+  // Per layer forward: 2 b s h (2 a d + 2 g d)  [q, o; k, v with g KV heads]
+  //                  + 6 b s h f                [gate, up, down]
+  //                  + 4 b s^2 a d              [QK^T, AV]
+  const ModelSpec llama = ParsePresetOrDie("llama-3-8b.json");
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 8192;
+  const std::vector<OperatorCost> ops = LayerForwardOperators(llama, 0, shard);
+  const double T = 8192, h = 4096, ad = 32 * 128, gd = 8 * 128, f = 14336;
+  EXPECT_DOUBLE_EQ(SumFlops(ops),
+                   2 * T * h * (2 * ad + 2 * gd) + 6 * T * h * f + 4 * T * 8192 * ad);
+  EXPECT_DOUBLE_EQ(SumFlops(ops), 4'672'924'418'048.0);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "k_proj"), 2 * T * h * gd);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "mlp_gate") + OpFlops(ops, "mlp_up") + OpFlops(ops, "mlp_down"),
+                   6 * T * h * f);
+}
+
+TEST(FlopsTest, Llama3_8BFollowsSixNTWithinTheAttentionTerm) {
+  // Training FLOPs = 6 N T + 12 L s h T (PaLM), where N counts the matmul weights (everything but
+  // the embedding lookup and the norms).
+  const ModelSpec llama = ParsePresetOrDie("llama-3-8b.json");
+  const ParamCounts c = CountParameters(llama);
+  const double s = 4096, L = 32, h = 4096;
+  const double matmul_params = static_cast<double>(
+      c.total - c.by_family.at(ParamFamily::kEmbedding) - c.by_family.at(ParamFamily::kNorm));
+  EXPECT_EQ(matmul_params, 7'504'658'432.0);
+  const double training = ModelTrainingFlops(llama, 1, 4096);
+  EXPECT_DOUBLE_EQ(training, 6 * matmul_params * s + 12 * L * s * h * s);
+  // Against the plain 6 N T with N = all 8.03B parameters: off by the attention term (plus the
+  // embedding lookup, which costs no FLOPs), i.e. about 7 %.
+  const double six_nt = 6 * static_cast<double>(c.total) * s;
+  EXPECT_LT(std::abs(training - six_nt), 12 * L * s * h * s);
+  EXPECT_NEAR(training / six_nt, 1.0, 0.08);
+}
+
+TEST(FlopsTest, MixtralCountsOnlyTopKExperts) {
+  const ModelSpec mixtral = ParsePresetOrDie("mixtral-8x7b.json");
+  const ParamCounts c = CountParameters(mixtral);
+  EXPECT_NEAR(static_cast<double>(c.active_per_token), 12.9e9, 0.05e9);
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 4096;
+  const double T = 4096, h = 4096, f = 14336;
+  const std::vector<OperatorCost> ops = LayerForwardOperators(mixtral, 0, shard);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "experts"), 2 /*top-k*/ * 6 * T * h * f);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "router"), 2 * T * h * 8);
+  // Everything but attention is 2 FLOPs per active matmul weight per token.
+  const double attention = 32 * 4 * T * T * h;
+  const double matmul_active =
+      static_cast<double>(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding) -
+                          c.by_family.at(ParamFamily::kNorm));
+  EXPECT_DOUBLE_EQ(ModelTrainingFlops(mixtral, 1, 4096) / 3, 2 * matmul_active * T + attention);
+}
+
+TEST(FlopsTest, ShardingSplitsWorkPerRank) {
+  const ModelSpec llama = ParsePresetOrDie("llama-3-8b.json");
+  ShardShape whole;
+  whole.seq_len = 4096;
+  const double full = ModelForwardFlops(llama, whole);
+  // AutoTP training keeps lm_head whole: every TP rank computes all logits.
+  const double head = SumFlops(HeadForwardOperators(llama, whole));
+  EXPECT_DOUBLE_EQ(head, 2.0 * 4096 * 4096 * 128256);
+  for (int n : {2, 4, 8}) {
+    ShardShape tp = whole, sp = whole;
+    tp.tp = n;
+    sp.sp = n;
+    EXPECT_DOUBLE_EQ(ModelForwardFlops(llama, tp), (full - head) / n + head) << n;
+    EXPECT_DOUBLE_EQ(ModelForwardFlops(llama, sp), full / n) << n;
+  }
+  // AutoEP: an EP rank computes as many assignments as its own tokens make (uniform routing).
+  const ModelSpec mixtral = ParsePresetOrDie("mixtral-8x7b.json");
+  ShardShape ep = whole;
+  ep.expert_parallel = true;
+  ep.ep = 4;
+  EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, ep), ModelForwardFlops(mixtral, whole));
+  // Folding TP 2: everything halves except the router, which every TP peer runs on all tokens,
+  // and lm_head, which AutoTP leaves whole.
+  ShardShape fold = ep;
+  fold.tp = 2;
+  const double router = 32 * 2 * 4096.0 * 4096 * 8;
+  const double mixtral_head = SumFlops(HeadForwardOperators(mixtral, whole));
+  EXPECT_DOUBLE_EQ(ModelForwardFlops(mixtral, fold),
+                   (ModelForwardFlops(mixtral, whole) - router - mixtral_head) / 2 + router + mixtral_head);
+}
+
+TEST(FlopsTest, RouterIsBelowTheRidgePoint) {
+  // H100 ridge: 989e12 / 3.35e12 = 295 FLOP/B. The router's 8 output columns give ~8 FLOP/B; the
+  // projections of a 4096-token micro-batch are far above the ridge.
+  const ModelSpec mixtral = ParsePresetOrDie("mixtral-8x7b.json");
+  ShardShape shard;
+  for (const OperatorCost& op : LayerForwardOperators(mixtral, 0, shard)) {
+    if (op.name == "router") {
+      EXPECT_LT(op.intensity(), 295) << op.name;
+    }
+    if (op.name == "q_proj" || op.name == "attention") {
+      EXPECT_GT(op.intensity(), 295) << op.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared helpers for the memory-model tests: plans from inline configs, model presets, an 80 GB GPU.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/plan/plan.h"
+#include "sim/cost/memory_model.h"
+#include "tests/core/model/model_test_util.h"
+
+namespace dsp::sim::testing {
+
+inline Plan PlanOrDie(const std::string& config_json, int64_t world, int64_t gpus_per_node = 8) {
+  Result<Plan> plan = BuildPlan(Json::parse(config_json), PlanInputs{.world_size = world,
+                                                                       .gpus_per_node = gpus_per_node});
+  if (!plan.ok()) {
+    ADD_FAILURE() << config_json << ": " << plan.error().message;
+    return Plan{};
+  }
+  return *plan;
+}
+
+// An 8 x 80 GB node (H100 SXM); only hbm_bytes matters for memory.
+inline Cluster Gpu80GB() {
+  Cluster c;
+  c.name = "test-h100";
+  c.gpu.name = "H100 SXM";
+  c.gpu.hbm_bytes = 80e9;
+  c.gpus_per_node = 8;
+  return c;
+}
+
+// Everything EstimateMemory reads, owned in one place.
+struct MemoryCase {
+  Plan plan;
+  ModelSpec model;
+  Cluster cluster = Gpu80GB();
+  Workload workload;
+  ZeroSettings zero;
+  EngineSettings engine;
+
+  MemoryCase(const std::string& config_json, int64_t world, const std::string& model_file)
+      : plan(PlanOrDie(config_json, world)),
+        model(dsp::testing::ParsePresetOrDie(model_file)),
+        zero(ReadZeroSettings(Json::parse(config_json))) {}
+
+  MemoryReport Run() const {
+    SimInput in;
+    in.plan = &plan;
+    in.model = &model;
+    in.cluster = &cluster;
+    in.workload = workload;
+    in.zero = zero;
+    in.engine = engine;
+    return EstimateMemory(in);
+  }
+};
+
+inline double ModelStates(const MemoryReport& r) {
+  return r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes;
+}
+
+}  // namespace dsp::sim::testing

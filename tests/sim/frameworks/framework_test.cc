@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The framework profiles state what each framework's code does (the file and function each field
+// cites in sim/frameworks/*.cc), and the registry finds each by its --engine name.
+#include "sim/frameworks/framework.h"
+
+#include <gtest/gtest.h>
+
+namespace dsp::sim {
+namespace {
+
+TEST(FrameworkTest, EveryEngineHasOneProfileFoundByItsName) {
+  for (Engine e : {Engine::kDeepSpeed, Engine::kMegatronDeepSpeed, Engine::kMegatronLm}) {
+    const FrameworkProfile& p = FrameworkOf(e);
+    EXPECT_EQ(p.engine, e);
+    EXPECT_EQ(EngineName(e), p.name);
+    EXPECT_EQ(ParseEngineName(p.name), e);
+  }
+  EXPECT_EQ(EngineName(Engine::kMegatronDeepSpeed), "megatron-deepspeed");
+  EXPECT_FALSE(ParseEngineName("fsdp").has_value());
+  EXPECT_FALSE(ParseEngineName("").has_value());
+}
+
+TEST(FrameworkTest, DeepSpeedTrainsTransformersModulesWithAutoTpUlyssesAndAutoEp) {
+  const FrameworkProfile& ds = DeepSpeedProfile();
+  EXPECT_EQ(ds.tensor_parallel, TensorParallelStyle::kAutoTp);
+  EXPECT_TRUE(ds.trains_transformers_modules);
+  EXPECT_TRUE(ds.ulysses && ds.autoep && ds.offload && ds.torch_autocast);
+  EXPECT_EQ(ds.max_zero_stage, 3);
+  // runtime/pipe/engine.py PipelineEngine.__init__: "ZeRO-2 and ZeRO-3 are incompatible with
+  // pipeline parallelism".
+  EXPECT_EQ(ds.pipeline_max_zero_stage, 1);
+  EXPECT_TRUE(ds.event_schedule);
+  EXPECT_EQ(ds.rank_layout, RankLayout::kDeepSpeed);
+}
+
+TEST(FrameworkTest, MegatronEnginesSplitTheVocabularyAndLayRanksOutTheMegatronWay) {
+  for (const FrameworkProfile* p : {&MegatronDeepSpeedProfile(), &MegatronLmProfile()}) {
+    EXPECT_TRUE(p->megatron_tp()) << p->name;
+    EXPECT_EQ(p->rank_layout, RankLayout::kMegatron) << p->name;
+    EXPECT_FALSE(p->trains_transformers_modules) << p->name;
+    EXPECT_FALSE(p->ulysses || p->autoep) << p->name;
+    EXPECT_TRUE(p->tied_embedding_grad_all_reduce) << p->name;
+  }
+  EXPECT_EQ(MegatronLmProfile().gradients, GradientSync::kMegatronDdp);
+  EXPECT_EQ(MegatronLmProfile().pipeline, PipelineRuntime::kMegatronSchedules);
+  EXPECT_TRUE(MegatronLmProfile().interleaved_pipeline);
+  EXPECT_EQ(MegatronDeepSpeedProfile().gradients, GradientSync::kDeepSpeedZero);
+  EXPECT_EQ(MegatronDeepSpeedProfile().pipeline, PipelineRuntime::kDeepSpeedPipelineEngine);
+}
+
+TEST(FrameworkTest, Fp32GradientBuffersFollowTheFrameworkAndZeroStage) {
+  // BF16Optimizer (runtime/bf16_optimizer.py) at ZeRO 0/1 and Megatron's main_grad; DeepSpeed's
+  // own engine on an HF model keeps bf16 gradients.
+  EXPECT_TRUE(Fp32GradientBuffer(Engine::kMegatronDeepSpeed, true, 1));
+  EXPECT_FALSE(Fp32GradientBuffer(Engine::kMegatronDeepSpeed, true, 2));
+  EXPECT_FALSE(Fp32GradientBuffer(Engine::kMegatronDeepSpeed, false, 0));
+  EXPECT_TRUE(Fp32GradientBuffer(Engine::kMegatronLm, true, 0));
+  EXPECT_FALSE(Fp32GradientBuffer(Engine::kDeepSpeed, true, 0));
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -214,8 +214,10 @@ ModelSpec RunModel(const MeasuredRun& run) {
   return m;
 }
 
-Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster) {
-  Json config = Json::object();
+Result<std::unique_ptr<RunSetup>> SetUpRun(const MeasuredRun& run, const Cluster& cluster) {
+  auto setup = std::make_unique<RunSetup>();
+  Json& config = setup->config;
+  config = Json::object();
   const int64_t gas = run.global_batch / (run.micro_batch * run.dp);
   config["train_batch_size"] = run.global_batch;
   config["train_micro_batch_size_per_gpu"] = run.micro_batch;
@@ -230,11 +232,12 @@ Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster)
   pin.layout = RankLayout::kMegatron;
   auto plan = BuildPlan(config, pin);
   if (!plan.ok()) return Error{run.run_id + ": " + plan.error().message};
-  const ModelSpec model = RunModel(run);
+  setup->plan = std::move(plan).value();
+  setup->model = RunModel(run);
 
-  SimInput in;
-  in.plan = &*plan;
-  in.model = &model;
+  SimInput& in = setup->input;
+  in.plan = &setup->plan;
+  in.model = &setup->model;
   in.cluster = &cluster;
   in.workload.seq_len = run.seq_len;
   in.workload.micro_batch = run.micro_batch;
@@ -254,6 +257,13 @@ Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster)
   if (Fp32GradientBuffer(run.engine, run.precision == "bf16", run.zero_stage)) {
     in.workload.gradient_bytes_per_element = 4;
   }
+  return setup;
+}
+
+Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster) {
+  auto setup = SetUpRun(run, cluster);
+  if (!setup.ok()) return setup.error();
+  const SimInput& in = (*setup)->input;
   RunPrediction p;
   p.memory = EstimateMemory(in);
   p.time = EstimateStepTime(in);

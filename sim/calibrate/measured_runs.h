@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,22 @@ struct RunPrediction {
   TimeReport time;
 };
 
-// The DeepSpeed config (batch triple, precision, ZeRO stage), model and plan a run describes,
-// costed on `cluster`. Errors: the layout does not divide the world, or the batch does not split.
+// What a run describes: the DeepSpeed config (batch triple, precision, ZeRO stage), its plan and
+// model, and the SimInput over them on `cluster` (which must outlive it). Not copyable: `input`
+// points into the others.
+struct RunSetup {
+  Json config;
+  Plan plan;
+  ModelSpec model;
+  SimInput input;
+  RunSetup() = default;
+  RunSetup(const RunSetup&) = delete;
+  RunSetup& operator=(const RunSetup&) = delete;
+};
+// Errors: the layout does not divide the world, or the batch does not split.
+Result<std::unique_ptr<RunSetup>> SetUpRun(const MeasuredRun& run, const Cluster& cluster);
+
+// The run costed on `cluster`.
 Result<RunPrediction> PredictRun(const MeasuredRun& run, const Cluster& cluster);
 
 // The GPT-style model of a row (gpt2 or bloom), as ParseHfConfig would read its config.json.

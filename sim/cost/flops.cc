@@ -35,16 +35,17 @@ OperatorCost Memory(std::string_view name, double bytes) {
 //    22 bytes per logit in 3 kernels.
 // Megatron's fused kernels move 2 x 2 (a norm), 2 x 2 (rotary), 3 x 2 (SwiGLU) and 2 + 4 + 4
 // (vocab-parallel cross-entropy).
-struct EagerBytes {
-  double norm, norm_kernels, rotary, rotary_kernels, activation, activation_kernels, loss, loss_kernels;
-};
-EagerBytes BytesPerElement(const ModelSpec& model, const ShardShape& shard) {
+}  // namespace
+
+EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard) {
   const double bpe = shard.bytes_per_element;
   if (!shard.hf_eager) return {2 * bpe, 1, 2 * bpe, 1, 3 * bpe, 1, bpe + 8, 1};
   // LayerNorm models run torch's fused layer_norm kernel.
   const double norm = model.layer_norm ? 2 * bpe : 36, norm_kernels = model.layer_norm ? 1 : 8;
   return {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
 }
+
+namespace {
 
 OperatorCost EagerMemory(std::string_view name, double elements, double bytes_per_element, double kernels) {
   OperatorCost op = Memory(name, elements * bytes_per_element);
@@ -158,7 +159,7 @@ LayerDims DimsOf(const ModelSpec& model, const ShardShape& shard) {
   x.outside = shard.megatron_sp ? x.tokens / x.tp : x.tokens;
   x.hidden_mask = model.hidden_dropout > 0 ? 1.0 : 0.0;
   x.attn_mask = model.attention_dropout > 0 ? 1.0 : 0.0;
-  x.eager = BytesPerElement(model, shard);
+  x.eager = EagerBytesPerElement(model, shard);
   return x;
 }
 
@@ -324,6 +325,13 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
 
 }  // namespace
 
+std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, AttentionKind kind, const ShardShape& shard,
+                                               double q_heads_rank, double kv_heads_rank) {
+  std::vector<OperatorCost> ops;
+  AttentionCoreOperators(model, kind, DimsOf(model, shard), shard, q_heads_rank, kv_heads_rank, ops);
+  return ops;
+}
+
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,
                                                 const ShardShape& shard) {
   const LayerDims x = DimsOf(model, shard);
@@ -364,7 +372,7 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   const double vocab =
       static_cast<double>(model.vocab_size) / (shard.vocab_parallel || shard.lm_head_split ? shard.tp : 1);
   const double outside = shard.megatron_sp ? tokens / shard.tp : tokens;
-  const EagerBytes eager = BytesPerElement(model, shard);
+  const EagerBytes eager = EagerBytesPerElement(model, shard);
   std::vector<OperatorCost> ops;
   ops.push_back(EagerMemory("final_norm", outside * h, eager.norm, eager.norm_kernels));
   ops.push_back(Matmul("lm_head", tokens, h, vocab, shard.bytes_per_element));

@@ -73,6 +73,20 @@ inline constexpr double kBackwardBytesPerForward = 1.5;  // memory-bound kernels
 
 inline constexpr double kBackwardFlopsPerForward = 2.0;  // dX = dY W^T and dW = X^T dY
 
+/// Bytes per element and launches of the memory-bound kernels whose cost depends on the modules:
+/// transformers' eager ones (`shard.hf_eager`: LlamaRMSNorm, rotate_half rotary, act_fn(gate) * up,
+/// ForCausalLMLoss's fp32 upcast; flops.cc states each count) or Megatron's fused kernels.
+struct EagerBytes {
+  double norm, norm_kernels, rotary, rotary_kernels, activation, activation_kernels, loss, loss_kernels;
+};
+EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard);
+
+/// The attention core of one layer of `kind` on a rank holding `q_heads_rank` query and
+/// `kv_heads_rank` key-value heads of the whole sequence: one fused kernel, or with
+/// `!shard.flash_attention` QK^T, softmax, dropout (if any) and AV.
+std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, AttentionKind kind, const ShardShape& shard,
+                                               double q_heads_rank, double kv_heads_rank);
+
 /// Forward operators of decoder layer `layer` on one rank.
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,
                                                 const ShardShape& shard);

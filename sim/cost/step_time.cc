@@ -12,6 +12,7 @@
 
 #include "sim/comm/comm_plan.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/kernel_time.h"
 #include "sim/cost/offload_time.h"
 #include "sim/cost/pipeline_makespan.h"
 #include "sim/cost/param_sharding.h"
@@ -19,83 +20,10 @@
 namespace dsp::sim {
 namespace {
 
-// FlashAttention's backward recomputes the scores: 2.5 x the forward FLOPs (Dao 2023,
-// FlashAttention-2 §3.1 counts 5 matmuls backward against 2 forward).
-constexpr double kFlashBackwardFlopsPerForward = 2.5;
-// A GEMM's backward is two GEMMs (input and weight gradients), each reading and writing as much.
-constexpr double kMatmulBackwardBytesPerForward = 2.0;
-// Output tile of cuBLAS's large tensor-core kernels for the wave count.
-constexpr double kTileRows = 128, kTileCols = 128;
 // The mixed-precision optimizer step over a rank's partition: the 16-bit gradient cast to fp32,
 // fused Adam reading the fp32 master weights, both moments and the gradient and writing the three
 // back, then the masters copied to the 16-bit weights: about 40 bytes per parameter.
 constexpr double kOptimizerBytesPerParam = 40;
-
-struct KernelRates {
-  double matmul_flops_per_second = 0;
-  double attention_flops_per_second = 0;
-  double hbm_bytes_per_second = 0;
-  double kernel_overhead_seconds = 0;
-  int sm_count = 0;
-};
-
-// An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster still gives finite
-// times.
-KernelRates RatesOf(const Cluster& cluster) {
-  const double mm = cluster.efficiency.matmul > 0 ? cluster.efficiency.matmul : 1.0;
-  const double mem = cluster.efficiency.memory > 0 ? cluster.efficiency.memory : 1.0;
-  const double attn = cluster.efficiency.attention > 0 ? cluster.efficiency.attention : mm;
-  const double peak = cluster.gpu.peak_bf16_flops_per_second;
-  return {peak * mm, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
-          cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
-}
-
-// The share of the SMs a GEMM keeps busy: its output tiles run in ceil(tiles / SMs) waves and
-// the last wave may be partly empty.
-double WaveUtilization(double rows, double cols, int sms) {
-  if (sms <= 0 || rows <= 0 || cols <= 0) return 1.0;
-  const double tiles = std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols);
-  const double waves = std::ceil(tiles / sms);
-  return tiles / (waves * sms);
-}
-
-struct KernelTime {
-  double seconds = 0;
-  double memory_bound_seconds = 0;
-};
-
-// Roofline per kernel plus its fixed cost: max(FLOPs / rate, bytes / HBM) + overhead x launches.
-KernelTime TimeOf(const OperatorCost& op, const KernelRates& r, bool backward) {
-  double flops = op.flops, bytes = op.bytes, kernels = op.kernels;
-  double rate = 0;
-  switch (op.kind) {
-    case KernelKind::kMatmul:
-      rate = r.matmul_flops_per_second * WaveUtilization(op.rows, op.cols, r.sm_count);
-      if (backward) {
-        flops *= kBackwardFlopsPerForward;
-        bytes *= kMatmulBackwardBytesPerForward;
-        kernels *= 2;
-      }
-      break;
-    case KernelKind::kAttention:
-      rate = r.attention_flops_per_second;
-      flops *= op.executed;
-      if (backward) {
-        flops *= kFlashBackwardFlopsPerForward;
-        bytes *= kBackwardBytesPerForward;
-      }
-      break;
-    case KernelKind::kMemory:
-      if (backward) bytes *= kBackwardBytesPerForward;
-      break;
-  }
-  const double compute = rate > 0 ? flops / rate : 0.0;
-  const double memory = bytes / r.hbm_bytes_per_second;
-  KernelTime t;
-  t.seconds = std::max(compute, memory) + r.kernel_overhead_seconds * kernels;
-  if (memory > compute) t.memory_bound_seconds = t.seconds;
-  return t;
-}
 
 // One micro-batch through a group of kernels: forward, backward (with what recompute re-runs).
 struct PassTime {
@@ -118,7 +46,7 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
                    bool recomputable) {
   PassTime p;
   for (const OperatorCost& op : ops) {
-    const KernelTime f = TimeOf(op, r, false), b = TimeOf(op, r, true);
+    const KernelTime f = KernelTimeOf(op, r, false), b = KernelTimeOf(op, r, true);
     p.forward += f.seconds;
     p.backward += b.seconds;
     p.memory_bound += f.memory_bound_seconds + b.memory_bound_seconds;
@@ -139,30 +67,11 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
   return p;
 }
 
-ShardShape ShapeFor(const SimInput& in) {
-  const Plan& plan = *in.plan;
-  ShardShape shard;
-  shard.micro_batch = in.workload.micro_batch;
-  shard.seq_len = in.workload.seq_len;
-  shard.tp = plan.sizes.tp;
-  shard.sp = SequenceShards(in);
-  shard.ep = plan.sizes.ep;
-  shard.expert_parallel = plan.sizes.expert_parallel;
-  shard.bytes_per_element = in.workload.bytes_per_param;
-  shard.megatron_sp = in.engine.megatron_sp;
-  shard.vocab_parallel = in.engine.framework().megatron_tp();
-  shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
-  shard.flash_attention = in.engine.flash_attention;
-  shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
-  shard.attention_tp = AttentionTpDivisor(in);
-  return shard;
-}
-
 // Compute of one micro-batch on each pipeline stage.
 std::vector<PassTime> StageCompute(const SimInput& in) {
   const ModelSpec& m = *in.model;
-  const ShardShape shard = ShapeFor(in);
-  const KernelRates rates = RatesOf(*in.cluster);
+  const ShardShape shard = ShardShapeOf(in);
+  const KernelRates rates = KernelRatesOf(*in.cluster);
   const Recompute rc = in.workload.recompute;
 
   // Layers of one kind (MoE or dense, attention kind) cost the same: cost one of each, once.
@@ -230,8 +139,23 @@ double OptimizerPartitionParams(const SimInput& in) {
 
 }  // namespace
 
-double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward) {
-  return TimeOf(op, RatesOf(cluster), backward).seconds;
+ShardShape ShardShapeOf(const SimInput& in) {
+  const Plan& plan = *in.plan;
+  ShardShape shard;
+  shard.micro_batch = in.workload.micro_batch;
+  shard.seq_len = in.workload.seq_len;
+  shard.tp = plan.sizes.tp;
+  shard.sp = SequenceShards(in);
+  shard.ep = plan.sizes.ep;
+  shard.expert_parallel = plan.sizes.expert_parallel;
+  shard.bytes_per_element = in.workload.bytes_per_param;
+  shard.megatron_sp = in.engine.megatron_sp;
+  shard.vocab_parallel = in.engine.framework().megatron_tp();
+  shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
+  shard.flash_attention = in.engine.flash_attention;
+  shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
+  shard.attention_tp = AttentionTpDivisor(in);
+  return shard;
 }
 
 double CheckpointCopyBytesPerSecond(const SimInput& input) {
@@ -250,7 +174,7 @@ double GpuOptimizerStepSeconds(const SimInput& input) {
   const double k = input.workload.optimizer_state_bytes_per_param;
   const double extra = input.precision.low_precision_master ? 8 : 16;
   const double bytes = k > 0 ? 2 * k + extra : kOptimizerBytesPerParam;
-  return OptimizerPartitionParams(input) * bytes / RatesOf(*input.cluster).hbm_bytes_per_second;
+  return OptimizerPartitionParams(input) * bytes / KernelRatesOf(*input.cluster).hbm_bytes_per_second;
 }
 
 TimeReport EstimateStepTime(const SimInput& input) {

@@ -77,13 +77,12 @@ struct StepTimeOptions {
   bool overlap_critical_path_comm = false;
 };
 
-/// Seconds one kernel (sim/cost/flops.h) takes on `cluster`, forward or backward: the roofline of its
-/// FLOPs at the kind's rate (GEMMs with wave quantization) and its bytes at HBM speed, plus the
-/// fixed kernel overhead. What EstimateStepTime sums.
-double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward);
+/// How one rank's share of the model is cut for the operator counts (sim/cost/flops.h): micro-batch,
+/// sequence, tp/sp/ep, the framework's vocabulary split and modules, attention kind.
+ShardShape ShardShapeOf(const SimInput& input);
 
 /// Seconds of the fused GPU optimizer step over the rank's optimizer partition (the most loaded
-/// pipeline stage's): about 32 bytes per parameter through HBM. What the closed form and the
+/// pipeline stage's): about 40 bytes per parameter (2K + 16 for K bytes of optimizer state) through HBM. What the closed form and the
 /// schedule both charge when the optimizer is not offloaded.
 double GpuOptimizerStepSeconds(const SimInput& input);
 

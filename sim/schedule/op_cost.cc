@@ -132,6 +132,113 @@ Result<ComputeCost> NodeComputeCost(const graph::Node& n, const graph::SymbolVal
   return c;
 }
 
+namespace {
+
+// Evaluates the last dimension of a shape (a GEMM's output columns).
+Result<double> LastDim(const graph::Shape& shape, const graph::SymbolValues& values) {
+  if (shape.empty()) return 1.0;
+  return Dim(shape.back(), values);
+}
+
+// The attention core of an sdpa node: q [B, Nr, S, Dq] and k [B, Gr, Sk, Dq] give the heads this
+// rank holds; the window or chunk the layer's kind.
+Result<std::vector<OperatorCost>> SdpaOperators(const graph::Node& n, const graph::SymbolValues& values,
+                                                const ModelSpec& model, const ShardShape& shard, const ComputeCost& c) {
+  if (shard.flash_attention) {
+    OperatorCost attn{"attention", c.flops, c.bytes};
+    attn.kind = KernelKind::kAttention;
+    attn.attention_core = true;
+    attn.executed = 0.5;  // the causal half, as sim/cost/flops.cc charges a fused kernel
+    return std::vector<OperatorCost>{attn};
+  }
+  Result<double> q_heads = Dim((*n.args[0]->shape)[1], values);
+  Result<double> kv_heads = Dim((*n.args[1]->shape)[1], values);
+  if (!q_heads.ok()) return Blame(n, q_heads.error());
+  if (!kv_heads.ok()) return Blame(n, kv_heads.error());
+  const AttentionKind kind = n.window > 0  ? AttentionKind::kSliding
+                             : n.chunk > 0 ? AttentionKind::kChunked
+                                           : AttentionKind::kFull;
+  return AttentionCoreForward(model, kind, shard, *q_heads, *kv_heads);
+}
+
+OperatorCost MemoryKernels(std::string_view name, double bytes, double kernels) {
+  OperatorCost op{name, 0, bytes};
+  op.kind = KernelKind::kMemory;
+  op.kernels = kernels;
+  return op;
+}
+
+}  // namespace
+
+Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& n, const graph::SymbolValues& values,
+                                                const ModelSpec& model, const ShardShape& shard) {
+  if (n.op == ops::kPlaceholder || n.op == ops::kOutput || n.op == ops::kRelease || graph::IsCollective(n.op)) {
+    return std::vector<OperatorCost>{};
+  }
+  const double bpe = shard.bytes_per_element;
+  Result<ComputeCost> c = NodeComputeCost(n, values, bpe);
+  if (!c.ok()) return c.error();
+  Result<double> out = NumelOf(n, values);
+  if (!out.ok()) return Blame(n, out.error());
+  const EagerBytes eager = EagerBytesPerElement(model, shard);
+  if (n.op == ops::kLinear || n.op == ops::kRouter) {
+    Result<double> cols = LastDim(n.shape.value_or(graph::Shape{}), values);
+    if (!cols.ok()) return Blame(n, cols.error());
+    OperatorCost mm{"linear", c->flops, c->bytes};
+    mm.cols = *cols;
+    mm.rows = *cols > 0 ? *out / *cols : 0;
+    return std::vector<OperatorCost>{mm};
+  }
+  if (n.op == ops::kExperts && n.param_shape && n.param_shape->size() == 4) {
+    // Three GEMMs per local expert ([E_local, 3, FE, H]), each of the expert's rows x H output;
+    // transformers 5's grouped_mm runs each projection over every local expert in one kernel.
+    Result<double> local = Dim((*n.param_shape)[0], values);
+    Result<double> width = Dim((*n.param_shape)[2], values);
+    Result<double> h = Dim((*n.param_shape)[3], values);
+    for (const Result<double>* r : {&local, &width, &h}) {
+      if (!r->ok()) return Blame(n, r->error());
+    }
+    // NodeComputeCost's 2 x rows x H x 3 x FE gives the rows (assignments) this rank computes.
+    const double rows = *width > 0 && *h > 0 ? c->flops / (6.0 * *width * *h) : 0;
+    OperatorCost experts{"experts", c->flops, c->bytes};
+    experts.cols = *h;
+    experts.kernels = shard.hf_eager ? 3 : 3 * *local;
+    experts.rows = shard.hf_eager ? rows : rows / std::max(*local, 1.0);
+    return std::vector<OperatorCost>{experts};
+  }
+  if (n.op == ops::kSdpa) {
+    if (n.args.size() < 2 || !n.args[0]->shape || !n.args[1]->shape || n.args[0]->shape->size() != 4 ||
+        n.args[1]->shape->size() != 4) {
+      return Blame(n, Error{"sdpa needs q [B, N, S, D] and k operands"});
+    }
+    return SdpaOperators(n, values, model, shard, *c);
+  }
+  if (n.op == ops::kGatedDeltaRule || n.op == ops::kConv1d) {
+    OperatorCost op{n.op == ops::kConv1d ? "conv1d" : "linear_attention", c->flops, c->bytes};
+    op.kind = n.op == ops::kConv1d ? KernelKind::kMemory : KernelKind::kAttention;
+    op.attention_core = n.op == ops::kGatedDeltaRule;
+    return std::vector<OperatorCost>{op};
+  }
+  // Memory-bound kernels: the module's bytes per element where the framework's modules decide them.
+  if (n.op == ops::kRmsNorm || n.op == ops::kLayerNorm) {
+    return std::vector<OperatorCost>{MemoryKernels("norm", *out * eager.norm, eager.norm_kernels)};
+  }
+  if (n.op == ops::kRotary) {
+    // flops.cc's rotary operator covers q and k together: each of the two nodes is half of it.
+    return std::vector<OperatorCost>{MemoryKernels("rotary", *out * eager.rotary, eager.rotary_kernels / 2)};
+  }
+  if (n.op == ops::kCrossEntropy && !n.args.empty()) {
+    Result<double> logits = NumelOf(*n.args[0], values);
+    if (!logits.ok()) return Blame(n, logits.error());
+    return std::vector<OperatorCost>{MemoryKernels("cross_entropy", *logits * eager.loss, eager.loss_kernels)};
+  }
+  if (n.op == ops::kEmbedding) {
+    // A lookup reads the rows it gathers and writes them: not the whole table.
+    return std::vector<OperatorCost>{MemoryKernels("embedding", 2.0 * *out * bpe, 1)};
+  }
+  return std::vector<OperatorCost>{MemoryKernels("elementwise", c->bytes, 1)};
+}
+
 Result<std::optional<CollectiveCost>> NodeCollectiveCost(const graph::Node& n, bool backward,
                                                          const graph::SymbolValues& values,
                                                          double bpe, int group_size) {

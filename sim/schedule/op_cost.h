@@ -6,10 +6,13 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "core/layout/groups.h"
 #include "core/util/result.h"
+#include "core/model/model_spec.h"
 #include "sim/comm/collectives.h"
+#include "sim/cost/flops.h"
 #include "sim/graph/graph.h"
 #include "sim/graph/symbolic.h"
 
@@ -24,6 +27,15 @@ struct ComputeCost {
 // Errors: a shape that does not evaluate with `values` (an unbound symbol, an inexact division).
 Result<ComputeCost> NodeComputeCost(const graph::Node& node, const graph::SymbolValues& values,
                                     double bytes_per_element);
+
+// The kernels of a compute node's forward as the closed form prices them (sim/cost/flops.h's
+// OperatorCost, priced by sim/cost/kernel_time.h): GEMMs with their output tile, the fused
+// attention kernel executing the causal half (or, materialized, QK^T, softmax, dropout and AV),
+// the embedding lookup, and memory-bound kernels with the bytes and launches of the modules the
+// framework trains (EagerBytes: transformers' RMSNorm, rotary and loss). Empty for placeholders,
+// the output, release and collectives. Errors as NodeComputeCost's.
+Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& node, const graph::SymbolValues& values,
+                                                const ModelSpec& model, const ShardShape& shard);
 
 // A collective as it runs: kind, group and nccl-tests S. Forward and backward differ: copy_to_tp
 // is free forward and an all-reduce backward, reduce_from_tp the reverse (gather_from_tp is an

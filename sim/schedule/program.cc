@@ -9,6 +9,7 @@
 #include "sim/graph/builder.h"
 #include "sim/cost/memory_model.h"
 #include "sim/plan/symbols.h"
+#include "sim/cost/kernel_time.h"
 #include "sim/cost/step_time.h"
 #include "sim/cost/offload_time.h"
 #include "sim/comm/comm_plan.h"
@@ -55,7 +56,8 @@ struct NodeInfo {
   int layer = -1;
   int fwd_ordinal = -1;       // among compute nodes, forward order
   int bwd_ordinal = -1;       // among compute nodes, backward order
-  double forward_seconds = 0;
+  double forward_seconds = 0;   // its kernels, priced by sim/cost/kernel_time.h
+  double backward_seconds = 0;  // input and weight gradients (FlashAttention: its recomputing backward)
   double activation_bytes = 0;  // saved for backward, freed by its backward
 };
 
@@ -100,9 +102,11 @@ class Builder {
   Status BindValues() {
     values_ = PlanSymbolValues(in_);
     const Cluster& c = *in_.cluster;
-    flops_rate_ = c.gpu.peak_bf16_flops_per_second * (c.efficiency.matmul > 0 ? c.efficiency.matmul : 1.0);
-    hbm_rate_ = c.gpu.hbm_bytes_per_second * (c.efficiency.memory > 0 ? c.efficiency.memory : 1.0);
-    if (flops_rate_ <= 0 || hbm_rate_ <= 0) return Error{"the cluster has no GPU peak FLOPs or HBM bandwidth"};
+    rates_ = KernelRatesOf(c);
+    if (rates_.matmul_flops_per_second <= 0 || rates_.hbm_bytes_per_second <= 0) {
+      return Error{"the cluster has no GPU peak FLOPs or HBM bandwidth"};
+    }
+    shard_ = ShardShapeOf(in_);
     return Status::Ok();
   }
 
@@ -117,9 +121,13 @@ class Builder {
       if (IsCompute(*n)) {
         info.fwd_ordinal = ordinal++;
         compute_order_.push_back(n);
-        Result<ComputeCost> cost = NodeComputeCost(*n, values_, bpe_);
-        if (!cost.ok()) return cost.error();
-        info.forward_seconds = std::max(cost->flops / flops_rate_, cost->bytes / hbm_rate_);
+        // The closed form's pricing of the same operator (one kernel-cost function for both).
+        Result<std::vector<OperatorCost>> kernels = NodeOperators(*n, values_, *in_.model, shard_);
+        if (!kernels.ok()) return kernels.error();
+        for (const OperatorCost& op : *kernels) {
+          info.forward_seconds += KernelTimeOf(op, rates_, false).seconds;
+          info.backward_seconds += KernelTimeOf(op, rates_, true).seconds;
+        }
         if (info.layer >= 0) {
           layer_seconds_[info.layer] += info.forward_seconds;
           if (!layer_first_.contains(info.layer)) layer_first_[info.layer] = n;
@@ -215,6 +223,10 @@ class Builder {
     return all;
   }
 
+  // Releases before 0.6.0 fetch the module about to run with a blocking all-gather
+  // (_allgather_param then torch.cuda.synchronize()): no prefetch, on the critical path.
+  bool SynchronousFetch() const { return in_.zero.stage == 3 && Zero3SynchronousFetch(in_); }
+
   int IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader,
                    const std::map<int, double>& largest_by_reader) {
     // PartitionedParameterCoordinator: when a module is fetched, the parameters of the modules
@@ -283,10 +295,12 @@ class Builder {
       } else if (IsParamGather(*n)) {
         auto readers = Readers(*n);
         if (readers.empty()) continue;
-        const int issue = IssueOrdinal(info_[readers.front()].fwd_ordinal, gather_elements, largest);
+        const int reader = info_[readers.front()].fwd_ordinal;
+        const int issue = SynchronousFetch() ? reader - 1 : IssueOrdinal(reader, gather_elements, largest);
         Result<int> id = AddCollective(*n, false, m, Phase::kForward,
                                        issue >= 0 ? std::vector<int>{fwd_by_ordinal_[issue]} : deps);
         if (!id.ok()) return id.error();
+        if (SynchronousFetch()) program_.tasks[*id].stream = kComputeStream;
         program_.tasks[*id].alloc_at_start = ParamBytes(*n);
         fwd_[n] = {*id};
       } else if (graph::IsCollective(n->op) && !graph::IsGradientReduction(*n)) {
@@ -322,6 +336,11 @@ class Builder {
       t.bytes = elements * wire_.param_gather;
       if (in_.zero.stage == 3) {
         if (in_.zero.quantized_weights) t.compute_seconds = QuantizationKernelSeconds(in_, elements);
+        // Releases before 0.5.5 gather through torch.distributed's list form: one copy kernel per
+        // group member around each call (comm_plan.h Zero3ListCollectives).
+        if (Zero3ListCollectives(in_)) {
+          t.compute_seconds += static_cast<double>(GroupSizeOf(*in_.plan, *kind)) * in_.cluster->gpu.kernel_overhead_seconds;
+        }
         if (in_.zero.mics_shard_size > 0) {
           t.block = in_.zero.mics_shard_size;  // MiCS gathers inside the shard group
         } else if (in_.zero.hpz_partition_size > 1 && (phase == Phase::kBackward || m > 0)) {
@@ -353,6 +372,13 @@ class Builder {
     return in_.zero.stage >= 2 || (in_.zero.stage == 1 && (in_.zero.overlap_comm || in_.zero.deepcompile));
   }
 
+  // ZeRO-3 of releases before 0.5.5: one list-form reduce_scatter per gradient, its n input
+  // copies on top (torch.distributed's reduce_scatter over a list).
+  bool ListReduceScatter(CollectiveKind kind) const {
+    return in_.zero.stage == 3 && kind == CollectiveKind::kReduceScatter && Zero3ListCollectives(in_) &&
+           !in_.zero.quantized_gradients && in_.zero.mics_shard_size <= 0;
+  }
+
   void FlushBucket(const std::string& key, GroupKind group, CollectiveKind kind, int stream, int m,
                    std::vector<int> extra_deps = {}) {
     Bucket& b = buckets_[key];
@@ -366,6 +392,9 @@ class Builder {
     t.bytes = (group == GroupKind::kTp ? bpe_ : wire_.gradient) * b.elements;
     t.deps = b.deps;
     AddDeps(t.deps, extra_deps);
+    if (ListReduceScatter(kind)) {
+      t.compute_seconds = static_cast<double>(GroupSizeOf(*in_.plan, group)) * in_.cluster->gpu.kernel_overhead_seconds;
+    }
     const int64_t gpn = std::max(in_.cluster->gpus_per_node, 1);
     const bool zero3_scatter = in_.zero.stage == 3 && kind == CollectiveKind::kReduceScatter;
     if (zero3_scatter && in_.zero.quantized_gradients && in_.plan->sizes.world > gpn) {
@@ -438,7 +467,10 @@ class Builder {
     b.elements += path.elements;
     if (!ReducesDuringBackward()) return;  // reduced after the backward pass
     b.deps.push_back(task);
-    if (b.elements >= in_.zero.reduce_bucket_size) {
+    // Releases before 0.5.5 reduce-scatter each ZeRO-3 gradient on its own through the list form
+    // (comm_plan.h Zero3ListCollectives), not in reduce_bucket_size buckets.
+    const bool per_parameter = ListReduceScatter(kind);
+    if (b.elements >= in_.zero.reduce_bucket_size || per_parameter) {
       // ZeRO-2 without overlap_comm reduces inside the backward hook, on the compute stream.
       const int stream = in_.zero.overlap_comm || in_.zero.stage == 1 || in_.zero.deepcompile ? ReduceStreamOf(*group)
                                                                                            : kComputeStream;
@@ -554,18 +586,21 @@ class Builder {
           if (!IsParamGather(*a)) continue;
           auto readers = Readers(*a);
           if (!bwd_gather.contains(a)) {
-            const int issue = IssueOrdinal(info_[readers.back()].bwd_ordinal, gather_elements, largest);
+            const int reader = info_[readers.back()].bwd_ordinal;
+            const int issue =
+                SynchronousFetch() ? reader - 1 : IssueOrdinal(reader, gather_elements, largest);
             Result<int> id = AddCollective(*a, false, m, Phase::kBackward,
                                            issue >= 0 ? std::vector<int>{bwd_by_ordinal[issue]} : deps);
             if (!id.ok()) return id.error();
             program_.tasks[*id].name = "bwd " + a->name;
+            if (SynchronousFetch()) program_.tasks[*id].stream = kComputeStream;
             program_.tasks[*id].alloc_at_start = ParamBytes(*a);
             bwd_gather[a] = *id;
           }
           deps.push_back(bwd_gather[a]);
         }
         Task t{.name = "bwd " + n->name, .phase = Phase::kBackward, .micro = m, .layer = info.layer};
-        t.compute_seconds = 2 * info.forward_seconds;  // input and weight gradients
+        t.compute_seconds = info.backward_seconds;
         t.deps = deps;
         t.alloc_at_end = -info.activation_bytes;
         if (in_.workload.recompute == Recompute::kFull && info.layer >= 0 && layer_first_[info.layer] == n) {
@@ -668,7 +703,8 @@ class Builder {
     const int last = layer_first_.empty() ? -1 : layer_first_.rbegin()->first;
     return !(in_.checkpointing.keep_last_on_device() && layer == last);
   }
-  double flops_rate_ = 0, hbm_rate_ = 0;
+  KernelRates rates_;
+  ShardShape shard_;
   MemoryReport memory_;
   graph::SymbolValues values_;
   std::unordered_map<const Node*, NodeInfo> info_;

@@ -2,6 +2,10 @@
 #include "sim/schedule/simulator.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "sim/comm/collectives.h"
@@ -29,6 +33,92 @@ std::map<GroupKind, std::vector<int>> GroupIndex(const Plan& plan) {
 
 LinkSpec LinkOf(const SimInput& in, GroupKind kind, CollectiveKind coll, const std::vector<int>& group) {
   return GroupLink(coll, group, in.cluster->gpus_per_node, in.cluster->intra_node, in.cluster->inter_node);
+}
+
+// One network domain of one rank (its NVLink, or its node's NICs): collectives that cross it share
+// its bandwidth. A collective runs at full speed whenever the link is free and waits while
+// another collective placed before it holds the link, so it progresses in the gaps between them
+// (work-conserving, as NCCL's concurrent communicators keep the link busy) and ends when it has had
+// its own duration of link time.
+class LinkTimeline {
+ public:
+  // The collective's start and end: `seconds` of free link time from `ready` on.
+  std::pair<double, double> Place(double ready, double seconds) {
+    if (seconds <= 0) return {ready, ready};
+    double at = ready, left = seconds, start = -1;
+    for (;;) {
+      auto next = busy_.upper_bound(at);  // the first busy interval starting after `at`
+      if (next != busy_.begin() && std::prev(next)->second > at) {
+        at = std::prev(next)->second;  // inside a busy interval: wait for its end
+        continue;
+      }
+      const double gap_end = next == busy_.end() ? std::numeric_limits<double>::infinity() : next->first;
+      if (start < 0) start = at;
+      if (gap_end - at >= left) {
+        Occupy(at, at + left);
+        return {start, at + left};
+      }
+      Occupy(at, gap_end);
+      left -= gap_end - at;
+      at = gap_end;
+    }
+  }
+
+ private:
+  void Occupy(double from, double to) {
+    // Merge with a neighbour ending exactly at `from` to keep the map small.
+    auto it = busy_.lower_bound(from);
+    if (it != busy_.begin() && std::prev(it)->second == from) {
+      std::prev(it)->second = to;
+    } else {
+      busy_.emplace(from, to);
+    }
+    it = busy_.find(to);
+    if (it != busy_.end()) {
+      auto before = std::prev(it);
+      before->second = it->second;
+      busy_.erase(it);
+    }
+  }
+
+  std::map<double, double> busy_;  // start -> end, disjoint
+};
+
+bool CrossesNodes(const std::vector<int>& group, int gpus_per_node) {
+  if (gpus_per_node <= 0 || group.empty()) return false;
+  const int node = group.front() / gpus_per_node;
+  return std::any_of(group.begin(), group.end(), [&](int r) { return r / gpus_per_node != node; });
+}
+
+// Memory over time on one rank: allocations when a task starts, frees when it ends (frees first
+// on ties), from the program's resident bytes; the rank's last end and its peak.
+void FillMemoryTimeline(const Program& program, RankTimeline& tl) {
+  const size_t n = program.tasks.size();
+  std::vector<std::pair<double, double>> events;
+  for (size_t i = 0; i < n; ++i) {
+    const Task& task = program.tasks[i];
+    if (task.alloc_at_start != 0) events.emplace_back(tl.times[i].start, task.alloc_at_start);
+    if (task.alloc_at_end != 0) events.emplace_back(tl.times[i].end, task.alloc_at_end);
+    tl.end = std::max(tl.end, tl.times[i].end);
+  }
+  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  double bytes = program.static_bytes + program.buffer_bytes;
+  tl.memory.emplace_back(0.0, bytes);
+  tl.peak_bytes = bytes;
+  for (const auto& [t, delta] : events) {
+    bytes += delta;
+    if (!tl.memory.empty() && tl.memory.back().first == t) {
+      tl.memory.back().second = bytes;
+    } else {
+      tl.memory.emplace_back(t, bytes);
+    }
+    if (bytes > tl.peak_bytes) {
+      tl.peak_bytes = bytes;
+      tl.peak_at = t;
+    }
+  }
 }
 
 }  // namespace
@@ -125,6 +215,7 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
     std::vector<int> members;  // classes in the representative's group
     int size = 1;
     std::map<CollectiveKind, LinkSpec> link;
+    bool inter_node = false;  // the group spans nodes: its collectives share the NICs
   };
   std::vector<double> factor(static_cast<size_t>(classes), 1.0);
   std::vector<std::map<GroupKind, ClassGroups>> groups(static_cast<size_t>(classes));
@@ -140,6 +231,7 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
       cg.members.assign(members.begin(), members.end());
       cg.size = static_cast<int>(group.size());
       for (CollectiveKind k : kAllKinds) cg.link[k] = LinkOf(in, kind, k, group);
+      cg.inter_node = CrossesNodes(group, in.cluster->gpus_per_node);
     }
   }
 
@@ -148,6 +240,7 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
   s.classes.assign(static_cast<size_t>(classes), RankTimeline{});
   for (auto& t : s.classes) t.times.assign(n, TaskTime{});
   std::vector<std::map<int, double>> stream_free(static_cast<size_t>(classes));
+  std::vector<std::array<LinkTimeline, 2>> links(static_cast<size_t>(classes));  // [intra, inter]
   std::vector<double> ready(static_cast<size_t>(classes));
   for (size_t i = 0; i < n; ++i) {
     const Task& task = program.tasks[i];
@@ -169,12 +262,17 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
         // Members of a carved-out group are a subset of the table's group: waiting for the whole
         // group is exact for the symmetric ranks a plan has and conservative otherwise.
         for (int member : it->second.members) start = std::max(start, ready[static_cast<size_t>(member)]);
+        bool inter = it->second.inter_node;
         if (task.block > 0) {
           const GroupLinkInfo& g = blocks.GetBlocks(in, task.kind, task.block, task.strided);
           seconds += g.size > 1 ? CollectiveSeconds(task.kind, g.size, task.bytes, g.link) : 0.0;
+          inter = g.inter_node;
         } else {
           seconds += CollectiveSeconds(task.kind, it->second.size, task.bytes, it->second.link.at(task.kind));
         }
+        const auto [from, to] = links[static_cast<size_t>(c)][inter ? 1 : 0].Place(start, seconds);
+        start = from;
+        seconds = to - from;
       }
       TaskTime& t = s.classes[static_cast<size_t>(c)].times[i];
       t.start = start;
@@ -183,33 +281,8 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
     }
   }
 
-  // Memory over time: allocations when a task starts, frees when it ends (frees first on ties).
   for (RankTimeline& tl : s.classes) {
-    std::vector<std::pair<double, double>> events;
-    for (size_t i = 0; i < n; ++i) {
-      const Task& task = program.tasks[i];
-      if (task.alloc_at_start != 0) events.emplace_back(tl.times[i].start, task.alloc_at_start);
-      if (task.alloc_at_end != 0) events.emplace_back(tl.times[i].end, task.alloc_at_end);
-      tl.end = std::max(tl.end, tl.times[i].end);
-    }
-    std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second < b.second;
-    });
-    double bytes = program.static_bytes + program.buffer_bytes;
-    tl.memory.emplace_back(0.0, bytes);
-    tl.peak_bytes = bytes;
-    for (const auto& [t, delta] : events) {
-      bytes += delta;
-      if (!tl.memory.empty() && tl.memory.back().first == t) {
-        tl.memory.back().second = bytes;
-      } else {
-        tl.memory.emplace_back(t, bytes);
-      }
-      if (bytes > tl.peak_bytes) {
-        tl.peak_bytes = bytes;
-        tl.peak_at = t;
-      }
-    }
+    FillMemoryTimeline(program, tl);
     s.step_seconds = std::max(s.step_seconds, tl.end);
   }
   return s;

@@ -9,7 +9,7 @@
 #include "core/util/file_io.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/flops.h"
-#include "sim/cost/step_time.h"
+#include "sim/cost/kernel_time.h"
 
 namespace dsp::sim {
 namespace {

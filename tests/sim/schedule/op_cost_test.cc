@@ -36,6 +36,45 @@ TEST(OpCostTest, LinearAndAttention) {
   EXPECT_DOUBLE_EQ(att->bytes, 2.0 * 4 * (2 * 2 * 8 * 4));  // q, k, v, o
 }
 
+// NodeOperators: each node as the closed form's operator, priced by the same KernelTimeOf.
+TEST(OpCostTest, NodesBecomeTheClosedFormsOperators) {
+  graph::Graph g = Parse(
+      "%x = placeholder() {shape=[B, S, H]}\n"
+      "%n = rms_norm(%x) {param=\"n.weight\", param_shape=[H], shape=[B, S, H]}\n"
+      "%q = linear(%n) {param=\"q.weight\", param_shape=[N*D/T, H], shape=[B, S, N*D/T]}\n"
+      "%qh = rotary(%q) {shape=[B, N/T, S, D]}\n"
+      "%a = sdpa(%qh, %qh, %qh) {shape=[B, N/T, S, D]}\n"
+      "%output = output(%a)\n");
+  ModelSpec model;
+  model.layer_norm = false;
+  ShardShape eager;
+  eager.hf_eager = true;
+  // transformers' LlamaRMSNorm: 36 bytes per element in 8 kernels (sim/cost/flops.cc EagerBytes).
+  auto norm = NodeOperators(*g.Find("n"), kValues, model, eager);
+  ASSERT_TRUE(norm.ok());
+  ASSERT_EQ(norm->size(), 1u);
+  EXPECT_EQ((*norm)[0].kind, KernelKind::kMemory);
+  EXPECT_DOUBLE_EQ((*norm)[0].bytes, 36.0 * 2 * 8 * 16);
+  EXPECT_DOUBLE_EQ((*norm)[0].kernels, 8);
+  // Megatron's fused norm reads and writes once.
+  ShardShape fused;
+  EXPECT_DOUBLE_EQ((*NodeOperators(*g.Find("n"), kValues, model, fused))[0].bytes, 2.0 * 2 * 2 * 8 * 16);
+  // A GEMM keeps its output tile for wave quantization: [B*S, N*D/T].
+  auto q = NodeOperators(*g.Find("q"), kValues, model, eager);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ((*q)[0].kind, KernelKind::kMatmul);
+  EXPECT_DOUBLE_EQ((*q)[0].rows, 2 * 8);
+  EXPECT_DOUBLE_EQ((*q)[0].cols, 8);
+  // A fused attention kernel executes the causal half of the full-square FLOPs.
+  auto a = NodeOperators(*g.Find("a"), kValues, model, eager);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)[0].kind, KernelKind::kAttention);
+  EXPECT_DOUBLE_EQ((*a)[0].executed, 0.5);
+  EXPECT_DOUBLE_EQ((*a)[0].flops, 4.0 * (2 * 2 * 8 * 4) * 8);
+  // Placeholders and the output cost nothing.
+  EXPECT_TRUE(NodeOperators(*g.Find("x"), kValues, model, eager)->empty());
+}
+
 // MLA's sdpa: QK^T over Dq = 192 and AV over Dv = 128 (2 x Sq x Sk x (Dq + Dv) per head); a
 // sliding window w is charged 2w - w^2/S keys, a chunk c is charged c, as sim/cost/flops.cc does.
 TEST(OpCostTest, AttentionWithUnequalHeadWidthsWindowsAndChunks) {

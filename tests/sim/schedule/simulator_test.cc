@@ -87,6 +87,39 @@ TEST(SimulatorTest, AllReduceOnTheComputeStreamSerializes) {
   EXPECT_DOUBLE_EQ(s->step_seconds, 4.5);
 }
 
+// Two collectives on the same link take turns (0.5 s each: the second ends at 1 s) even on separate
+// streams; a compute task between them on the link's timeline leaves the link free.
+TEST(SimulatorTest, CollectivesOnOneLinkTakeTurns) {
+  TwoRanks f;
+  Program p;
+  p.tasks = {AllReduce("X", {}, StreamOf(GroupKind::kDp)), AllReduce("Y", {}, ReduceStreamOf(GroupKind::kDp)),
+             Compute("C", 0.25)};
+  auto s = Simulate(p, f.input);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const RankTimeline& r = s->Of(0);
+  EXPECT_DOUBLE_EQ(r.times[0].start, 0.0);
+  EXPECT_DOUBLE_EQ(r.times[0].end, 0.5);
+  EXPECT_DOUBLE_EQ(r.times[1].end, 1.0);   // waited for X's half second of link time
+  EXPECT_DOUBLE_EQ(r.times[2].end, 0.25);  // compute does not use the link
+  EXPECT_DOUBLE_EQ(s->step_seconds, 1.0);
+}
+
+// A collective ready while an earlier one holds the link runs in the gaps it leaves: Y (0.5 s of
+// link time, ready at 0) uses [0, 0.25) before X starts at 0.25 and the rest after X ends.
+TEST(SimulatorTest, ALaterCollectiveUsesTheGapsTheEarlierOnesLeave) {
+  TwoRanks f;
+  Program p;
+  p.tasks = {Compute("A", 0.25), AllReduce("X", {0}, StreamOf(GroupKind::kDp)),
+             AllReduce("Y", {}, ReduceStreamOf(GroupKind::kDp))};
+  auto s = Simulate(p, f.input);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const RankTimeline& r = s->Of(0);
+  EXPECT_DOUBLE_EQ(r.times[1].start, 0.25);
+  EXPECT_DOUBLE_EQ(r.times[1].end, 0.75);
+  EXPECT_DOUBLE_EQ(r.times[2].start, 0.0);
+  EXPECT_DOUBLE_EQ(r.times[2].end, 1.0);  // 0.25 s before X, 0.25 s after it
+}
+
 TEST(SimulatorTest, ASlowRankDelaysItsGroup) {
   TwoRanks f;
   SimulateOptions o;

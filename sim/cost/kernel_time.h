@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// The time of one kernel on one GPU: a roofline of the operator's FLOPs at the cluster's matmul
+// or attention rate and its HBM bytes at the memory rate, GEMM wave quantization over the SMs, and
+// a fixed cost per launch. The one pricing function of the cost model: the closed form
+// (step_time.cc) and the event schedule (sim/schedule/program.cc) both price every operator with
+// it, so they can differ only by what the schedule simulates (overlap, ordering, contention).
+// Formulas and sources: docs/cost-model.md "Step time".
+#pragma once
+
+#include "sim/cost/cluster.h"
+#include "sim/cost/flops.h"
+
+namespace dsp::sim {
+
+/// The rates a cluster's GPU runs kernels at (datasheet peaks x the cluster's efficiencies).
+struct KernelRates {
+  double matmul_flops_per_second = 0;
+  double attention_flops_per_second = 0;
+  double hbm_bytes_per_second = 0;
+  double kernel_overhead_seconds = 0;
+  int sm_count = 0;
+};
+/// An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster still gives
+/// finite times; an unset attention efficiency is the matmul one.
+KernelRates KernelRatesOf(const Cluster& cluster);
+
+struct KernelTime {
+  double seconds = 0;
+  double memory_bound_seconds = 0;  // = seconds when HBM traffic, not FLOPs, bounds the kernel
+};
+
+/// Roofline per kernel plus its fixed cost: max(FLOPs / rate, bytes / HBM) + overhead x launches.
+/// `backward`: the operator's backward kernels (two GEMMs for a matmul, FlashAttention's
+/// recomputing backward, 1.5 x the traffic of a memory-bound kernel).
+KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& rates, bool backward);
+
+/// KernelTimeOf(op, KernelRatesOf(cluster), backward).seconds.
+double KernelSeconds(const OperatorCost& op, const Cluster& cluster, bool backward);
+
+}  // namespace dsp::sim

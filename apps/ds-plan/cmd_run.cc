@@ -199,7 +199,12 @@ int RunInProcess(const RunArgs& args) {
       const Json manifest = Json::parse(m.value(), nullptr, false);
       if (manifest.is_object() && manifest.contains("identity") && manifest["identity"].is_object() &&
           manifest["identity"].contains("layers") && manifest["identity"]["layers"].is_number_integer()) {
-        saved_layers = std::max<int64_t>(manifest["identity"]["layers"].get<int64_t>(), 0);
+        saved_layers = manifest["identity"]["layers"].get<int64_t>();
+        // run saves max(2, pp) layers; a count beyond any world would only allocate until it fails.
+        if (saved_layers < 1 || saved_layers > 4096) {
+          return UsageError("--load " + args.load_dir + ": manifest.json identity.layers is " +
+                            std::to_string(saved_layers) + ", not a layer count ds-plan run saves (1 to 4096)");
+        }
       }
     }
   }

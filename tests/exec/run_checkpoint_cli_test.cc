@@ -138,5 +138,23 @@ TEST(RunCliTest, PipelineCheckpointResumesOnAnotherLayout) {
   ExpectSkippedTpShardRefused(dir, "samples/configs/run/pp2-tp2.json --pp 2", "samples/configs/run/dp4-zero1.json");
 }
 
+// A manifest's layer count decides the tiny decoder each rank builds before anything is loaded: a
+// count no run writes is refused at once (before: 1e9 layers allocated until bad_alloc).
+TEST(RunCliTest, AManifestLayerCountNoRunWritesIsRefusedBeforeBuildingTheModel) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dsp-run-manifest-layers";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "manifest.json")
+      << R"({"format": "ds-plan run checkpoint 1", "identity": {"layers": 1000000000}, "step": 1, "files": []})";
+  const std::string out = testing::RunShell(
+      "WORLD_SIZE=4 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 timeout 60 " + testing::ShellQuote(DSP_BINARY) +
+      " run samples/configs/run/dp4-zero1.json --load " + dir.string() + " 2>&1; echo \"exit $?\"");
+  EXPECT_NE(out.find("identity.layers is 1000000000, not a layer count ds-plan run saves (1 to 4096)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("exit 2"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dsp

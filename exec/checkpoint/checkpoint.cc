@@ -182,7 +182,14 @@ Status CheckManifest(const Json& manifest, const Json& identity, const std::stri
 Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, TinyModel& model, const Json& identity,
                                         at::ScalarType dtype) {
   const std::filesystem::path root(dir);
-  auto text = ReadFile((root / "manifest.json").string());
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(root / "manifest.json", ec))) {
+    if (Status m = RegularFileWithin(root / "manifest.json", kMaxPieceListBytes, "--load " + dir + ": manifest.json");
+        !m.ok()) {
+      return m.error();
+    }
+  }
+  auto text = ReadFile((root / "manifest.json").string(), kMaxPieceListBytes);
   if (!text.ok()) {
     return Error{"--load " + dir + ": no manifest.json (not a ds-plan run checkpoint, or its save did not finish)"};
   }

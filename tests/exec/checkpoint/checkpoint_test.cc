@@ -155,6 +155,13 @@ TEST(CheckpointTest, ALinkOrDeviceInPlaceOfAFileIsRefusedBeforeReading) {
   auto loaded = f.Load();
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.error().message.find("is not a regular file"), std::string::npos) << loaded.error().message;
+  // The manifest too.
+  fs::remove(f.dir / "manifest.json");
+  fs::create_symlink("/dev/zero", f.dir / "manifest.json");
+  loaded = f.Load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().message.find("manifest.json is not a regular file"), std::string::npos)
+      << loaded.error().message;
 }
 
 }  // namespace

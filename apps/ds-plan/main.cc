@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ds-plan: plan, check and simulate DeepSpeed parallel training before launching it.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <vector>
 
@@ -99,7 +102,15 @@ int main(int argc, char** argv) {
   for (const auto& c : commands) {
     if (c.app->parsed()) {
       try {
-        return c.run();
+        const int code = c.run();
+        // A report that did not reach standard output (a full disk, a closed pipe) is a failure,
+        // whatever the command found.
+        std::cout.flush();
+        if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+          std::cerr << "ds-plan: error: cannot write to standard output: " << std::strerror(errno) << "\n";
+          return kExitUsage;
+        }
+        return code;
       } catch (const std::exception& e) {
         // Core code returns errors as values; this is the last line of defence against a crash.
         std::cerr << "ds-plan: internal error: " << e.what() << "\n";

@@ -140,5 +140,19 @@ TEST_F(OutputPolicyTest, ForceKeepsTheModeAndWritesThroughLinks) {
   EXPECT_TRUE(ParsesAsJsonObject(text.str()));
 }
 
+// Standard output that cannot be written (a full disk: /dev/full) is a failure with a message,
+// not exit 0 with the report lost (issue 36 item 8); a command that writes its report is unchanged.
+TEST(StandardOutputTest, AReportThatCannotBeWrittenIsANonZeroExit) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const char* args : {"rules", "validate samples/configs/zero3-offload.json --format json",
+                           "simulate samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json "
+                           "--cluster samples/clusters/h100-sxm.json --world-size 8"}) {
+    const std::string out = testing::RunShell(ShellQuote(DSP_BINARY) + " " + args + " 2>&1 >/dev/full; echo \"exit $?\"");
+    EXPECT_NE(out.find("ds-plan: error: cannot write to standard output"), std::string::npos) << args << "\n" << out;
+    EXPECT_NE(out.find("exit 2"), std::string::npos) << args << "\n" << out;
+    EXPECT_EQ(RunCli(std::string(args) + " > /dev/null").exit_code, 0) << args;
+  }
+}
+
 }  // namespace
 }  // namespace dsp

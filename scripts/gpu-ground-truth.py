@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Measured one-GPU training steps of Hugging Face model shapes: the ground truth simulate is
-tested against (tests/sim/gpu_steps_test.cc, docs/validation.md "One GPU, measured").
+tested against (tests/sim/calibrate/gpu_steps_test.cc, docs/validation.md "One GPU, measured").
+Two sweeps of different models: "test" (docs/measurements/h200-steps), which simulate is checked
+against, and "fit" (docs/measurements/h200-fit, every step traced), which `ds-plan calibrate
+--steps` fits a cluster's efficiencies and host figures to.
 
 Run on a GPU machine with PyTorch and transformers, from the repository root:
-    python3 scripts/gpu-ground-truth.py --out DIR [--budget-seconds S]
+    python3 scripts/gpu-ground-truth.py --out DIR [--sweep test|fit] [--budget-seconds S]
 (scripts/gpu-ground-truth.sh runs it as the device check does). Nothing is downloaded: every
 model is built from a config.json in this repository with random weights.
 
@@ -17,7 +20,9 @@ same work and the same memory:
   - recompute "full" is transformers' gradient_checkpointing_enable (use_reentrant=False): every
     decoder layer recomputed in backward, as DeepSpeed's activation checkpointing of whole layers.
 Per point: the median of TIMED steps after WARMUP steps (CUDA events around the whole step,
-synchronised, so host overheads count), torch.cuda.max_memory_allocated / max_memory_reserved
+synchronised, so host overheads count), the median host time to issue forward, backward and the
+optimizer step (perf_counter around each, no synchronisation inside the step: when it exceeds the
+GPU's work the phase is host-bound), torch.cuda.max_memory_allocated / max_memory_reserved
 over the timed steps (the caching allocator emptied before the point), and memory_allocated
 between steps (the model states alone). One step of a few points is traced with torch.profiler
 (Kineto Chrome JSON, gzip), which `ds-plan compare` reads.
@@ -43,10 +48,14 @@ MODELS = {
     "llama-3.2-1b": "samples/models/llama-3.2-1b.json",
     "llama-3-8b-4layers": "docs/measurements/h200-steps/models/llama-3-8b-4layers.json",
     "qwen3-30b-a3b-4layers": "docs/measurements/h200-steps/models/qwen3-30b-a3b-4layers.json",
+    "llama-3.2-3b": "docs/measurements/h200-fit/models/llama-3.2-3b.json",
+    "llama-3-70b-2layers": "docs/measurements/h200-fit/models/llama-3-70b-2layers.json",
+    "mixtral-8x7b-2layers": "docs/measurements/h200-fit/models/mixtral-8x7b-2layers.json",
 }
 
 # (model, micro batch, sequence, recompute, attention, trace this point)
-SWEEP = [
+SWEEPS = {}
+SWEEPS["test"] = [
     ("llama-3.2-1b", 1, 1024, "none", "sdpa", False),
     ("llama-3.2-1b", 1, 4096, "none", "sdpa", True),
     ("llama-3.2-1b", 4, 4096, "none", "sdpa", False),
@@ -72,10 +81,26 @@ SWEEP = [
     ("llama-3.2-1b", 2, 8192, "none", "sdpa", False),
 ]
 
+# The steps the H200 preset's efficiencies and host figures are fitted to (docs/measurements/h200-fit):
+# other models than the "test" sweep's, every one traced, so that the test sweep stays out of sample.
+SWEEPS["fit"] = [
+    ("llama-3.2-3b", 1, 512, "none", "sdpa", True),
+    ("llama-3.2-3b", 1, 1024, "none", "sdpa", True),
+    ("llama-3.2-3b", 1, 4096, "none", "sdpa", True),
+    ("llama-3.2-3b", 1, 8192, "full", "sdpa", True),
+    ("llama-3.2-3b", 1, 2048, "none", "eager", True),
+    ("llama-3-70b-2layers", 1, 4096, "none", "sdpa", True),
+    ("llama-3-70b-2layers", 1, 8192, "full", "sdpa", True),
+    ("mixtral-8x7b-2layers", 1, 1024, "none", "sdpa", True),
+    ("mixtral-8x7b-2layers", 1, 4096, "none", "sdpa", True),
+    ("mixtral-8x7b-2layers", 1, 8192, "full", "sdpa", True),
+]
+
 COLUMNS = ["model", "config", "layers", "params", "micro_batch", "seq", "recompute", "attention",
            "status", "step_ms_median", "step_ms_min", "step_ms_max", "tokens_per_second",
            "max_allocated_bytes", "max_reserved_bytes", "states_allocated_bytes", "forward_peak_bytes",
-           "after_forward_bytes", "backward_peak_bytes", "optimizer_peak_bytes", "trace"]
+           "after_forward_bytes", "backward_peak_bytes", "optimizer_peak_bytes", "trace",
+           "host_forward_ms", "host_backward_ms", "host_optimizer_ms", "gpu_kernels"]
 
 
 def load_config(path):
@@ -124,12 +149,20 @@ def build(name, attention, recompute):
     return model, cfg
 
 
-def one_step(model, opt, ids):
+def one_step(model, opt, ids, host=None):
+    """host, when given, receives how long the host took to issue each phase (perf_counter, no
+    synchronisation inside the step): when it exceeds the GPU's work the step is host-bound."""
+    t0 = time.perf_counter()
     with torch.profiler.record_function("ds_plan::forward"):
         out = model(input_ids=ids, labels=ids)
+    t1 = time.perf_counter()
     with torch.profiler.record_function("ds_plan::backward"):
         out.loss.backward()
+    t2 = time.perf_counter()
     opt.step()
+    t3 = time.perf_counter()
+    if host is not None:
+        host.append((1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2)))
     return out.loss.detach()
 
 
@@ -164,16 +197,17 @@ def measure(model, opt, ids):
         raise RuntimeError(f"loss is {loss.item()}")
     states = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    times = []
+    times, host = [], []
     for _ in range(TIMED):
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
         s.record()
-        one_step(model, opt, ids)
+        one_step(model, opt, ids, host)
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
-    return times, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), states
+    host_median = [statistics.median(h[i] for h in host) for i in range(3)]
+    return times, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), states, host_median
 
 
 def trace_one(model, opt, ids, path):
@@ -183,9 +217,13 @@ def trace_one(model, opt, ids, path):
         torch.cuda.synchronize()
     raw = path[:-3]
     prof.export_chrome_trace(raw)
-    with open(raw, "rb") as f, gzip.open(path, "wb", compresslevel=9) as g:
-        g.write(f.read())
+    with open(raw, "rb") as f:
+        text = f.read()
+    with gzip.open(path, "wb", compresslevel=9) as g:
+        g.write(text)
     os.remove(raw)
+    events = json.loads(text).get("traceEvents", [])
+    return sum(1 for ev in events if ev.get("cat") == "kernel")
 
 
 def environment():
@@ -216,6 +254,8 @@ def main():
     ap.add_argument("--budget-seconds", type=float, default=420.0,
                     help="skip the remaining points once this much time has passed")
     ap.add_argument("--only", default="", help="comma-separated model names to run")
+    ap.add_argument("--sweep", default="test", choices=sorted(SWEEPS),
+                    help="test: the steps simulate is checked against; fit: the steps the preset is fitted to")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
@@ -231,7 +271,8 @@ def main():
     tsv.write("\t".join(COLUMNS) + "\n")
     only = set(filter(None, args.only.split(",")))
     live = {}  # the model being measured: key, model, opt, cfg (one at a time on the GPU)
-    for name, mb, seq, recompute, attention, traced in SWEEP:
+    env["sweep"] = args.sweep
+    for name, mb, seq, recompute, attention, traced in SWEEPS[args.sweep]:
         if only and name not in only:
             continue
         row = {c: "" for c in COLUMNS}
@@ -259,17 +300,18 @@ def main():
                 gen = torch.Generator(device="cuda").manual_seed(1234)
                 ids = torch.randint(0, cfg.vocab_size, (mb, seq), device="cuda", generator=gen)
                 torch.cuda.empty_cache()
-                times, peak, reserved, states = measure(live["model"], live["opt"], ids)
+                times, peak, reserved, states, host = measure(live["model"], live["opt"], ids)
                 med = statistics.median(times)
                 row.update(status="ok", step_ms_median=f"{med:.3f}", step_ms_min=f"{min(times):.3f}",
                            step_ms_max=f"{max(times):.3f}",
                            tokens_per_second=f"{mb * seq / (med / 1e3):.0f}",
                            max_allocated_bytes=peak, max_reserved_bytes=reserved,
-                           states_allocated_bytes=states)
+                           states_allocated_bytes=states, host_forward_ms=f"{host[0]:.3f}",
+                           host_backward_ms=f"{host[1]:.3f}", host_optimizer_ms=f"{host[2]:.3f}")
                 row.update(phase_memory(live["model"], live["opt"], ids))
                 if traced:
                     fname = f"{name}-mb{mb}-s{seq}-{recompute}-{attention}.trace.json.gz"
-                    trace_one(live["model"], live["opt"], ids, os.path.join(args.out, fname))
+                    row["gpu_kernels"] = trace_one(live["model"], live["opt"], ids, os.path.join(args.out, fname))
                     row["trace"] = fname
                 del ids
             except torch.OutOfMemoryError:

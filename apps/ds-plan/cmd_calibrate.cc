@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "apps/ds-plan/calibrate_steps.h"
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/sim_setup.h"
@@ -34,6 +35,8 @@ struct CalibrateArgs {
   // --trace: a profiler trace of one step of the plan RUNS names (then a DeepSpeed config), with
   // the flags simulate would take for it.
   std::string trace;
+  // --steps: a sweep of measured one-GPU steps (scripts/gpu-ground-truth.py's steps.tsv).
+  std::string steps;
   SimArgs sim;
 };
 
@@ -131,7 +134,24 @@ int RunCalibrateTrace(CalibrateArgs args) {
                          args.runs + ", " + args.sim.model_path + ")");
 }
 
+int RunCalibrateSteps(CalibrateArgs args) {
+  if (!args.trace.empty()) return UsageError("--steps and --trace: give one (a sweep's rows name their traces)");
+  if (!args.output.empty()) {
+    if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
+  }
+  args.sim.config = args.runs;
+  args.sim.cluster_path = args.cluster;
+  StepsFit fit;
+  int code = kExitOk;
+  if (!FitSteps(args.sim, args.steps, &fit, &code)) return code;
+  (args.output == "-" ? std::cerr : std::cout) << fit.report << std::flush;
+  if (args.output.empty()) return kExitOk;
+  return WriteFitted(args, fit.fitted, "efficiencies and host figures fitted by ds-plan calibrate --steps " +
+                                           args.steps + " (" + args.runs + ")");
+}
+
 int RunCalibrate(const CalibrateArgs& args) {
+  if (!args.steps.empty()) return RunCalibrateSteps(args);
   if (!args.trace.empty()) return RunCalibrateTrace(args);
   auto tsv = ReadFile(args.runs);
   if (!tsv.ok()) return UsageError(tsv.error().message);
@@ -176,6 +196,10 @@ Command AddCalibrateCommand(CLI::App& root) {
                   "fit efficiency.memory, .matmul and .attention to this PyTorch profiler trace of one "
                   "step of RUNS (a DeepSpeed config), class by class");
   app->add_option("--model", args->sim.model_path, "with --trace: Hugging Face config.json of the model");
+  app->add_option("--steps", args->steps,
+                  "fit the efficiencies to every traced step and host.* to the host times of this sweep "
+                  "of measured one-GPU steps (scripts/gpu-ground-truth.py's steps.tsv), RUNS being the "
+                  "DeepSpeed config they ran");
   // With --trace, simulate's flags describe the traced step.
   args->sim.AddPlanFlags(app);
   return Command{app, [args] { return RunCalibrate(*args); }};

@@ -17,6 +17,8 @@ const std::vector<FitParameter>& FitParameters() {
       {"intra_node.busbw_bytes_per_second", "/intra_node/busbw_bytes_per_second", 50e9, 1000e9},
       {"inter_node.busbw_bytes_per_second", "/inter_node/busbw_bytes_per_second", 5e9, 100e9},
       {"inter_node.max_rails", "/inter_node/max_rails", 1.0, 8.0},
+      {"host.forward_seconds_per_kernel", "/host/forward_seconds_per_kernel", 0.0, 200e-6},
+      {"host.backward_seconds_per_kernel", "/host/backward_seconds_per_kernel", 0.0, 200e-6},
   };
   return kAll;
 }
@@ -31,6 +33,8 @@ double GetFigure(const Cluster& c, const std::string& name) {
   if (name == "intra_node.busbw_bytes_per_second") return c.intra_node.busbw_bytes_per_second;
   if (name == "inter_node.busbw_bytes_per_second") return c.inter_node.busbw_bytes_per_second;
   if (name == "inter_node.max_rails") return c.inter_node.max_rails > 0 ? c.inter_node.max_rails : c.gpus_per_node;
+  if (name == "host.forward_seconds_per_kernel") return c.host.forward_seconds_per_kernel;
+  if (name == "host.backward_seconds_per_kernel") return c.host.backward_seconds_per_kernel;
   return 0;
 }
 
@@ -44,6 +48,8 @@ void SetFigure(Cluster& c, const std::string& name, double value) {
   if (name == "intra_node.busbw_bytes_per_second") c.intra_node.busbw_bytes_per_second = value;
   if (name == "inter_node.busbw_bytes_per_second") c.inter_node.busbw_bytes_per_second = value;
   if (name == "inter_node.max_rails") c.inter_node.max_rails = value;
+  if (name == "host.forward_seconds_per_kernel") c.host.forward_seconds_per_kernel = value;
+  if (name == "host.backward_seconds_per_kernel") c.host.backward_seconds_per_kernel = value;
 }
 
 Result<ErrorSummary> Evaluate(const std::vector<MeasuredRun>& runs, const Cluster& cluster) {

@@ -2,6 +2,7 @@
 #include "sim/calibrate/trace_calibrate.h"
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 
 #include "sim/calibrate/calibrate.h"
@@ -17,21 +18,13 @@ TimeReport Predict(const SimInput& input, const Cluster& cluster) {
   return EstimateStepTime(in);
 }
 
-double MeasuredSeconds(const TraceSummary& t, std::initializer_list<TraceClass> classes) {
-  double total = 0;
-  for (TraceClass c : classes) {
-    if (auto it = t.seconds.find(c); it != t.seconds.end()) total += it->second;
-  }
-  return t.PerStep(total);
-}
-
 // The figure in [lo, hi] at which `predicted(cluster)` equals `target` (predicted falls as the
 // figure rises); clamped to the range when the target lies outside it.
-double Solve(const SimInput& input, Cluster& cluster, const std::string& name, double lo, double hi,
-             double target, const std::function<double(const TimeReport&)>& predicted) {
+double Solve(Cluster& cluster, const std::string& name, double lo, double hi, double target,
+             const std::function<double(const Cluster&)>& predicted) {
   auto at = [&](double v) {
     SetFigure(cluster, name, v);
-    return predicted(Predict(input, cluster));
+    return predicted(cluster);
   };
   if (at(hi) >= target) return hi;
   if (at(lo) <= target) return lo;
@@ -44,6 +37,99 @@ double Solve(const SimInput& input, Cluster& cluster, const std::string& name, d
   return v;
 }
 
+// What each kernel class measured in a trace and which figure sets its predicted time: the
+// memory-bound and optimizer kernels lean on efficiency.memory, GEMMs on .matmul, fused attention
+// on .attention. Memory first: small GEMMs lean on it too.
+struct ClassTarget {
+  const char* figure;
+  std::vector<TraceClass> classes;
+  double (*predicted)(const TimeReport&);
+};
+const std::vector<ClassTarget>& ClassTargets() {
+  static const std::vector<ClassTarget> kTargets = {
+      {"efficiency.memory", {TraceClass::kMemoryBound, TraceClass::kOptimizer},
+       [](const TimeReport& r) { return r.memory_kernel_seconds + r.optimizer_seconds; }},
+      {"efficiency.matmul", {TraceClass::kGemm}, [](const TimeReport& r) { return r.gemm_seconds; }},
+      {"efficiency.attention", {TraceClass::kAttention}, [](const TimeReport& r) { return r.attention_seconds; }},
+  };
+  return kTargets;
+}
+
+double MeasuredSeconds(const TraceSummary& t, const std::vector<TraceClass>& classes) {
+  double total = 0;
+  for (TraceClass c : classes) {
+    if (auto it = t.seconds.find(c); it != t.seconds.end()) total += it->second;
+  }
+  return t.PerStep(total);
+}
+
+// Each class's figure so that its time summed over the traced steps equals what the traces
+// measured, summed (a long step weighs more than a short one, as in a training run). Two sweeps.
+Result<std::vector<std::pair<std::string, double>>> FitEfficiencies(const std::vector<CalibrationStep>& steps,
+                                                                     Cluster& cluster) {
+  auto predicted_sum = [&](const ClassTarget& t, const Cluster& c) {
+    double sum = 0;
+    for (const CalibrationStep& s : steps) {
+      if (s.trace != nullptr) sum += t.predicted(Predict(*s.input, c));
+    }
+    return sum;
+  };
+  std::vector<double> measured;
+  std::vector<bool> fit;
+  for (const ClassTarget& t : ClassTargets()) {
+    double sum = 0;
+    for (const CalibrationStep& s : steps) {
+      if (s.trace != nullptr) sum += MeasuredSeconds(*s.trace, t.classes);
+    }
+    measured.push_back(sum);
+    fit.push_back(sum > 0 && predicted_sum(t, cluster) > 0);
+  }
+  bool any = false;
+  for (bool f : fit) any = any || f;
+  if (!any) return Error{"the plan predicts no GEMM, attention or memory-bound time the trace measured"};
+  const std::vector<ClassTarget>& targets = ClassTargets();
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (!fit[i]) continue;
+      for (const FitParameter& p : FitParameters()) {
+        if (p.name != targets[i].figure) continue;
+        Solve(cluster, p.name, p.lo, p.hi, measured[i],
+              [&](const Cluster& c) { return predicted_sum(targets[i], c); });
+      }
+    }
+  }
+  std::vector<std::pair<std::string, double>> fitted;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (fit[i]) fitted.emplace_back(targets[i].figure, GetFigure(cluster, targets[i].figure));
+  }
+  return fitted;
+}
+
+// The host's time per kernel: the least measured issue time per predicted launch over the steps.
+// A step can only make the host look slower than it is (when the GPU is the bottleneck, the host
+// blocks on a full launch queue), so the least is the host's own cost. Backward: steps without
+// recompute only (a recompute re-runs the forward's Python inside backward).
+void FitHost(const std::vector<CalibrationStep>& steps, Cluster& cluster,
+             std::vector<std::pair<std::string, double>>& fitted) {
+  double forward = 0, backward = 0;
+  auto least = [](double& best, double v) { best = best > 0 ? std::min(best, v) : v; };
+  for (const CalibrationStep& s : steps) {
+    const TimeReport r = Predict(*s.input, cluster);
+    if (s.host_forward_seconds > 0 && r.forward_launches > 0) least(forward, s.host_forward_seconds / r.forward_launches);
+    if (s.host_backward_seconds > 0 && r.backward_launches > 0 && r.recompute_launches == 0) {
+      least(backward, s.host_backward_seconds / r.backward_launches);
+    }
+  }
+  if (forward > 0) {
+    cluster.host.forward_seconds_per_kernel = forward;
+    fitted.emplace_back("host.forward_seconds_per_kernel", forward);
+  }
+  if (backward > 0) {
+    cluster.host.backward_seconds_per_kernel = backward;
+    fitted.emplace_back("host.backward_seconds_per_kernel", backward);
+  }
+}
+
 }  // namespace
 
 Result<TraceCalibration> CalibrateFromTrace(const SimInput& input, const TraceSummary& trace) {
@@ -51,37 +137,28 @@ Result<TraceCalibration> CalibrateFromTrace(const SimInput& input, const TraceSu
   TraceCalibration out;
   out.cluster = *input.cluster;
   out.before = CompareWithTrace(Predict(input, out.cluster), trace);
-
-  struct Target {
-    const char* figure;
-    double measured;
-    std::function<double(const TimeReport&)> predicted;
-  };
-  const std::vector<Target> targets = {
-      {"efficiency.memory", MeasuredSeconds(trace, {TraceClass::kMemoryBound, TraceClass::kOptimizer}),
-       [](const TimeReport& r) { return r.memory_kernel_seconds + r.optimizer_seconds; }},
-      {"efficiency.matmul", MeasuredSeconds(trace, {TraceClass::kGemm}),
-       [](const TimeReport& r) { return r.gemm_seconds; }},
-      {"efficiency.attention", MeasuredSeconds(trace, {TraceClass::kAttention}),
-       [](const TimeReport& r) { return r.attention_seconds; }},
-  };
-  const TimeReport start = Predict(input, out.cluster);
-  bool any = false;
-  for (const Target& t : targets) any = any || (t.measured > 0 && t.predicted(start) > 0);
-  if (!any) return Error{"the plan predicts no GEMM, attention or memory-bound time the trace measured"};
-
-  for (int sweep = 0; sweep < 2; ++sweep) {
-    for (const Target& t : targets) {
-      if (t.measured <= 0 || t.predicted(start) <= 0) continue;
-      for (const FitParameter& p : FitParameters()) {
-        if (p.name == t.figure) Solve(input, out.cluster, p.name, p.lo, p.hi, t.measured, t.predicted);
-      }
-    }
-  }
-  for (const Target& t : targets) {
-    if (t.measured > 0 && t.predicted(start) > 0) out.fitted.emplace_back(t.figure, GetFigure(out.cluster, t.figure));
-  }
+  auto fitted = FitEfficiencies({CalibrationStep{&input, &trace}}, out.cluster);
+  if (!fitted.ok()) return fitted.error();
+  out.fitted = std::move(fitted).value();
   out.after = CompareWithTrace(Predict(input, out.cluster), trace);
+  return out;
+}
+
+Result<StepsCalibration> CalibrateFromSteps(const std::vector<CalibrationStep>& steps, const Cluster& start) {
+  StepsCalibration out;
+  out.cluster = start;
+  for (const CalibrationStep& s : steps) out.before.push_back(Predict(*s.input, start));
+  // Host first: the efficiencies are fitted to kernel time, which the host's figures do not change.
+  FitHost(steps, out.cluster, out.fitted);
+  bool traced = false;
+  for (const CalibrationStep& s : steps) traced = traced || s.trace != nullptr;
+  if (traced) {
+    auto fitted = FitEfficiencies(steps, out.cluster);
+    if (!fitted.ok()) return fitted.error();
+    out.fitted.insert(out.fitted.end(), fitted->begin(), fitted->end());
+  }
+  if (out.fitted.empty()) return Error{"no step has a trace or a measured host time to fit"};
+  for (const CalibrationStep& s : steps) out.after.push_back(Predict(*s.input, out.cluster));
   return out;
 }
 

@@ -110,9 +110,10 @@ Comparison CompareWithTrace(const TimeReport& p, const TraceSummary& measured) {
     r.exposed_measured = 0;
     c.rows.push_back(r);
   }
-  // What the model says the GPU waits for: the pipeline bubble and stage imbalance, i.e. the step
-  // less every kernel it times and the exposed communication.
-  double busy = p.compute_seconds + p.optimizer_seconds + p.exposed_communication_seconds +
+  // What the model says the GPU waits for: the host issuing kernels (in compute_seconds), the
+  // pipeline bubble and stage imbalance, i.e. the step less every kernel it times and the exposed
+  // communication.
+  double busy = p.compute_seconds - p.host_wait_seconds + p.optimizer_seconds + p.exposed_communication_seconds +
                 p.offload_seconds + p.checkpoint_offload_seconds;
   for (CompareRow& r : c.rows) {
     if (r.what == "GPU idle") r.predicted = std::max(0.0, p.step_seconds - busy);

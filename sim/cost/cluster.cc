@@ -188,6 +188,8 @@ Status CheckRanges(const Json& json, const Cluster& c) {
       {"/efficiency/memory", c.efficiency.memory, 0.01, 1, true},
       {"/efficiency/attention", c.efficiency.attention, 0.01, 1, given("/efficiency/attention")},
       {"/memory/reserved_bytes", c.memory.reserved_bytes, 0, 1e14, true},
+      {"/host/forward_seconds_per_kernel", c.host.forward_seconds_per_kernel, 0, 1e-2, true},
+      {"/host/backward_seconds_per_kernel", c.host.backward_seconds_per_kernel, 0, 1e-2, true},
   };
   // max_rails: rails one collective drives per node; 0 or absent means one per GPU of the node.
   if (c.inter_node.max_rails != 0 && !(c.inter_node.max_rails >= 1)) {
@@ -238,6 +240,10 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Object("memory", false, [&](ObjectReader& r) {
     r.NonNegative("reserved_bytes", &c.memory.reserved_bytes);
     r.NonNegative("fragmentation", &c.memory.fragmentation, /*fraction=*/true);
+  });
+  root.Object("host", false, [&](ObjectReader& r) {
+    r.NonNegative("forward_seconds_per_kernel", &c.host.forward_seconds_per_kernel);
+    r.NonNegative("backward_seconds_per_kernel", &c.host.backward_seconds_per_kernel);
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};

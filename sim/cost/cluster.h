@@ -39,6 +39,16 @@ struct Efficiency {
   double attention = 0.0;  // achieved / peak for fused (Flash) attention; 0 = same as matmul
 };
 
+// How long the host takes to issue one kernel of an eager PyTorch step (the Python module code,
+// the dispatcher, the launch): in forward, and in autograd's backward (C++, fewer layers of
+// Python). When a phase's kernels are shorter than that, the GPU waits for the host and the phase
+// takes the host's time. A property of the host CPU and the framework's eager code, so measured on
+// the machine: docs/validation.md "One GPU, measured". 0 = not modelled (the GPU never waits).
+struct HostLaunch {
+  double forward_seconds_per_kernel = 0;
+  double backward_seconds_per_kernel = 0;
+};
+
 // Device memory a training process cannot use for tensors: the CUDA context, NCCL's and cuBLAS's
 // workspaces (reserved_bytes), and what PyTorch's caching allocator loses to fragmentation (a
 // fraction of the tensors it holds). The verdict compares peak x (1 + fragmentation) +
@@ -71,6 +81,7 @@ struct Cluster {
   double host_memory_bytes = 0;
   Efficiency efficiency;
   MemoryAllowance memory;
+  HostLaunch host;
 };
 
 // Errors name the missing or invalid key (JSON pointer).

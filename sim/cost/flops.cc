@@ -53,6 +53,24 @@ OperatorCost EagerMemory(std::string_view name, double elements, double bytes_pe
   return op;
 }
 
+}  // namespace
+
+OperatorCost MoePermute(double assignments, double h, double expert_width, const ShardShape& shard) {
+  const double bpe = shard.bytes_per_element;
+  if (shard.hf_eager) {
+    // transformers 5.17's grouped_mm experts, as the profiler traces them (Qwen3-MoE, Mixtral):
+    // the rows gathered into expert order (index, 2 passes of k x tokens x h), masked_fill on the
+    // grouped GEMMs' input and down output (2 + 2) and on gate_up's output (2 x the 2 x width),
+    // the routing-weight product (2), the rows gathered back (2) and summed over k (1): 11 passes
+    // over the rows plus 4 over the gate_up width, in about 12 kernels (sorts, histc, cumsum).
+    return EagerMemory("moe_permute", assignments * (11.0 * h + 4.0 * expert_width), bpe, 12);
+  }
+  // Permute the routed rows into expert order and back (index copies of k x tokens rows).
+  return Memory("moe_permute", 2.0 * 2.0 * assignments * h * bpe);
+}
+
+namespace {
+
 // Adds `count` copies of a matmul into one operator (the per-expert GEMMs of a grouped GEMM).
 void Accumulate(OperatorCost& into, const OperatorCost& op, double count) {
   into.flops += op.flops * count;
@@ -306,8 +324,11 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
     routed.rows *= static_cast<double>(routed.kernels) / 3;
     routed.kernels = 3;
   }
-  // Permute the routed rows into expert order and back (index copies of k x tokens rows).
-  ops.push_back(Memory("moe_permute", 2.0 * 2.0 * assignments * h * bpe));
+  // The routed rows' activation, act_fn(gate) * up, over each assignment's expert width.
+  const double width_rank = shard.expert_parallel ? expert_width : expert_width / tp;
+  const EagerBytes eager = EagerBytesPerElement(model, shard);
+  ops.push_back(EagerMemory("experts_activation", assignments * width_rank, eager.activation, eager.activation_kernels));
+  ops.push_back(MoePermute(assignments, h, width_rank, shard));
   ops.push_back(routed);
 
   if (model.shared_expert_intermediate_size > 0) {

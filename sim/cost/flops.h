@@ -81,6 +81,11 @@ struct EagerBytes {
 };
 EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard);
 
+/// The routed rows of a MoE block permuted into expert order and back, on a rank that computes
+/// `assignments` (token, expert) rows of `h` with experts `expert_width` wide: transformers'
+/// grouped_mm experts (shard.hf_eager) or a fused permutation.
+OperatorCost MoePermute(double assignments, double h, double expert_width, const ShardShape& shard);
+
 /// The attention core of one layer of `kind` on a rank holding `q_heads_rank` query and
 /// `kv_heads_rank` key-value heads of the whole sequence: one fused kernel, or with
 /// `!shard.flash_attention` QK^T, softmax, dropout (if any) and AV.

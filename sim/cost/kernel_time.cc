@@ -63,6 +63,7 @@ KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& r, bool backw
   const double memory = bytes / r.hbm_bytes_per_second;
   KernelTime t;
   t.seconds = std::max(compute, memory) + r.kernel_overhead_seconds * kernels;
+  t.launches = kernels;
   if (memory > compute) t.memory_bound_seconds = t.seconds;
   return t;
 }

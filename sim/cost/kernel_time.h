@@ -27,6 +27,7 @@ KernelRates KernelRatesOf(const Cluster& cluster);
 struct KernelTime {
   double seconds = 0;
   double memory_bound_seconds = 0;  // = seconds when HBM traffic, not FLOPs, bounds the kernel
+  double launches = 0;              // kernels the host issues for it
 };
 
 /// Roofline per kernel plus its fixed cost: max(FLOPs / rate, bytes / HBM) + overhead x launches.

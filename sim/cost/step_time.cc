@@ -33,14 +33,33 @@ struct PassTime {
   double hardware_flops = 0;
   // forward + backward (+ recompute) seconds by the kind of kernel, as a profiler trace splits them
   double by_kind[3] = {0, 0, 0};  // KernelKind: matmul, attention, memory
+  // Kernels the host issues: forward, backward, and the forward that recompute re-runs in backward.
+  double forward_launches = 0, backward_launches = 0, recompute_launches = 0;
+  double host_wait = 0;  // what WaitForHost added: the GPU idle while the host issues kernels
   void Add(const PassTime& o, double n) {
     forward += n * o.forward;
     backward += n * o.backward;
     memory_bound += n * o.memory_bound;
     hardware_flops += n * o.hardware_flops;
     for (int k = 0; k < 3; ++k) by_kind[k] += n * o.by_kind[k];
+    forward_launches += n * o.forward_launches;
+    backward_launches += n * o.backward_launches;
+    recompute_launches += n * o.recompute_launches;
   }
 };
+
+// An eager step issues its kernels from the host one at a time; the GPU cannot run ahead of the
+// host, so a phase takes at least the time the host needs to issue it. Forward and a recompute
+// run the modules' Python code; backward is autograd's C++ engine. (The kernels of one phase are
+// issued and run as a pipeline: the longer of the two sets the phase's time.)
+void WaitForHost(PassTime& t, const HostLaunch& host) {
+  const double forward = t.forward_launches * host.forward_seconds_per_kernel;
+  const double backward = t.backward_launches * host.backward_seconds_per_kernel +
+                          t.recompute_launches * host.forward_seconds_per_kernel;
+  t.host_wait = std::max(0.0, forward - t.forward) + std::max(0.0, backward - t.backward);
+  t.forward = std::max(t.forward, forward);
+  t.backward = std::max(t.backward, backward);
+}
 
 PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, Recompute recompute,
                    bool recomputable) {
@@ -49,6 +68,8 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
     const KernelTime f = KernelTimeOf(op, r, false), b = KernelTimeOf(op, r, true);
     p.forward += f.seconds;
     p.backward += b.seconds;
+    p.forward_launches += f.launches;
+    p.backward_launches += b.launches;
     p.memory_bound += f.memory_bound_seconds + b.memory_bound_seconds;
     p.hardware_flops += (1.0 + kBackwardFlopsPerForward) * op.flops;
     double& kind = p.by_kind[static_cast<int>(op.kind)];
@@ -60,6 +81,7 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
     if (again) {
       kind += f.seconds;
       p.backward += f.seconds;
+      p.recompute_launches += f.launches;
       p.memory_bound += f.memory_bound_seconds;
       p.hardware_flops += op.flops;
     }
@@ -102,6 +124,7 @@ std::vector<PassTime> StageCompute(const SimInput& in) {
     }
     if (s == 0) t.Add(embedding, 1.0);
     if (s == pp - 1) t.Add(head, 1.0);
+    WaitForHost(t, in.cluster->host);
   }
   return stages;
 }
@@ -389,6 +412,10 @@ TimeReport EstimateStepTime(const SimInput& input, const StepTimeOptions& option
   report.gemm_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kMatmul)];
   report.attention_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kAttention)];
   report.memory_kernel_seconds = grad_accum * micro.by_kind[static_cast<int>(KernelKind::kMemory)];
+  report.host_wait_seconds = grad_accum * micro.host_wait;
+  report.forward_launches = micro.forward_launches;
+  report.backward_launches = micro.backward_launches;
+  report.recompute_launches = micro.recompute_launches;
   report.pipeline_bubble_seconds = pipeline.bubble;
   const OffloadTime offload = EstimateOffloadTime(input, micro.forward, micro.backward);
   report.offload_seconds = offload.total_seconds();

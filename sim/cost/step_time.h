@@ -65,6 +65,9 @@ struct TimeReport {
   double gemm_seconds = 0;
   double attention_seconds = 0;
   double memory_kernel_seconds = 0;
+  double host_wait_seconds = 0;  // GPU idle while the host issues kernels (Cluster::host); in compute_seconds
+  // Kernels one micro-step of the slowest stage issues: forward, backward, recompute's forward.
+  double forward_launches = 0, backward_launches = 0, recompute_launches = 0;
 };
 
 /// Choices DeepSpeed's config does not carry; the defaults describe DeepSpeed as shipped.

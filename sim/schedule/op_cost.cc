@@ -204,7 +204,11 @@ Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& n, const grap
     experts.cols = *h;
     experts.kernels = shard.hf_eager ? 3 : 3 * *local;
     experts.rows = shard.hf_eager ? rows : rows / std::max(*local, 1.0);
-    return std::vector<OperatorCost>{experts};
+    // act_fn(gate) * up over the rows' expert width and the rows' permutation, as flops.cc's
+    // experts_activation and moe_permute.
+    return std::vector<OperatorCost>{
+        experts, MemoryKernels("experts_activation", rows * *width * eager.activation, eager.activation_kernels),
+        MoePermute(rows, *h, *width, shard)};
   }
   if (n.op == ops::kSdpa) {
     if (n.args.size() < 2 || !n.args[0]->shape || !n.args[1]->shape || n.args[0]->shape->size() != 4 ||

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ds-plan compare and calibrate --trace: a profiler trace against the plan it ran, the trace alone
+// ds-plan compare, calibrate --trace and --steps: a profiler trace against the plan it ran, the trace alone
 // (a public 2-rank DDP trace ds-plan did not write), the JSON report against its schema, plan
 // snapshots as input, and clear errors for what is not a trace.
 #include <filesystem>
@@ -126,6 +126,50 @@ TEST(CompareCliTest, CalibrateTraceClosesTheComputeGaps) {
   auto refused = RunCli("calibrate " + kDir + "zero0-bf16.json --trace " + kTrace + " --model " + kDir +
                         "models/llama-3-8b-4layers.json --cluster samples/clusters/h200.json -o " + out);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
+}
+
+// calibrate --steps: the H200 preset's efficiencies and host figures are what it fits to the
+// committed fit sweep (docs/measurements/h200-fit: 10 traced steps of models the test sweep does
+// not have), to the 3 significant figures the preset keeps.
+TEST(CompareCliTest, CalibrateStepsFitsTheH200PresetFromTheFitSweep) {
+  const std::string dir = ::testing::TempDir() + "/calibrate_steps";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/fitted.json";
+  std::filesystem::remove(out);
+  auto r = RunCli("calibrate " + kDir + "zero0-bf16.json --steps docs/measurements/h200-fit/steps.tsv "
+                  "--cluster samples/clusters/h200.json --world-size 1 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("llama-3-70b-2layers mb1 s4096 none sdpa"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("over 10 steps"), std::string::npos) << r.output;
+  Json fitted = Json::parse(std::ifstream(out));
+  Json preset = Json::parse(std::ifstream(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h200.json"));
+  for (const char* pointer : {"/efficiency/matmul", "/efficiency/memory", "/efficiency/attention",
+                              "/host/forward_seconds_per_kernel", "/host/backward_seconds_per_kernel"}) {
+    const Json::json_pointer p(pointer);
+    ASSERT_TRUE(fitted.contains(p)) << pointer;
+    EXPECT_NEAR(fitted[p].get<double>() / preset[p].get<double>(), 1.0, 0.005) << pointer;
+  }
+  EXPECT_NE(fitted["_calibration"].get<std::string>().find("calibrate --steps"), std::string::npos);
+}
+
+TEST(CompareCliTest, CalibrateStepsErrors) {
+  const std::string dir = ::testing::TempDir() + "/calibrate_steps_errors";
+  std::filesystem::create_directories(dir);
+  const std::string tsv = dir + "/steps.tsv";
+  std::ofstream(tsv) << "model\tconfig\tmicro_batch\tseq\trecompute\tattention\tstatus\tstep_ms_median\n"
+                        "m\tm.json\t1\t8\tnone\tsdpa\toom\t\n";
+  auto none = RunCli("calibrate " + kDir + "zero0-bf16.json --steps " + tsv + " --cluster samples/clusters/h200.json");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("no step with status ok"), std::string::npos) << none.output;
+  std::ofstream(tsv) << "model\tconfig\tmicro_batch\tseq\trecompute\tattention\tstatus\tstep_ms_median\n"
+                        "m\tno-such-model.json\t1\t8\tnone\tsdpa\tok\t5\n";
+  auto missing = RunCli("calibrate " + kDir + "zero0-bf16.json --steps " + tsv + " --cluster samples/clusters/h200.json");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("no-such-model.json"), std::string::npos) << missing.output;
+  auto both = RunCli("calibrate " + kDir + "zero0-bf16.json --steps " + tsv + " --trace " + kTrace +
+                     " --cluster samples/clusters/h200.json");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.output.find("--steps and --trace"), std::string::npos) << both.output;
 }
 
 }  // namespace

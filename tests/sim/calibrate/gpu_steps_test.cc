@@ -96,19 +96,16 @@ std::string Fixed(double v, const char* format) {
   return buf;
 }
 
-// The Markdown table docs/validation.md carries, with the preset and with the cluster
-// calibrate --trace fitted from one trace.
-std::string Table(const std::vector<Point>& preset, const std::vector<Point>& fitted) {
+// The Markdown table docs/validation.md carries.
+std::string Table(const std::vector<Point>& points) {
   std::ostringstream out;
-  out << "| step (H200, 1 GPU) | measured ms | preset ms | error | fitted ms | error | activations measured GB | predicted GB | error |\n";
-  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (size_t i = 0; i < preset.size(); ++i) {
-    const Point& p = preset[i];
+  out << "| step (H200, 1 GPU) | measured ms | predicted ms | error | activations measured GB | predicted GB | error |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const Point& p : points) {
     out << "| " << p.label << " | " << Fixed(p.measured_ms, "%.1f") << " | " << Fixed(p.predicted_ms, "%.1f")
-        << " | " << Fixed(100 * p.StepError(), "%+.1f%%") << " | " << Fixed(fitted[i].predicted_ms, "%.1f")
-        << " | " << Fixed(100 * fitted[i].StepError(), "%+.1f%%") << " | "
-        << Fixed(p.measured_activations / 1e9, "%.2f") << " | " << Fixed(p.predicted_activations / 1e9, "%.2f")
-        << " | " << Fixed(100 * p.MemoryError(), "%+.1f%%") << " |\n";
+        << " | " << Fixed(100 * p.StepError(), "%+.1f%%") << " | " << Fixed(p.measured_activations / 1e9, "%.2f")
+        << " | " << Fixed(p.predicted_activations / 1e9, "%.2f") << " | " << Fixed(100 * p.MemoryError(), "%+.1f%%")
+        << " |\n";
   }
   return out.str();
 }
@@ -120,7 +117,6 @@ double MeanAbs(const std::vector<Point>& points, double (Point::*error)() const)
 }
 
 const char* kPreset = "samples/clusters/h200.json";
-const char* kFitted = "docs/measurements/h200-steps/h200-fitted-from-one-trace.json";
 
 TEST(GpuStepsTest, ActivationsAtTheLossPeakWithin5PercentOnDenseModels) {
   const std::vector<Point> points = Predict(kPreset);
@@ -138,39 +134,33 @@ TEST(GpuStepsTest, ActivationsAtTheLossPeakWithin5PercentOnDenseModels) {
   EXPECT_LT(MeanAbs(points, &Point::MemoryError), 0.03);
 }
 
-// Step time. With the preset, kernels priced at the datasheet-anchored efficiencies of a copy and
-// large GEMMs: ds-plan is too fast on every point (memory-bound kernels and the optimizer ran at
-// 0.61 of HBM, not 0.8; causal attention at 0.49 of peak). With the cluster calibrate --trace fitted
-// to ONE trace (Llama-3-8B, 8K tokens, no recompute) the other 22 points are out of sample.
-TEST(GpuStepsTest, StepTimeWithThePresetAndFittedToOneTrace) {
-  const std::vector<Point> preset = Predict(kPreset), fitted = Predict(kFitted);
-  ASSERT_EQ(preset.size(), fitted.size());
-  int dense = 0, within10 = 0;
-  for (size_t i = 0; i < fitted.size(); ++i) {
-    EXPECT_LT(preset[i].predicted_ms, preset[i].measured_ms * 1.15) << preset[i].label;
-    const std::string& label = fitted[i].label;
-    const bool sdpa = label.find(" sdpa") != std::string::npos;
-    // Host-bound steps (1K tokens of a 1B model: 2,400 kernels launched by Python in 66-86 ms, the
-    // GPU idle most of it) are not modelled: ds-plan prices GPU work only.
-    const bool host_bound = label.find(" s1024 ") != std::string::npos;
-    // Qwen3-30B-A3B: transformers' MoE routing kernels (sorting, gathering and scattering the
-    // routed rows, 13 ms and more of the 8K step) are not priced: 15-21 % short.
-    const bool moe = label.rfind("qwen3", 0) == 0;
-    if (!sdpa || host_bound) continue;
-    const double error = std::fabs(fitted[i].StepError());
-    EXPECT_LT(error, moe ? 0.25 : 0.20) << label;
-    if (!moe) {
-      ++dense;
-      if (error < 0.10) ++within10;
+// Step time with the H200 preset, whose efficiencies and host figures calibrate --steps fitted to
+// another sweep (docs/measurements/h200-fit: other models; CompareCliTest checks the preset is that
+// fit), so every one of these 23 steps is out of sample.
+TEST(GpuStepsTest, StepTimeWithThePresetFittedToAnotherSweep) {
+  const std::vector<Point> points = Predict(kPreset);
+  ASSERT_EQ(points.size(), 23u);
+  int within10 = 0;
+  for (const Point& p : points) {
+    const double error = std::fabs(p.StepError());
+    if (error < 0.10) {
+      ++within10;
+      continue;
     }
+    // The misses, each documented in docs/validation.md: the host-bound 1K-token steps of the 1B
+    // model (their time varies 66-86 ms from run to run: steps-repeat.tsv, steps-run3.tsv) and its
+    // full recompute at 4K (gradient checkpointing's hooks add host time per saved tensor).
+    const bool host_bound = p.label.rfind("llama-3.2-1b mb1 s1024 ", 0) == 0;
+    const bool recompute_1b = p.label == "llama-3.2-1b mb1 s4096 full sdpa";
+    EXPECT_TRUE(host_bound || recompute_1b) << p.label << " " << p.StepError();
+    EXPECT_LT(error, 0.16) << p.label;
   }
-  EXPECT_LT(MeanAbs(fitted, &Point::StepError), MeanAbs(preset, &Point::StepError));
-  EXPECT_EQ(dense, 13);
-  EXPECT_GE(within10, 12);  // all but Llama-3.2-1B with full recompute at 4K tokens
+  EXPECT_GE(within10, 20);
+  EXPECT_LT(MeanAbs(points, &Point::StepError), 0.07);
   const std::string doc = Source("docs/validation.md");
-  EXPECT_NE(doc.find(Table(preset, fitted)), std::string::npos)
+  EXPECT_NE(doc.find(Table(points)), std::string::npos)
       << "docs/validation.md's one-GPU table is stale; the current one is:\n"
-      << Table(preset, fitted);
+      << Table(points);
 }
 
 }  // namespace

@@ -79,6 +79,33 @@ TEST(ClusterTest, H200Preset) {
   EXPECT_EQ(c.gpu.hbm_bytes_per_second, 4.8e12);
   EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 370e9);
   EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 48e9);
+  // Fitted to the one-GPU steps of docs/measurements/h200-fit (GpuStepsTest checks the fit).
+  EXPECT_EQ(c.host.forward_seconds_per_kernel, 4.11e-5);
+  EXPECT_EQ(c.host.backward_seconds_per_kernel, 5.05e-5);
+}
+
+// The host's per-kernel issue times: absent means not modelled; a negative or an implausible
+// figure (milliseconds per kernel: a unit mistake) is refused at its pointer.
+TEST(ClusterTest, HostLaunchFigures) {
+  Json doc = LoadPreset("h100-sxm.json");
+  Result<Cluster> c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host.forward_seconds_per_kernel, 0);
+  EXPECT_EQ(c->host.backward_seconds_per_kernel, 0);
+  doc["host"] = {{"forward_seconds_per_kernel", 3e-5}, {"backward_seconds_per_kernel", 2e-5}};
+  EXPECT_TRUE(MatchesSchema(doc));
+  c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host.forward_seconds_per_kernel, 3e-5);
+  EXPECT_EQ(c->host.backward_seconds_per_kernel, 2e-5);
+  doc["host"]["forward_seconds_per_kernel"] = -1e-6;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_EQ(ErrorOf(doc).rfind("/host/forward_seconds_per_kernel: ", 0), 0u) << ErrorOf(doc);
+  doc["host"]["forward_seconds_per_kernel"] = 0.5;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_NE(ErrorOf(doc).find("outside what a machine has"), std::string::npos) << ErrorOf(doc);
+  doc["host"] = {{"forward_us", 30}};
+  EXPECT_EQ(ErrorOf(doc).rfind("/host/forward_us", 0), 0u) << ErrorOf(doc);
 }
 
 TEST(ClusterTest, A100Preset) {

@@ -93,6 +93,45 @@ TEST(StepTimeTest, WorkedExampleLlama3_8BZero1) {
   EXPECT_NEAR(o.step_seconds, 0.545235710932, 1e-12);
 }
 
+// An eager step issues its kernels one at a time from the host (Cluster::host): a phase whose
+// kernels are shorter than the host takes to issue them takes the host's time, and the GPU waits.
+TEST(StepTimeTest, APhaseCannotRunFasterThanTheHostIssuesItsKernels) {
+  SimCase c(Zero1Dp8(), 8, 8, "llama-3-8b.json");
+  c.input.workload.seq_len = 4096;
+  const TimeReport gpu = EstimateStepTime(c.input);
+  EXPECT_EQ(gpu.host_wait_seconds, 0);  // the test cluster has no host figures
+  // Per layer at least the 7 projections, attention and the memory-bound kernels; backward runs
+  // two GEMMs per projection.
+  EXPECT_GT(gpu.forward_launches, 32 * 8);
+  EXPECT_GT(gpu.backward_launches, gpu.forward_launches);
+  EXPECT_EQ(gpu.recompute_launches, 0);
+
+  // A host far faster than the kernels changes nothing.
+  c.cluster.host = {1e-9, 1e-9};
+  EXPECT_EQ(EstimateStepTime(c.input).step_seconds, gpu.step_seconds);
+
+  // A host slower than every phase: each phase takes launches x the host's time per kernel.
+  c.cluster.host = {1e-3, 2e-3};
+  const TimeReport host = EstimateStepTime(c.input);
+  EXPECT_DOUBLE_EQ(host.forward_seconds_per_micro_step, gpu.forward_launches * 1e-3);
+  EXPECT_DOUBLE_EQ(host.backward_seconds_per_micro_step, gpu.backward_launches * 2e-3);
+  EXPECT_NEAR(host.host_wait_seconds,
+              host.compute_seconds - (gpu.forward_seconds_per_micro_step + gpu.backward_seconds_per_micro_step),
+              1e-9);
+  EXPECT_GT(host.step_seconds, gpu.step_seconds);
+  // Kernel time by class is what the GPU runs: the host's wait is not in it.
+  EXPECT_EQ(host.gemm_seconds, gpu.gemm_seconds);
+
+  // Full recompute re-runs the forward's Python inside backward: its kernels at the forward's rate.
+  c.input.workload.recompute = Recompute::kFull;
+  const TimeReport recompute = EstimateStepTime(c.input);
+  // Every layer's forward again, not the embedding or the head.
+  EXPECT_GT(recompute.recompute_launches, 0.9 * gpu.forward_launches);
+  EXPECT_LT(recompute.recompute_launches, gpu.forward_launches);
+  EXPECT_DOUBLE_EQ(recompute.backward_seconds_per_micro_step,
+                   gpu.backward_launches * 2e-3 + recompute.recompute_launches * 1e-3);
+}
+
 TEST(StepTimeTest, WorkedExampleNumbersAreInTheDocs) {
   // docs/cost-model.md quotes the numbers WorkedExampleLlama3_8BZero1 checks.
   std::ifstream in(std::string(DSP_SOURCE_DIR) + "/docs/cost-model.md");

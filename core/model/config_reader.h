@@ -85,6 +85,24 @@ class Reader {
     return v->value_or(fallback);
   }
 
+  // A share in (0, 1] (partial_rotary_factor); `fallback` when absent.
+  Result<double> FractionOr(std::string_view key, double fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_number()) return Fail(key, "must be a number (got " + Shown(*it) + ")");
+    const double v = it->get<double>();
+    if (!(v > 0.0 && v <= 1.0)) return Fail(key, "must be in (0, 1] (got " + Shown(*it) + ")");
+    return v;
+  }
+
+  // A string; `fallback` when absent.
+  Result<std::string> StringOr(std::string_view key, std::string fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_string()) return Fail(key, "must be a string (got " + Shown(*it) + ")");
+    return it->get<std::string>();
+  }
+
   Result<double> ProbabilityOr(std::string_view key, double fallback) const {
     auto it = config_.find(key);
     if (it == config_.end() || it->is_null()) return fallback;
@@ -185,6 +203,7 @@ Result<ModelSpec> ParseGptOss(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseLlama4(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseQwenNext(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseGemma(ModelSpec s, const Reader& r);
+Result<ModelSpec> ParseNemotron(ModelSpec s, const Reader& r);
 
 // layer_types as a list of attention kinds ("full_attention", "sliding_attention",
 // "linear_attention", "chunked_attention"); empty when the key is absent. Its length must be

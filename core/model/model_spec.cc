@@ -219,6 +219,10 @@ constexpr KnownType kKnownTypes[] = {
     {"qwen3_next", model_internal::ParseQwenNext}, {"qwen3_5_text", model_internal::ParseQwenNext},
     {"qwen3_5_moe_text", model_internal::ParseQwenNext},
     {"gemma2", model_internal::ParseGemma},        {"gemma3_text", model_internal::ParseGemma},
+    {"nemotron", model_internal::ParseNemotron},
+    // Kimi K2's config.json says model_type kimi_k2 with DeepseekV3ForCausalLM (remote code whose
+    // DeepseekV3Config only renames model_type): DeepSeek-V3's architecture with its own sizes.
+    {"kimi_k2", model_internal::ParseDeepSeek},
 };
 
 std::string SupportedTypes() {

@@ -62,6 +62,7 @@ enum class ModelFamily {
   kLlama4,    // llama4 text model: feed_forward.{router, experts, shared_expert}
   kQwenNext,  // qwen3_next, qwen3_5, qwen3_5_moe: Gated DeltaNet + gated attention
   kGemma,     // gemma2, gemma3: four norms per layer, q/k norms in gemma3
+  kNemotron,  // nemotron: llama's names, mlp.{up,down}_proj (not gated), LayerNorm1P with bias
 };
 
 struct ModelSpec {
@@ -143,7 +144,12 @@ struct ModelSpec {
   bool embedding_norm = false;     // bloom's word_embeddings_layernorm after the embedding
   double hidden_dropout = 0;       // residual/embedding dropout probability (gpt2 resid_pdrop)
   double attention_dropout = 0;    // dropout on the attention probabilities (gpt2 attn_pdrop)
-  bool gpt_style() const { return !gated_mlp; }
+  // GPT-style names: fused query_key_value / c_attn, dense, dense_h_to_4h (nemotron keeps llama's).
+  bool gpt_style() const { return !gated_mlp && family != ModelFamily::kNemotron; }
+  bool squared_relu = false;       // nemotron's relu2 activation: relu(x)^2
+  // Share of each head's dimensions the rotary embedding turns (nemotron partial_rotary_factor,
+  // default 0.5); the rest pass through.
+  double rotary_fraction = 1.0;
   bool rotary() const { return learned_positions == 0 && family != ModelFamily::kBloom &&
                                !(family == ModelFamily::kFalcon && alibi); }
   bool alibi = false;              // falcon's alibi option (bloom always)

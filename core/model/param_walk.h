@@ -181,7 +181,10 @@ class ParamWalker {
     const int64_t h = s_.hidden_size;
     if (!s_.IsMoeLayer(i)) {
       const std::string m = p + (s_.family == ModelFamily::kLlama4 ? ".feed_forward" : ".mlp");
-      if (s_.fused_gate_up) {
+      if (!s_.gated_mlp) {  // NemotronMLP: up_proj -> act -> down_proj
+        Linear(m + ".up_proj", h, s_.intermediate_size, s_.mlp_bias, F::kDenseMlp);
+        Linear(m + ".down_proj", s_.intermediate_size, h, s_.mlp_bias, F::kDenseMlp);
+      } else if (s_.fused_gate_up) {
         Linear(m + ".gate_up_proj", h, 2 * s_.intermediate_size, false, F::kDenseMlp);
         Linear(m + ".down_proj", s_.intermediate_size, h, false, F::kDenseMlp);
       } else {

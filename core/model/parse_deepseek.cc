@@ -11,7 +11,7 @@ namespace dsp::model_internal {
 
 Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
   s.family = ModelFamily::kDeepSeek;
-  const bool v3 = s.model_type == "deepseek_v3";
+  const bool v3 = s.model_type == "deepseek_v3" || s.model_type == "kimi_k2";
   bool head_dim_given = false;
   Status core = ReadDecoderCore(s, r, 0, v3 ? 4096 : 2048, false, &head_dim_given);
   if (!core.ok()) return core.error();

@@ -265,7 +265,8 @@ void AttentionBlockOperators(const ModelSpec& model, AttentionKind kind, const L
   if (model.rotary()) {
     // Rotary embedding on q and k (MLA rotates only the qk_rope_head_dim part; GPT-2 has learned
     // positions, BLOOM ALiBi).
-    const double rotated = model.mla() ? static_cast<double>(model.qk_rope_head_dim) : d;
+    // Nemotron turns partial_rotary_factor of each head (rotary_fraction); the rest passes through.
+    const double rotated = model.mla() ? static_cast<double>(model.qk_rope_head_dim) : d * model.rotary_fraction;
     ops.push_back(EagerMemory("rotary", x.b * x.s * rotated * (q_heads_rank + kv_heads_rank), x.eager.rotary,
                               x.eager.rotary_kernels));
   }
@@ -288,7 +289,13 @@ void DenseMlpOperators(const ModelSpec& model, const LayerDims& x, std::vector<O
     ops.push_back(Matmul("mlp_down", tokens, f, h, bpe));
   } else {
     ops.push_back(Matmul("mlp_fc1", tokens, h, f, bpe));
-    ops.push_back(Memory("mlp_activation", 2.0 * tokens * f * bpe));  // bias + GeLU, fused
+    if (model.squared_relu) {
+      // relu2: relu(x) then its square, two kernels (transformers' ReLUSquaredActivation,
+      // Megatron-Core's activations.py squared_relu: torch.pow(F.relu(x), 2)), 2 + 2 bytes each.
+      ops.push_back(EagerMemory("mlp_activation", tokens * f, 4.0 * bpe, 2));
+    } else {
+      ops.push_back(Memory("mlp_activation", 2.0 * tokens * f * bpe));  // bias + GeLU, fused
+    }
     ops.push_back(Matmul("mlp_fc2", tokens, f, h, bpe));
   }
 }

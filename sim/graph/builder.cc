@@ -156,13 +156,18 @@ Node* Builder::Layer(Node* residual, int64_t i) {
 Node* Builder::Activation(Node* x, const std::string& m, const SymExpr& width) {
   // gemma's GeGLU and the GPT MLPs use GeLU; the llama family SiLU.
   const bool gelu = s_.family == ModelFamily::kGemma || s_.gpt_style();
-  return Elementwise(gelu ? ops::kGelu : ops::kSilu, m, "act_fn", {x}, {kB, kS, width});
+  const std::string_view op = s_.squared_relu ? ops::kRelu2 : gelu ? ops::kGelu : ops::kSilu;
+  return Elementwise(op, m, "act_fn", {x}, {kB, kS, width});
 }
 
 Node* Builder::Mlp(Node* x, const std::string& layer, int64_t i) {
   if (s_.IsMoeLayer(i)) return Moe(x, layer);
   if (s_.gpt_style()) return GptMlp(x, layer + ".mlp");
   const std::string m = layer + (s_.family == ModelFamily::kLlama4 ? ".feed_forward" : ".mlp");
+  if (!s_.gated_mlp) {  // NemotronMLP: down_proj(act(up_proj(x)))
+    Node* up = Linear(x, m + ".up_proj", {kB, kS, kF}, kH);
+    return Linear(Activation(up, m, kF), m + ".down_proj", {kB, kS, kH}, kF);
+  }
   if (s_.fused_gate_up) return FusedGatedMlp(x, m);
   return GatedMlp(x, m, kF, "gate_proj", "up_proj", "down_proj");
 }

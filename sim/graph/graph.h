@@ -32,6 +32,7 @@ inline constexpr std::string_view kSdpa = "sdpa";
 inline constexpr std::string_view kSilu = "silu";
 inline constexpr std::string_view kSigmoid = "sigmoid";
 inline constexpr std::string_view kGelu = "gelu";
+inline constexpr std::string_view kRelu2 = "relu2";  // nemotron: relu(x)^2
 // One slice of a fused projection's output (qkv, gate_up, MLA's latent kv); no parameter.
 inline constexpr std::string_view kSplit = "split";
 inline constexpr std::string_view kConcat = "concat";

@@ -80,6 +80,58 @@ TEST(ModelFamiliesTest, DeepSeekV3Has671BAnd37BActivated) {
   EXPECT_EQ(t.count("model.layers.61.self_attn.q_a_proj.weight"), 0u);  // MTP is not trained
 }
 
+// Kimi K2 (model_type kimi_k2, DeepseekV3ForCausalLM by remote code that only renames
+// model_type): DeepSeek-V3's modules with 384 routed experts, 64 heads, one dense layer and a
+// 163,840 vocabulary. "1T total parameters, 32B activated" (Kimi K2 model card).
+TEST(ModelFamiliesTest, KimiK2IsDeepSeekV3With384Experts) {
+  ModelSpec m = ParsePresetOrDie("kimi-k2.json");
+  EXPECT_EQ(m.family, ModelFamily::kDeepSeek);
+  EXPECT_FALSE(m.assumed_llama_like);
+  EXPECT_TRUE(m.router_score_bias);  // V3's noaux_tc e_score_correction_bias, kept for kimi_k2
+  EXPECT_EQ(m.num_experts, 384);
+  EXPECT_EQ(m.NumMoeLayers(), 60);  // first_k_dense_replace 1
+  const ParamCounts c = CountParameters(m);
+  // 61 x MLA 101,124,096 + 1 dense MLP 396,361,728 + 60 x (384 x 44,040,192 + shared 44,040,192
+  // + gate 2,752,512 + correction bias 384) + norms + 2 x 163,840 x 7,168.
+  EXPECT_EQ(c.total, 1'026'408'232'448);
+  EXPECT_EQ(c.active_per_token, 32'861'500'928);
+  ExpectRoundsTo(c.total, 1.0e12, 0.1e12);  // "1T"
+  ExpectRoundsTo(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding), 32e9, 1e9);
+}
+
+// Nemotron-4 (transformers modeling_nemotron.py): llama's attention with GQA, a non-gated
+// squared-ReLU MLP (up_proj, down_proj), LayerNorm1P with weight and bias, untied head. NVIDIA
+// dgxc-benchmarking's nemotron READMEs give 15.63B and 341.0B for these configs.
+TEST(ModelFamiliesTest, NemotronFourMatchesThePublishedTotals) {
+  ModelSpec small = ParsePresetOrDie("nemotron-4-15b.json");
+  EXPECT_EQ(small.family, ModelFamily::kNemotron);
+  EXPECT_FALSE(small.gated_mlp);
+  EXPECT_FALSE(small.gpt_style());  // llama's module names
+  EXPECT_TRUE(small.layer_norm);
+  EXPECT_TRUE(small.squared_relu);
+  EXPECT_EQ(small.rotary_fraction, 0.5);
+  // 2 x 256,000 x 6,144 + 32 x (attention 2 x 6144 x 6144 + 2 x 6144 x 1024, MLP 2 x 6144 x
+  // 24576, two LayerNorms 4 x 6144) + final LayerNorm 2 x 6144.
+  EXPECT_EQ(CountParameters(small).total, 15'628'775'424);
+  ExpectRoundsTo(CountParameters(small).total, 15.63e9, 0.01e9);
+  ModelSpec big = ParsePresetOrDie("nemotron-4-340b.json");
+  EXPECT_EQ(CountParameters(big).total, 341'029'195'776);
+  ExpectRoundsTo(CountParameters(big).total, 341.0e9, 0.1e9);
+}
+
+// A Nemotron config's own checks: the rotary share is a fraction of the head.
+TEST(ModelFamiliesTest, NemotronRotaryShareMustBeAFraction) {
+  Json config = testing::LoadModelPreset("nemotron-4-15b.json");
+  config["partial_rotary_factor"] = 1.5;
+  auto bad = ParseHfConfig(config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("partial_rotary_factor"), std::string::npos) << bad.error().message;
+  config.erase("partial_rotary_factor");
+  auto fallback = ParseHfConfig(config);
+  ASSERT_TRUE(fallback.ok()) << fallback.error().message;
+  EXPECT_EQ(fallback->rotary_fraction, 0.5);  // NemotronConfig's default
+}
+
 TEST(ModelFamiliesTest, DeepSeekV2LiteHas15_7BAnd2_4BActivated) {
   ModelSpec m = ParsePresetOrDie("deepseek-v2-lite.json");
   const ParamCounts c = CountParameters(m);

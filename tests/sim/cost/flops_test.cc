@@ -51,6 +51,36 @@ TEST(FlopsTest, Llama3_8BLayerWithGqaAndSwiGlu) {
                    6 * T * h * f);
 }
 
+// Nemotron-4 15B (transformers modeling_nemotron.py): a non-gated MLP, 4 b s h f FLOPs (up and
+// down), relu2 as two kernels of 2 + 2 bytes per element (relu, then the square; Megatron-Core's
+// squared_relu is torch.pow(F.relu(x), 2) too), and rotary over half of each head.
+TEST(FlopsTest, NemotronSquaredReluMlpAndPartialRotary) {
+  ModelSpec nemotron = ParsePresetOrDie("nemotron-4-15b.json");
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 4096;
+  shard.bytes_per_element = 2;
+  const double T = 4096, h = 6144, f = 24576, ad = 48 * 128, gd = 8 * 128;
+  const std::vector<OperatorCost> ops = LayerForwardOperators(nemotron, 0, shard);
+  EXPECT_DOUBLE_EQ(OpFlops(ops, "mlp_fc1") + OpFlops(ops, "mlp_fc2"), 4 * T * h * f);
+  EXPECT_DOUBLE_EQ(SumFlops(ops), 2 * T * h * (2 * ad + 2 * gd) + 4 * T * h * f + 4 * T * 4096 * ad);
+  const OperatorCost* act = nullptr;
+  const OperatorCost* rotary = nullptr;
+  for (const OperatorCost& op : ops) {
+    if (op.name == "mlp_activation") act = &op;
+    if (op.name == "rotary") rotary = &op;
+  }
+  ASSERT_NE(act, nullptr);
+  EXPECT_DOUBLE_EQ(act->bytes, 8 * T * f);
+  EXPECT_EQ(act->kernels, 2);
+  ASSERT_NE(rotary, nullptr);
+  const double half = rotary->bytes;
+  nemotron.rotary_fraction = 1.0;
+  for (const OperatorCost& op : LayerForwardOperators(nemotron, 0, shard)) {
+    if (op.name == "rotary") EXPECT_DOUBLE_EQ(op.bytes, 2 * half);
+  }
+}
+
 TEST(FlopsTest, Llama3_8BFollowsSixNTWithinTheAttentionTerm) {
   // Training FLOPs = 6 N T + 12 L s h T (PaLM), where N counts the matmul weights (everything but
   // the embedding lookup and the norms).

@@ -100,7 +100,7 @@ int WriteFitted(const CalibrateArgs& args, const std::vector<std::pair<std::stri
     }
   }
   out["_calibration"] = note;
-  Status written = WriteOutput("-o", args.output, out.dump(2) + "\n");
+  Status written = WriteOutput("-o", args.output, out.dump(2) + "\n", args.force);
   if (!written.ok()) return UsageError(written.error().message);
   if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
   return kExitOk;

@@ -27,7 +27,7 @@ int RunPlan(const PlanArgs& args) {
   std::optional<Json> snapshot = ComputeSnapshot(args.sim, &code);
   if (!snapshot) return code;
   const std::string text = sim::RenderPlanSnapshot(*snapshot);
-  Status written = WriteOutput("-o", args.output, text);
+  Status written = WriteOutput("-o", args.output, text, args.force);
   if (!written.ok()) return UsageError(written.error().message);
   if (args.output != "-") std::cerr << "wrote " << args.output << "\n";
   return kExitOk;

@@ -266,6 +266,14 @@ int RunInProcess(const RunArgs& args) {
   if (!o.save_dir.empty() && std::filesystem::exists(std::filesystem::path(o.save_dir) / "manifest.json") && !args.force) {
     return UsageError("--save " + o.save_dir + " already holds a checkpoint (manifest.json); pass --force to replace it");
   }
+  // A directory of other files: the checkpoint's names (mp_rank_00_model_states.bin, ...) would
+  // replace any file of the same name among them.
+  std::error_code listed;
+  if (!o.save_dir.empty() && !args.force && std::filesystem::is_directory(o.save_dir, listed) &&
+      !std::filesystem::is_empty(o.save_dir, listed)) {
+    return UsageError("--save " + o.save_dir + " holds files but no checkpoint; its files of the same names would be "
+                      "replaced: save into a new or empty directory, or pass --force");
+  }
   o.cpu_checkpointing = o.recompute && ds_semantics::DictFlag(ConfigView(parsed.doc.root),
                                                               "/activation_checkpointing/cpu_checkpointing");
   o.fingerprint.config_text = text.value();
@@ -300,7 +308,7 @@ int RunInProcess(const RunArgs& args) {
   o.report_sink = [&](const exec::RunReport& r) {
     auto write = [&](const std::string& flag, const std::string& path, const std::string& text) {
       if (path.empty() || output_status != kExitOk) return;
-      if (auto s = WriteOutput(flag, path, text); !s.ok()) output_status = UsageError(s.error().message);
+      if (auto s = WriteOutput(flag, path, text, args.force); !s.ok()) output_status = UsageError(s.error().message);
     };
     // A file written to standard output has it to itself; the report then goes to stderr.
     std::ostream& shown = report_to_stdout ? std::cerr : std::cout;

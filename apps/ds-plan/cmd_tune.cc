@@ -160,7 +160,7 @@ int RunTune(const TuneArgs& args) {
   }
   if (!args.emit_config.empty()) {
     if (result->plans.empty()) return UsageError("no plan fits, so there is no config to emit");
-    Status s = WriteOutput("--emit-config", args.emit_config, result->plans.front().config.dump(2) + "\n");
+    Status s = WriteOutput("--emit-config", args.emit_config, result->plans.front().config.dump(2) + "\n", args.force);
     if (!s.ok()) return UsageError(s.error().message);
     if (args.format != "json" && !config_to_stdout) std::cout << "wrote the best plan to " << args.emit_config << "\n";
   }

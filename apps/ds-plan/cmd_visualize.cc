@@ -276,7 +276,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     if (!out.ok()) return UsageError(out.error().message);
     contents = std::move(out).value();
   }
-  Status written = WriteOutput("-o", args.output, contents);
+  Status written = WriteOutput("-o", args.output, contents, args.force);
   if (!written.ok()) return UsageError(written.error().message);
   if (args.output != "-") std::cerr << "wrote " << args.output << " (" << graph->size() << " nodes)\n";
   return kExitOk;

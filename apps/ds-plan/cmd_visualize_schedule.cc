@@ -201,7 +201,7 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
               << " tasks); Perfetto and browsers get slow on files this large: fewer --ranks or --micro-steps 1 "
                  "make it smaller\n";
   }
-  if (Status w = WriteOutput("-o", args.output, contents); !w.ok()) return UsageError(w.error().message);
+  if (Status w = WriteOutput("-o", args.output, contents, args.force); !w.ok()) return UsageError(w.error().message);
 
   // The summary, next to the cost model's closed-form figures for the same inputs.
   const sim::schedule::ScheduleSummary sum = sim::schedule::Summarize(*program, *schedule, ranks->front());

@@ -170,7 +170,9 @@ CommandOutcome Plan(ExploreContext& c, const std::vector<std::string>& w) {
   int code = 0;
   auto snapshot = ComputeSnapshot(a, &code);
   if (!snapshot) return Fail("no snapshot (see the messages above)");
-  if (Status st = WriteFileAtomic(path, sim::RenderPlanSnapshot(*snapshot)); !st.ok()) return Fail(st.error().message);
+  if (Status st = WriteFileAtomic(path, sim::RenderPlanSnapshot(*snapshot), /*replace=*/force); !st.ok()) {
+    return Fail(st.error().message);
+  }
   return Ok("wrote " + path + " (ds-plan check " + path + " re-simulates it)");
 }
 

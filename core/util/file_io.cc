@@ -2,6 +2,7 @@
 #include "core/util/file_io.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -85,13 +86,76 @@ std::string DirectoryOf(const std::filesystem::path& p) {
 
 }  // namespace
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+namespace {
+
+// The temporary being written and the actions the handler replaced, for the signal handler: fixed
+// storage and a flag, the only state it may read (unlink, sigaction and raise are async-signal-safe).
+char g_temporary[4096];
+volatile std::sig_atomic_t g_has_temporary = 0;
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[3];
+bool g_installed[3] = {false, false, false};
+
+void RemoveTemporaryAndRaise(int signal_number) {
+  if (g_has_temporary) unlink(g_temporary);
+  for (int i = 0; i < 3; ++i) {
+    if (kSignals[i] == signal_number) sigaction(signal_number, &g_previous[i], nullptr);
+  }
+  raise(signal_number);
+}
+
+// Moves `from` to `to` unless `to` exists (a file, a link, anything): renameat2's
+// RENAME_NOREPLACE (Linux 3.15), or where the file system lacks it, link() then unlink(), which
+// fail the same way on an existing name. Never a check-then-rename race.
+int RenameNoReplace(const char* from, const char* to) {
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  if (link(from, to) != 0) return -1;
+  unlink(from);
+  return 0;
+}
+
+}  // namespace
+
+namespace file_io_internal {
+
+ScopedTemporary::ScopedTemporary(const std::string& path) {
+  g_has_temporary = 0;
+  if (path.empty() || path.size() >= sizeof g_temporary) return;
+  std::memcpy(g_temporary, path.c_str(), path.size() + 1);
+  g_has_temporary = 1;
+  struct sigaction action {};
+  action.sa_handler = RemoveTemporaryAndRaise;
+  sigemptyset(&action.sa_mask);
+  for (int i = 0; i < 3; ++i) {
+    g_installed[i] = sigaction(kSignals[i], &action, &g_previous[i]) == 0;
+    // An ignored signal (nohup) stays ignored.
+    if (g_installed[i] && g_previous[i].sa_handler == SIG_IGN) {
+      sigaction(kSignals[i], &g_previous[i], nullptr);
+      g_installed[i] = false;
+    }
+  }
+}
+
+ScopedTemporary::~ScopedTemporary() {
+  for (int i = 0; i < 3; ++i) {
+    if (g_installed[i]) sigaction(kSignals[i], &g_previous[i], nullptr);
+    g_installed[i] = false;
+  }
+  g_has_temporary = 0;
+}
+
+}  // namespace file_io_internal
+
+Status WriteFileAtomic(const std::string& path, const std::string& contents, bool replace) {
   auto resolved = FollowLinks(path);
   if (!resolved.ok()) return resolved.error();
-  const std::filesystem::path target = *resolved;
+  // Without replace nothing may stand at the path, so there is no link to follow either.
+  const std::filesystem::path target = replace ? *resolved : std::filesystem::path(path);
   const std::string dir = DirectoryOf(target);
   std::string tmpl = (std::filesystem::path(dir) / ("." + target.filename().string() + ".XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
+  const file_io_internal::ScopedTemporary temporary(fd >= 0 ? tmpl : std::string());
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return Error{"cannot write " + path + ": directory " + dir + " does not exist"};
     return Error{"cannot write " + path + ": " + std::strerror(errno)};
@@ -124,10 +188,13 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     std::remove(tmpl.c_str());
     return Error{"cannot write " + path + ": " + err};
   }
-  if (std::rename(tmpl.c_str(), target.c_str()) != 0) {
-    std::string err = std::strerror(errno);
+  if ((replace ? std::rename(tmpl.c_str(), target.c_str()) : RenameNoReplace(tmpl.c_str(), target.c_str())) != 0) {
+    const int error = errno;
     std::remove(tmpl.c_str());
-    return Error{"cannot write " + path + ": " + err};
+    if (!replace && error == EEXIST) {
+      return Error{"cannot write " + path + ": it appeared while ds-plan was working and was kept; pass --force to replace it"};
+    }
+    return Error{"cannot write " + path + ": " + std::strerror(error)};
   }
   return Status::Ok();
 }
@@ -160,14 +227,14 @@ Status CheckOutputPath(const std::string& flag, const std::string& path, bool fo
   return Status::Ok();
 }
 
-Status WriteOutput(const std::string& flag, const std::string& path, const std::string& contents) {
+Status WriteOutput(const std::string& flag, const std::string& path, const std::string& contents, bool force) {
   if (path == "-") {
     std::cout << contents;
     std::cout.flush();
     if (!std::cout) return Error{flag + " -: cannot write to standard output"};
     return Status::Ok();
   }
-  Status s = WriteFileAtomic(path, contents);
+  Status s = WriteFileAtomic(path, contents, /*replace=*/force);
   if (!s.ok()) return Error{flag + ": " + s.error().message};
   return s;
 }

@@ -7,6 +7,7 @@
 
 #include "core/config/batch_triple.h"
 #include "core/config/config_view.h"
+#include "core/json/document.h"
 #include "core/schema/schema_check.h"
 #include "core/util/file_io.h"
 #include "core/util/text.h"
@@ -32,10 +33,19 @@ void SetOrErase(Json& object, const char* key, bool keep, const Json& value) {
   }
 }
 
-Json ValueOf(std::string_view text) {
-  Json v = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (v.is_discarded()) return Json(std::string(text));
-  return v;
+// A `set` value: JSON read by the bounded parser every input goes through (ParseOptions'
+// max_depth), else the text as a string (`set optimizer.type=AdamW`). A value nested deeper than
+// that is refused: kept, it would make every later evaluation walk it (quadratic in its depth).
+Result<Json> ValueOf(std::string_view text) {
+  ParsedJson parsed = ParseJsonLenient("set", std::string(text));
+  for (const Diagnostic& d : parsed.diagnostics) {
+    if (d.rule_id == "json-too-deep") {
+      return Error{"the value is nested deeper than " + std::to_string(ParseOptions{}.max_depth) +
+                   " levels; no DeepSpeed setting is"};
+    }
+  }
+  if (!parsed.ok) return Json(std::string(text));
+  return std::move(parsed.doc.root);
 }
 
 Result<int64_t> IntegerKnob(const std::string& key, const Json& v, int64_t lo, int64_t hi) {
@@ -221,7 +231,9 @@ Result<std::string> Session::Set(std::string_view assignment) {
   const std::string key = Trim(assignment.substr(0, eq));
   const std::string value = Trim(assignment.substr(eq + 1));
   if (key.empty()) return Error{"expected KEY=VALUE: the key is empty"};
-  return SetAll({{key, ValueOf(value)}}, "set " + key + "=" + value);
+  auto parsed = ValueOf(value);
+  if (!parsed.ok()) return Error{"set " + key + ": " + parsed.error().message};
+  return SetAll({{key, std::move(parsed).value()}}, "set " + key + "=" + value);
 }
 
 Result<std::string> Session::SetAll(const std::vector<std::pair<std::string, Json>>& assignments, std::string what,
@@ -332,7 +344,7 @@ Status Session::Write(const std::string& path, bool force) {
   // directory is ever replaced, a link or an existing file only with --force.
   if (path == "-") return Error{"write PATH: name a file (simulate and check read it back)"};
   if (Status s = CheckOutputPath("write", path, force); !s.ok()) return s;
-  if (Status s = WriteFileAtomic(path, ConfigTextToWrite()); !s.ok()) return s;
+  if (Status s = WriteFileAtomic(path, ConfigTextToWrite(), /*replace=*/force); !s.ok()) return s;
   saved_config_ = ConfigToWrite();
   saved_knobs_ = entry().knobs;
   written_path_ = path;

@@ -3,6 +3,7 @@
 // written on one layout and resumed on another, and the ones that must be refused.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -153,6 +154,25 @@ TEST(RunCliTest, AManifestLayerCountNoRunWritesIsRefusedBeforeBuildingTheModel) 
             std::string::npos)
       << out;
   EXPECT_NE(out.find("exit 2"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 36 item 8: --save into a directory of other files would replace any of them named like a
+// checkpoint file; refused before anything runs unless --force.
+TEST(RunCliTest, SaveIntoADirectoryOfOtherFilesNeedsForce) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dsp-run-save-into-files";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "mp_rank_00_model_states.bin") << "not ours";
+  const std::string out = testing::RunShell(
+      "WORLD_SIZE=4 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29998 timeout 60 " + testing::ShellQuote(DSP_BINARY) +
+      " run samples/configs/run/dp4-zero1.json --steps 1 --save " + dir.string() + " 2>&1; echo \"exit $?\"");
+  EXPECT_NE(out.find("holds files but no checkpoint; its files of the same names would be replaced"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("exit 2"), std::string::npos) << out;
+  std::ifstream kept(dir / "mp_rank_00_model_states.bin");
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "not ours");
   std::filesystem::remove_all(dir);
 }
 

@@ -2,8 +2,10 @@
 #include "core/util/file_io.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -39,6 +41,81 @@ TEST_F(FileIoTest, WriteIsAtomicAndKeepsUsualPermissions) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
   EXPECT_EQ(entries, 1);
+}
+
+// Issue 36 item 8: CheckOutputPath passes before a long run; a file (or a link) created at the
+// path while it ran is kept without --force. The check is the rename itself (RENAME_NOREPLACE),
+// so no window remains between a check and the rename.
+TEST_F(FileIoTest, AFileThatAppearedDuringTheRunIsKeptWithoutForce) {
+  const std::string path = (dir_ / "plan.json").string();
+  ASSERT_TRUE(CheckOutputPath("-o", path, /*force=*/false).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "someone else's\n").ok());  // appears during the run
+  Status kept = WriteOutput("-o", path, "ours\n", /*force=*/false);
+  ASSERT_FALSE(kept.ok());
+  EXPECT_EQ(kept.error().message,
+            "-o: cannot write " + path + ": it appeared while ds-plan was working and was kept; pass --force to replace it");
+  EXPECT_EQ(ReadFile(path).value(), "someone else's\n");
+  // A link that appeared is kept too, and nothing is written where it points.
+  const std::string link = (dir_ / "link.json").string();
+  fs::create_symlink(dir_ / "elsewhere.json", link);
+  EXPECT_FALSE(WriteOutput("-o", link, "ours\n", false).ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere.json"));
+  // No temporary is left behind by the refusals.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 2);
+  // With --force the file is replaced, and a new path is written either way.
+  ASSERT_TRUE(WriteOutput("-o", path, "ours\n", /*force=*/true).ok());
+  EXPECT_EQ(ReadFile(path).value(), "ours\n");
+  ASSERT_TRUE(WriteOutput("-o", (dir_ / "new.json").string(), "new\n", false).ok());
+  EXPECT_EQ(ReadFile((dir_ / "new.json").string()).value(), "new\n");
+}
+
+// Issue 36 item 8: Ctrl-C or SIGTERM during a write left the hidden temporary (14-23 MB for a big
+// SVG). While a write holds its temporary, the signals delete it and the process still ends by
+// the signal; a handler that was there before (curses') still runs; before and after the write
+// ds-plan's handlers are not installed at all.
+TEST_F(FileIoTest, ASignalDuringAWriteRemovesItsTemporary) {
+  auto run = [&](int signal_number, bool previous_handler) {
+    const fs::path temporary = dir_ / (".out.json." + std::to_string(signal_number));
+    const fs::path marker = dir_ / ("previous-ran." + std::to_string(signal_number));
+    const pid_t child = fork();
+    if (child == 0) {
+      static std::string marker_path;
+      marker_path = marker.string();
+      if (previous_handler) {
+        std::signal(signal_number, [](int s) {
+          std::fclose(std::fopen(marker_path.c_str(), "w"));
+          std::signal(s, SIG_DFL);
+          raise(s);
+        });
+      }
+      std::FILE* f = std::fopen(temporary.c_str(), "w");
+      std::fputs("half a file", f);
+      std::fclose(f);
+      const file_io_internal::ScopedTemporary held(temporary.string());  // as WriteFileAtomic holds its own
+      raise(signal_number);
+      _exit(0);  // not reached
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status)) << signal_number;
+    if (WIFSIGNALED(status)) EXPECT_EQ(WTERMSIG(status), signal_number);
+    EXPECT_FALSE(fs::exists(temporary)) << signal_number;
+    EXPECT_EQ(fs::exists(marker), previous_handler) << signal_number;
+  };
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) run(signal_number, false);
+  run(SIGTERM, true);
+  // After a write its handler is gone: what was there before is back.
+  std::signal(SIGHUP, SIG_IGN);
+  ASSERT_TRUE(WriteFileAtomic((dir_ / "kept.json").string(), "kept\n").ok());
+  struct sigaction now {};
+  sigaction(SIGHUP, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+  std::signal(SIGHUP, SIG_DFL);
 }
 
 TEST_F(FileIoTest, ErrorsAreValues) {

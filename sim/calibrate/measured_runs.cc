@@ -7,24 +7,10 @@
 #include <sstream>
 
 #include "core/plan/plan.h"
+#include "sim/calibrate/tsv.h"
 
 namespace dsp::sim {
 namespace {
-
-std::vector<std::string> SplitTabs(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  for (char c : line) {
-    if (c == '\t') {
-      out.push_back(cell);
-      cell.clear();
-    } else if (c != '\r') {
-      cell += c;
-    }
-  }
-  out.push_back(cell);
-  return out;
-}
 
 class Row {
  public:

@@ -6,15 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "sim/calibrate/tsv.h"
+
 namespace dsp::sim {
 namespace {
-
-std::vector<std::string> Cells(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  for (std::string c; std::getline(in, c, '\t');) cells.push_back(c);
-  return cells;
-}
 
 class Row {
  public:
@@ -61,10 +56,10 @@ Result<std::vector<SweepStep>> ParseStepSweep(std::string_view tsv) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (header.empty()) {
-      header = Cells(line);
+      header = SplitTabs(line);
       continue;
     }
-    const std::vector<std::string> cells = Cells(line);
+    const std::vector<std::string> cells = SplitTabs(line);
     std::map<std::string, std::string> named;
     for (size_t i = 0; i < header.size() && i < cells.size(); ++i) named[header[i]] = cells[i];
     if (named["status"] != "ok") continue;

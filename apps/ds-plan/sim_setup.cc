@@ -36,16 +36,28 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                   "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");
   engine_option = app->add_option("--engine", engine,
                   "training framework: deepspeed (AutoTP/Ulysses/AutoEP), megatron-deepspeed "
-                  "(Megatron's model under DeepSpeed's engine) or megatron-lm")
-      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
+                  "(Megatron's model under DeepSpeed's engine), megatron-lm (Megatron-Core, as NeMo "
+                  "runs it) or fsdp2 (PyTorch FSDP2 as torchtitan composes it)")
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}));
   tp_option = app->add_option("--tp", megatron_tp,
-                  "Megatron's tensor-model-parallel size (megatron engines; not in the DeepSpeed config)")
+                  "tensor-parallel size of the megatron engines and fsdp2 (not in the DeepSpeed config; "
+                  "DeepSpeed's AutoTP size is tensor_parallel.autotp_size)")
       ->check(CLI::Range(1, 1 << 20));
   megatron_sp_option = app->add_flag("--megatron-sp", megatron_sp,
                 "Megatron sequence parallelism in the TP regions (megatron engines)");
   virtual_stages_option = app->add_option("--virtual-stages", virtual_stages,
                   "interleaved 1F1B model chunks per pipeline stage (megatron-lm)")
       ->check(CLI::Range(1, 1024));
+  cp_option = app->add_option("--cp", cp,
+                  "context-parallel size (megatron-lm: TransformerEngine's ring attention; fsdp2: PyTorch's "
+                  "context_parallel); DeepSpeed's is Ulysses, sequence_parallel_size in the config")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  ep_option = app->add_option("--ep", ep,
+                  "expert-parallel size (megatron-lm, fsdp2); DeepSpeed's is expert_parallel.autoep_size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  fp8_option = app->add_flag("--fp8", fp8,
+                "FP8 linear layers: TransformerEngine under megatron-lm, torchao float8 under fsdp2 "
+                "(needs the cluster's gpu.fp8_tflops)");
   app->add_option("--attention", attention,
                   "attention kernel: flash (FlashAttention/SDPA, the default) or materialized "
                   "(scores in HBM, as before 2022)")
@@ -166,6 +178,9 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
     k.engine.deepspeed_version = *v;
   }
   k.megatron_tp = args.megatron_tp;
+  k.cp = args.cp;
+  k.ep = args.ep;
+  k.engine.fp8 = args.fp8;
   k.attn_implementation = args.attn_impl;
   return k;
 }

@@ -33,6 +33,9 @@ struct SimArgs {
   int64_t megatron_tp = 0;       // --tp: Megatron's tensor-model-parallel size
   bool megatron_sp = false;
   int virtual_stages = 1;
+  int64_t cp = 0;     // --cp: context-parallel size (megatron-lm, fsdp2)
+  int64_t ep = 0;     // --ep: expert-parallel size (megatron-lm, fsdp2)
+  bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
   std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation
@@ -45,10 +48,14 @@ struct SimArgs {
   CLI::Option* tp_option = nullptr;
   CLI::Option* megatron_sp_option = nullptr;
   CLI::Option* virtual_stages_option = nullptr;
+  CLI::Option* cp_option = nullptr;
+  CLI::Option* ep_option = nullptr;
+  CLI::Option* fp8_option = nullptr;
   bool flags_are_explicit = false;
 
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
-  // --engine, --tp, --megatron-sp, --virtual-stages, --attention, --deepspeed-version.
+  // --engine, --tp, --megatron-sp, --virtual-stages, --cp, --ep, --fp8, --attention,
+  // --deepspeed-version.
   void AddTo(CLI::App* app);
   // The same flags without CONFIG, --model and --cluster (the world flags onwards), for a command
   // that names those itself (calibrate --trace).

@@ -31,18 +31,27 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
                  ": a model is split by one of them, not both"};
   }
   const int64_t tp = inputs.mpu_tp > 0 ? inputs.mpu_tp : pc.tp;
+  for (auto [flag, value, key, set] : {std::tuple{"--cp", inputs.cp, "sequence_parallel_size", pc.sp > 1},
+                                       std::tuple{"--ep", inputs.ep, "expert_parallel", pc.autoep_enabled}}) {
+    if (value > 0 && set) {
+      return Error{std::string("the config sets ") + key + " and the command line gives " + flag + " " +
+                   std::to_string(value) + ": give the size in one place"};
+    }
+  }
+  const int64_t sp = inputs.cp > 0 ? inputs.cp : pc.sp;
+  const int64_t ep = inputs.ep > 0 ? inputs.ep : pc.ep;
   ParallelSizes& s = plan.sizes;
   for (auto [value, name, dest] : {std::tuple{inputs.world_size, "world size", &s.world},
                                    std::tuple{tp, "tensor parallel size", &s.tp},
-                                   std::tuple{pc.sp, "sequence_parallel_size", &s.sp},
+                                   std::tuple{sp, inputs.cp > 0 ? "context parallel size" : "sequence_parallel_size", &s.sp},
                                    std::tuple{inputs.pp, "pipeline size", &s.pp},
-                                   std::tuple{pc.ep, "expert_parallel.autoep_size", &s.ep},
+                                   std::tuple{ep, inputs.ep > 0 ? "expert parallel size" : "expert_parallel.autoep_size", &s.ep},
                                    std::tuple{pc.etp, "expert_parallel.expert_tensor_parallel_size", &s.etp}}) {
     auto v = ToInt(value, name);
     if (!v.ok()) return v.error();
     *dest = *v;
   }
-  s.expert_parallel = pc.autoep_enabled;
+  s.expert_parallel = pc.autoep_enabled || inputs.ep > 0;
   s.data_before_expert = pc.data_before_expert;
 
   auto derived = Derive(s);

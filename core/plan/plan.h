@@ -22,6 +22,13 @@ struct PlanInputs {
   // Megatron's tensor-model-parallel size (--tensor-model-parallel-size of Megatron-LM or
   // Megatron-DeepSpeed's mpu); 0 = the config's tensor_parallel.autotp_size.
   int64_t mpu_tp = 0;
+  // Context-parallel and expert-parallel sizes of the engines that take them from the command line
+  // (Megatron-Core's --context-parallel-size / --expert-model-parallel-size, torchtitan's
+  // parallelism.context_parallel_degree / expert_parallel_degree); 0 = the config's
+  // sequence_parallel_size and expert_parallel section. Context parallelism fills the sp groups,
+  // as Megatron's RankGenerator builds cp where DeepSpeed builds Ulysses.
+  int64_t cp = 0;
+  int64_t ep = 0;
   RankLayout layout = RankLayout::kDeepSpeed;
   ExpertLayout expert_layout = ExpertLayout::kAuto;
 };

@@ -25,6 +25,9 @@ struct ValidateOptions {
   std::optional<int64_t> gpus_per_node;  // marks groups that cross nodes
   int64_t pp = 1;                        // pipeline stages (from PipelineModule, not the config)
   int64_t mpu_tp = 1;                    // Megatron's tensor-model-parallel size (an mpu), not AutoTP
+  // The pipeline runtime is not DeepSpeed's PipelineEngine but one that shards parameters across
+  // stages (PyTorch FSDP2 under torch.distributed.pipelining): zero-stage-pipeline does not apply.
+  bool pipeline_allows_sharded_zero = false;
   std::optional<int64_t> seq_len;        // --seq-len
   const ModelSpec* model = nullptr;      // --model
   DeepSpeedVersion version = DeepSpeedVersion::Newest();

@@ -364,7 +364,7 @@ void CheckFieldSpellings(RuleContext& ctx) {
 // pipeline parallelism". The pipeline stages come from the command line (--pp), not the config.
 void CheckPipeline(RuleContext& ctx, std::optional<int64_t> stage) {
   const int64_t pp = ctx.options().pp;
-  if (!stage || *stage < 2 || pp <= 1) return;
+  if (!stage || *stage < 2 || pp <= 1 || ctx.options().pipeline_allows_sharded_zero) return;
   ctx.Report("zero-stage-pipeline", ctx.parallel().zero_stage.present() ? ctx.parallel().zero_stage.pointer : kZero,
              "ZeRO stage " + std::to_string(*stage) + " with " + std::to_string(pp) +
                  " pipeline stages: DeepSpeed's PipelineEngine asserts \"ZeRO-2 and ZeRO-3 are incompatible "

@@ -60,11 +60,29 @@ namespace {
 using data_parallel::RankParams;
 
 // Megatron-LM's DDP reduces gradient buckets of 25 M bytes while backward runs (its
-// overlap_grad_reduce hooks): the last micro-step's backward hides them.
+// overlap_grad_reduce hooks): the last micro-step's backward hides them. With the distributed
+// optimizer (ZeRO stage 1 in the config; megatron/core/distributed/param_and_grad_buffer.py
+// start_grad_sync: reduce_scatter_tensor per bucket, start_param_sync: all_gather_into_tensor)
+// each bucket is reduce-scattered over dp x cp instead, and the updated bf16 parameters are
+// all-gathered bucket by bucket in front of the next step's forward (overlap_param_gather).
+// Routed experts reduce over their expert-data-parallel group.
 void PlanMegatronDdp(const PlanContext& ctx, const RankParams& params, double grad_bytes, CollectivePlanner& plan) {
-  const GroupKind dense_group = ZeroPartitionGroup(*ctx.in.plan, false);
-  plan.AddBucketed("dp_grad_reduce", CollectiveKind::kAllReduce, dense_group, params.dense, grad_bytes,
-                   2.5e7 / grad_bytes, CommSchedule::kBoundaryOverlap);
+  const SimInput& in = ctx.in;
+  const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
+  const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
+  const bool distributed_optimizer = in.zero.stage >= 1;
+  const CollectiveKind reduce = distributed_optimizer ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  plan.AddBucketed("dp_grad_reduce", reduce, dense_group, params.dense, grad_bytes, 2.5e7 / grad_bytes,
+                   CommSchedule::kBoundaryOverlap);
+  plan.AddBucketed("edp_grad_reduce", reduce, expert_group, params.routed, grad_bytes, 2.5e7 / grad_bytes,
+                   CommSchedule::kBoundaryOverlap);
+  if (distributed_optimizer) {
+    const double bpe = ctx.bytes_per_element;
+    plan.AddBucketed("dist_opt_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense, bpe,
+                     2.5e7 / bpe, CommSchedule::kBoundaryOverlap);
+    plan.AddBucketed("dist_opt_expert_param_all_gather", CollectiveKind::kAllGather, expert_group, params.routed, bpe,
+                     2.5e7 / bpe, CommSchedule::kBoundaryOverlap);
+  }
   PlanTiedEmbeddingGradient(ctx, grad_bytes, plan);
 }
 
@@ -176,6 +194,7 @@ void PlanDataParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   switch (in.engine.framework().gradients) {
     case GradientSync::kMegatronDdp: return PlanMegatronDdp(ctx, params, grad_bytes, plan);
     case GradientSync::kDeepSpeedZero: return PlanDeepSpeedZero(ctx, params, grad_bytes, plan);
+    case GradientSync::kFsdp2: return PlanFsdp2(ctx, grad_bytes, plan);
   }
 }
 

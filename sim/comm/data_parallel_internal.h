@@ -25,6 +25,17 @@ struct Zero3Layer {
 };
 Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe);
 
+/// FSDP2's parameter groups on one rank (sim/comm/fsdp2_comm.cc).
+struct Fsdp2Groups {
+  double layers = 0;    // transformer blocks on the stage: one group each
+  double outside = 0;   // tok_embeddings and [norm, output] groups on the stage
+  bool reshard_after_forward = false;
+  bool sync_every_micro_batch = true;  // false under a pipeline: one reduce-scatter per step
+  double dense = 0, routed = 0;        // elements per rank before sharding
+  double root = 0;      // elements of [norm, output], never resharded after forward
+};
+Fsdp2Groups DescribeFsdp2Groups(const SimInput& in, const RankParams& params);
+
 /// ZeRO-1/2 parameter all-gathers after the step and ZeRO-3's per-module gathers.
 void PlanZeroParameterGathers(const PlanContext& ctx, const RankParams& params, CollectivePlanner& plan);
 

@@ -86,7 +86,8 @@ PlanContext MakePlanContext(const SimInput& in, const StepTimeOptions& options) 
   ctx.forward_passes = in.workload.recompute == Recompute::kFull ? 2.0 : 1.0;
   ctx.tp_sequence_parallel = options.tp_sequence_parallel || in.engine.megatron_sp;
   ctx.autoep = in.plan->sizes.expert_parallel;
-  ctx.folding = ctx.autoep && in.plan->sizes.tp > 1;
+  // Parallel folding's restore and TP-replicated gradients are AutoEP's (auto_ep_folding.py).
+  ctx.folding = ctx.autoep && in.plan->sizes.tp > 1 && in.engine.framework().autoep;
   return ctx;
 }
 

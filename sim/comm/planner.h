@@ -85,12 +85,17 @@ void PlanCheckpointPartitionGathers(const PlanContext& ctx, CollectivePlanner& p
 void PlanPipelineParallel(const PlanContext& ctx, CollectivePlanner& plan);
 /// The tied embedding's gradient, all-reduced between the first and last stage after the drain.
 void PlanTiedEmbeddingGradient(const PlanContext& ctx, double grad_bytes, CollectivePlanner& plan);
-/// Sequence parallelism: Ulysses / AutoSP all-to-alls around attention.
+/// Sequence parallelism: Ulysses / AutoSP all-to-alls around attention, or the engine's context
+/// parallelism (ring p2p or all-gather of K and V).
 void PlanSequenceParallel(const PlanContext& ctx, CollectivePlanner& plan);
+/// One rank's K and V of one layer for one micro-batch under context parallelism (bytes).
+double ContextParallelKvBytes(const PlanContext& ctx);
 /// Expert parallelism: AutoEP's dispatch, combine and count exchange, and folding's restore.
 void PlanExpertParallel(const PlanContext& ctx, CollectivePlanner& plan);
 /// Data parallelism and ZeRO: gradient reduction, ZeRO-1/2 parameter all-gathers, ZeRO-3 gathers
 /// (and folding's TP-replicated gradients), as the framework's GradientSync does them.
 void PlanDataParallel(const PlanContext& ctx, CollectivePlanner& plan);
+/// FSDP2: per-group parameter all-gathers and gradient reduce-scatters (sim/comm/fsdp2_comm.cc).
+void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& plan);
 
 }  // namespace dsp::sim

@@ -89,8 +89,8 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   const double d_qk = static_cast<double>(shape.qk_head_dim > 0 ? shape.qk_head_dim : shape.head_dim);
   const double d_v = static_cast<double>(shape.v_head_dim > 0 ? shape.v_head_dim : shape.head_dim);
   // Ulysses with more ranks than k/v heads replicates k/v heads up to sp (ulysses_sp.py).
-  const int64_t kv_heads = shape.ulysses_sp > 1 ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp)
-                                                : shape.kv_heads;
+  const bool ulysses = shape.ulysses_sp > 1 && shape.context_parallel == ContextParallel::kNone;
+  const int64_t kv_heads = ulysses ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp) : shape.kv_heads;
   const double a = static_cast<double>(shape.heads), g = static_cast<double>(kv_heads);
   attention = Div(kActivationBytes * tokens * h, replicated);  // q/k/v input
   // Q, K, V and the attention output feeding o_proj.

@@ -11,6 +11,8 @@
 // three projections, models without dropout, Ulysses SP and MoE layers.
 #pragma once
 
+#include "sim/frameworks/framework.h"
+
 #include <cstdint>
 
 #include "sim/cost/workload.h"
@@ -57,6 +59,9 @@ struct LayerShape {
                              // DeepSpeed's AutoTP does not do this; kept for the paper's formulas.
   int ulysses_sp = 1;        // DeepSpeed-Ulysses: every tensor holds s/sp tokens (all heads) or
                              // a/sp heads (all tokens), both 1/sp of the unsplit size
+  // ulysses_sp is context parallelism (--cp): every tensor holds s/cp tokens and all heads; K/V
+  // heads are not replicated and no all-to-all runs.
+  ContextParallel context_parallel = ContextParallel::kNone;
 
   // MoE layer when num_experts > 0: the MoE block replaces the dense MLP.
   int64_t num_experts = 0;

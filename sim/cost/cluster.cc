@@ -187,6 +187,9 @@ Status CheckRanges(const Json& json, const Cluster& c) {
       {"/efficiency/matmul", c.efficiency.matmul, 0.01, 1, true},
       {"/efficiency/memory", c.efficiency.memory, 0.01, 1, true},
       {"/efficiency/attention", c.efficiency.attention, 0.01, 1, given("/efficiency/attention")},
+      {"/efficiency/fp8_matmul", c.efficiency.fp8_matmul, 0.01, 1, given("/efficiency/fp8_matmul")},
+      {"/gpu/peak_fp8_flops_per_second", c.gpu.peak_fp8_flops_per_second, 0, 1e17,
+       given("/gpu/peak_fp8_flops_per_second")},
       {"/memory/reserved_bytes", c.memory.reserved_bytes, 0, 1e14, true},
       {"/host/forward_seconds_per_kernel", c.host.forward_seconds_per_kernel, 0, 1e-2, true},
       {"/host/backward_seconds_per_kernel", c.host.backward_seconds_per_kernel, 0, 1e-2, true},
@@ -219,6 +222,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Object("gpu", true, [&](ObjectReader& r) {
     r.String("name", &c.gpu.name);
     r.Number("peak_bf16_flops_per_second", &c.gpu.peak_bf16_flops_per_second, true);
+    r.NonNegative("peak_fp8_flops_per_second", &c.gpu.peak_fp8_flops_per_second);
     r.Number("hbm_bytes", &c.gpu.hbm_bytes, true);
     r.Number("hbm_bytes_per_second", &c.gpu.hbm_bytes_per_second, true);
     r.Integer("sm_count", &c.gpu.sm_count, 100000, /*required=*/false);
@@ -236,6 +240,7 @@ Result<Cluster> ParseCluster(const Json& json) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);
     r.Number("attention", &c.efficiency.attention, false, /*fraction=*/true);
+    r.Number("fp8_matmul", &c.efficiency.fp8_matmul, false, /*fraction=*/true);
   });
   root.Object("memory", false, [&](ObjectReader& r) {
     r.NonNegative("reserved_bytes", &c.memory.reserved_bytes);

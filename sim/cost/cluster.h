@@ -13,6 +13,14 @@ namespace dsp::sim {
 struct GpuSpec {
   std::string name;                      // "H100 SXM"
   double peak_bf16_flops_per_second = 0; // dense tensor-core peak (not the sparse figure)
+  // Dense FP8 tensor-core peak (H100/H200 SXM 1979 TFLOP/s, B200 4500). 0: the GPU has no FP8
+  // tensor cores (A100, V100) and --fp8 is refused; absent (-1): twice the bf16 peak, Hopper's and
+  // Blackwell's ratio, with a note. Fp8PeakFlops() resolves it.
+  double peak_fp8_flops_per_second = -1;
+  bool fp8_peak_given() const { return peak_fp8_flops_per_second >= 0; }
+  double Fp8PeakFlops() const {
+    return peak_fp8_flops_per_second >= 0 ? peak_fp8_flops_per_second : 2.0 * peak_bf16_flops_per_second;
+  }
   double hbm_bytes = 0;                  // usable device memory
   double hbm_bytes_per_second = 0;       // HBM bandwidth
   int sm_count = 0;                      // streaming multiprocessors: GEMM wave quantization (0 = off)
@@ -37,6 +45,7 @@ struct Efficiency {
   double matmul = 0.0;     // achieved / peak for large GEMMs
   double memory = 0.0;     // achieved / peak HBM bandwidth for memory-bound operators
   double attention = 0.0;  // achieved / peak for fused (Flash) attention; 0 = same as matmul
+  double fp8_matmul = 0.0;  // achieved / FP8 peak for FP8 GEMMs; 0 = same as matmul (an assumption)
 };
 
 // How long the host takes to issue one kernel of an eager PyTorch step (the Python module code,

@@ -13,6 +13,8 @@ OperatorCost Matmul(std::string_view name, double m, double k, double n, double 
   op.kind = KernelKind::kMatmul;
   op.rows = m;
   op.cols = n;
+  op.input_elements = m * k;
+  op.weight_elements = k * n;
   return op;
 }
 
@@ -78,6 +80,9 @@ void Accumulate(OperatorCost& into, const OperatorCost& op, double count) {
   into.rows = op.rows;
   into.cols = op.cols;
   into.kernels = count;
+  into.kind = op.kind;
+  into.input_elements += op.input_elements * count;
+  into.weight_elements += op.weight_elements * count;
 }
 
 // gate, up (hidden -> width) and down (width -> hidden) on m tokens, as one operator.
@@ -351,7 +356,43 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
   }
 }
 
+// The layer's linear GEMMs (everything kMatmul but the router) to FP8, and their casts.
+void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
+  std::vector<OperatorCost> fp8_ops;
+  for (OperatorCost& op : ops) {
+    if (op.kind != KernelKind::kMatmul || op.name == "router") continue;
+    op.fp8 = true;
+    fp8_ops.push_back(op);
+  }
+  const Fp8Cast cast = Fp8CastBytes(fp8_ops, recipe);
+  OperatorCost c = Memory("fp8_cast", cast.bytes);
+  c.kernels = cast.kernels;
+  if (c.bytes > 0) ops.push_back(c);
+}
+
 }  // namespace
+
+Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe) {
+  Fp8Cast out;
+  for (const OperatorCost& op : fp8_ops) {
+    switch (recipe) {
+      case Fp8Linear::kNone: break;
+      case Fp8Linear::kTransformerEngine:
+        // The norm writes q/k/v's and the MLP's first input in fp8; o_proj's and the down
+        // projection's inputs are cast (with their transposes). One kernel each.
+        if (op.name == "o_proj" || op.name == "mlp_down" || op.name == "mlp_fc2") {
+          out.bytes += 4.0 * op.input_elements;
+          out.kernels += 1;
+        }
+        break;
+      case Fp8Linear::kTorchaoFloat8:
+        out.bytes += 5.0 * (op.input_elements + op.weight_elements);
+        out.kernels += 4.0 * op.kernels;
+        break;
+    }
+  }
+  return out;
+}
 
 std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, AttentionKind kind, const ShardShape& shard,
                                                double q_heads_rank, double kv_heads_rank) {
@@ -388,6 +429,7 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     DenseMlpOperators(model, x, ops);
   }
   ops.push_back(Memory("residual_add", residual_bytes));
+  if (shard.fp8 != Fp8Linear::kNone) ApplyFp8(shard.fp8, ops);
   return ops;
 }
 

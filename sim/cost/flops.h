@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/model/model_spec.h"
+#include "sim/frameworks/framework.h"
 
 namespace dsp::sim {
 
@@ -47,6 +48,9 @@ struct ShardShape {
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;
+  // --fp8: the decoder layers' linear GEMMs run in FP8 by this recipe (router and lm_head stay
+  // bf16: TransformerEngine's Megatron layers and torchao's default filter_fqns ["output"]).
+  Fp8Linear fp8 = Fp8Linear::kNone;
 };
 
 /// What bounds a kernel: tensor-core FLOPs (a GEMM, with its output tile count deciding wave
@@ -66,6 +70,9 @@ struct OperatorCost {
   // Share of `flops` the kernel executes: a fused causal attention kernel skips the tiles above the
   // diagonal, half of the full-square work `flops` counts (the MFU convention).
   double executed = 1.0;
+  bool fp8 = false;  // kMatmul at the FP8 rate (ShardShape::fp8)
+  // kMatmul: elements of the GEMMs' inputs and weights, what FP8 casts read (Fp8CastBytes).
+  double input_elements = 0, weight_elements = 0;
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte
 };
 
@@ -91,6 +98,21 @@ OperatorCost MoePermute(double assignments, double h, double expert_width, const
 /// `!shard.flash_attention` QK^T, softmax, dropout (if any) and AV.
 std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, AttentionKind kind, const ShardShape& shard,
                                                double q_heads_rank, double kv_heads_rank);
+
+/// Bytes and launches of the FP8 casts around a layer's FP8 GEMMs in forward, per recipe:
+/// TransformerEngine (delayed scaling, amax fused into the cast; the cast also writes the
+/// transpose the weight-gradient GEMM reads, tex.fp8_cast_transpose_fused: 2 bytes read, 2
+/// written per element) casts the inputs of o_proj and the MLP's down projection, the norm before
+/// q/k/v and the MLP's first GEMM writing fp8 itself (LayerNormLinear), and reuses the weights'
+/// fp8 copies across micro-batches (Linear's is_first_microbatch); torchao's tensorwise dynamic
+/// scaling (torchao/float8/float8_linear.py matmul_with_hp_or_float8_args, hp_tensor_to_float8_dynamic)
+/// reads every GEMM's input and weight for the amax, then again for the cast (2 + 2 + 1 bytes per
+/// element, two kernels each). Backward's casts (the output gradient; torchao's re-casts of the
+/// saved bf16 input and weight) follow the memory-bound kernels' backward rule.
+struct Fp8Cast {
+  double bytes = 0, kernels = 0;
+};
+Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe);
 
 /// Forward operators of decoder layer `layer` on one rank.
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,

@@ -30,8 +30,9 @@ KernelRates KernelRatesOf(const Cluster& cluster) {
   const double mm = cluster.efficiency.matmul > 0 ? cluster.efficiency.matmul : 1.0;
   const double mem = cluster.efficiency.memory > 0 ? cluster.efficiency.memory : 1.0;
   const double attn = cluster.efficiency.attention > 0 ? cluster.efficiency.attention : mm;
+  const double fp8 = cluster.efficiency.fp8_matmul > 0 ? cluster.efficiency.fp8_matmul : mm;
   const double peak = cluster.gpu.peak_bf16_flops_per_second;
-  return {peak * mm, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
+  return {peak * mm, cluster.gpu.Fp8PeakFlops() * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
           cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
 }
 
@@ -40,7 +41,8 @@ KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& r, bool backw
   double rate = 0;
   switch (op.kind) {
     case KernelKind::kMatmul:
-      rate = r.matmul_flops_per_second * WaveUtilization(op.rows, op.cols, r.sm_count);
+      rate = (op.fp8 && r.fp8_matmul_flops_per_second > 0 ? r.fp8_matmul_flops_per_second : r.matmul_flops_per_second) *
+             WaveUtilization(op.rows, op.cols, r.sm_count);
       if (backward) {
         flops *= kBackwardFlopsPerForward;
         bytes *= kMatmulBackwardBytesPerForward;

@@ -15,6 +15,7 @@ namespace dsp::sim {
 /// The rates a cluster's GPU runs kernels at (datasheet peaks x the cluster's efficiencies).
 struct KernelRates {
   double matmul_flops_per_second = 0;
+  double fp8_matmul_flops_per_second = 0;  // FP8 peak x fp8_matmul efficiency (matmul's if unset)
   double attention_flops_per_second = 0;
   double hbm_bytes_per_second = 0;
   double kernel_overhead_seconds = 0;

@@ -133,6 +133,7 @@ LayerShape BaseShape(const SimInput& in) {
     shape.kv_heads = (m.num_key_value_heads / shape.tp + 1) * shape.tp;
   }
   shape.ulysses_sp = SequenceShards(in);
+  if (shape.ulysses_sp > 1) shape.context_parallel = in.engine.framework().context_parallel;
   shape.top_k = m.num_experts_per_tok;
   shape.expert_ffn = m.moe_intermediate_size;
   shape.shared_expert_ffn = m.shared_expert_intermediate_size;
@@ -170,6 +171,15 @@ LayerShape ShapeOfLayer(const SimInput& in, const LayerShape& base, int64_t laye
 double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
   // Gated DeltaNet layers get no all-to-all (AutoSP rewrites only SDPA calls).
   if (shape.ulysses_sp <= 1 || shape.linear_value_cols > 0) return 0;
+  const double kv_cols = static_cast<double>(shape.kv_heads * shape.head_dim) * 2.0 / std::max(shape.tp, 1);
+  switch (shape.context_parallel) {
+    case ContextParallel::kNone: break;
+    // PyTorch's all-gather rotater: the whole sequence's K and V of the layer, gathered.
+    case ContextParallel::kAllGatherKv:
+      return bytes_per_value * LocalTokens(shape) * static_cast<double>(shape.ulysses_sp) * kv_cols;
+    // TransformerEngine's ring: the chunk being sent and the one being received.
+    case ContextParallel::kRingP2p: return 2 * bytes_per_value * LocalTokens(shape) * kv_cols;
+  }
   // k/v heads are replicated up to sp when there are fewer of them than ranks.
   const int64_t kv_heads = std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
   const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
@@ -209,6 +219,10 @@ double AddModelStates(const SimInput& in, const StageParams& params, MemoryRepor
       st.gradients_bytes *= 4.0 / bpv;
       if (k > 4) st.optimizer_states_bytes *= (k - 4) / k;
     }
+    // FSDP2 (sharded, ZeRO stage 2/3): the sharded parameter is the fp32 tensor the optimizer
+    // steps (FSDPParam.sharded_param), counted in the optimizer's K bytes; the bf16 copies exist
+    // only while a group is gathered (AddBuffers).
+    if (in.engine.framework().gradients == GradientSync::kFsdp2 && zero_stage >= 2) st.parameters_bytes = 0;
     // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
     // 16-bit gradients.
     if (conv == MemoryConvention::kZeroPaper && !in.precision.torch_autocast &&
@@ -323,6 +337,43 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 
 }
 
+// FSDP2's unsharded parameters and gradient buffers on a rank (torch/distributed/fsdp/_fully_shard
+// _fsdp_param_group.py, _fsdp_collectives.py foreach_all_gather / foreach_reduce). Resharding
+// after forward: the group being computed and the next one prefetched (2 blocks of bf16), the root
+// group [norm, output] kept unsharded from its forward to its backward, and in backward one
+// block's bf16 gradients with the fp32 reduce-scatter input they are cast into. Without resharding
+// (ZeRO stage 2, or any pipeline: torchtitan's "default" policy) every group of the stage stays
+// gathered from forward to backward; under a pipeline gradient sync waits for the last
+// micro-batch, so the unsharded gradients accumulate in reduce_dtype (FSDPParam's
+// unsharded_accumulated_grad, fp32) all step. Stage 0 is DDP: two 25 MB buckets.
+double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double stage_params) {
+  const double bpv = in.workload.bytes_per_param;
+  const double reduce_bytes = std::max(in.workload.gradient_bytes_per_element, bpv);
+  if (in.zero.stage == 0) return 2 * 2.5e7;
+  const double block = params.largest_unit;
+  const double reduce_buffer = (bpv + reduce_bytes) * block;
+  const bool pipeline = in.plan->sizes.pp > 1;
+  if (in.zero.stage >= 3 && !pipeline) {
+    const double root = params.count[static_cast<size_t>(ParamFamily::kLmHead)];  // the norm is tiny
+    return bpv * (2 * block + root) + reduce_buffer;
+  }
+  return bpv * stage_params + (pipeline ? reduce_bytes * stage_params : 0.0) + reduce_buffer;
+}
+
+// --fp8 under TransformerEngine: each linear weight's fp8 copy and its transpose (the column-wise
+// data Hopper's weight-gradient GEMM reads), cached from the first micro-batch to the step's end
+// (transformer_engine/pytorch/module/linear.py, weight_workspace with is_first_microbatch): 2 bytes
+// per GEMM weight on the rank. torchao's Float8Linear casts on the fly and caches nothing.
+double Fp8WeightCopyBytes(const SimInput& in, const StageParams& params) {
+  if (!in.engine.fp8 || in.engine.framework().fp8 != Fp8Linear::kTransformerEngine) return 0;
+  double linear = 0;
+  for (ParamFamily f : {ParamFamily::kAttention, ParamFamily::kLatentProj, ParamFamily::kDenseMlp,
+                        ParamFamily::kRoutedExperts, ParamFamily::kSharedExperts}) {
+    linear += params.count[static_cast<size_t>(f)];
+  }
+  return 2.0 * linear;
+}
+
 // ZeRO's communication buffers and the all-to-all buffers.
 void AddBuffers(const SimInput& in, const StageParams& params, double total_params, MemoryReport& r) {
   const MemoryConvention conv = in.workload.convention;
@@ -333,6 +384,8 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
   if (conv == MemoryConvention::kDeepSpeedEstimator) {
     // The estimators count no buckets; at stage 3 they add 4 x the largest module.
     if (zero_stage == 3) r.zero_buffers_bytes = DeepSpeedZero3LayerBytes(params.largest_tensor);
+  } else if (in.engine.framework().gradients == GradientSync::kFsdp2) {
+    r.zero_buffers_bytes = Fsdp2GatheredBytes(in, params, total_params);
   } else if (zero_stage == 0) {
     r.zero_buffers_bytes = bpv * std::min(kStage0AllreduceElements, total_params);
   } else if (zero_stage <= 2) {
@@ -348,7 +401,8 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
                                           params.largest_unit + in.zero.prefetch_bucket_size));
     r.zero_buffers_bytes = bpv * reduce_bucket + bpv * live;
   }
-  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes;
+  r.fp8_weight_bytes = Fp8WeightCopyBytes(in, params);
+  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes + r.fp8_weight_bytes;
   r.cpu_bytes += r.host_activations_bytes;
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
@@ -373,7 +427,10 @@ void AddOptimizerStepPeak(const SimInput& in, const StageParams& params, MemoryR
     }
     // The master weights' dtype: fp32, or bf16 with bf16_master_weights_and_grads.
     const double master = in.precision.low_precision_master ? 2.0 : 4.0;
-    if (zero_stage == 3) {
+    if (in.engine.framework().gradients == GradientSync::kFsdp2) {
+      // torch's AdamW steps the sharded fp32 parameters and gradients in place (foreach).
+      r.optimizer_step_transient_bytes = 0;
+    } else if (zero_stage == 3) {
       // One sub group at a time: flattened in the gradients' dtype, then cast to the master's.
       r.optimizer_step_transient_bytes =
           (grad_bytes + (master > grad_bytes ? master : 0.0)) * std::min(partition, in.zero.sub_group_size);

@@ -52,6 +52,7 @@ struct MemoryReport {
   double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
   double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
   double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers
+  double fp8_weight_bytes = 0;                  // TransformerEngine's cached fp8 weights (--fp8)
   int64_t zero_group_size = 1;                  // ZeRO partition group of dense parameters
   int64_t expert_zero_group_size = 1;           // ... and of routed experts
 };

@@ -178,6 +178,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.flash_attention = in.engine.flash_attention;
   shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
   shard.attention_tp = AttentionTpDivisor(in);
+  if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;
   return shard;
 }
 

@@ -2,7 +2,7 @@
 // What a training framework does, as the cost model needs to know it: how its tensor parallelism
 // splits the model, which parallelisms and ZeRO features it offers, how it reduces gradients, what
 // its pipeline runtime sends and schedules. One profile per framework (deepspeed.cc,
-// megatron_deepspeed.cc, megatron_lm.cc), chosen once per plan from --engine; the planners in
+// megatron_deepspeed.cc, megatron_lm.cc, fsdp2.cc), chosen once per plan from --engine; the planners in
 // sim/comm, sim/cost and sim/tune read the profile's behaviours and never branch on the engine.
 // Adding a framework is adding one profile file and its line in registry.cc.
 #pragma once
@@ -18,8 +18,9 @@ enum class Engine {
   kDeepSpeed,          // DeepSpeed with AutoTP (embedding and lm_head whole), Ulysses, AutoEP
   kMegatronDeepSpeed,  // Megatron's model (vocab-parallel embedding/lm_head, mpu TP) under
                        // DeepSpeed's engine: its PipelineModule (1F1B), ZeRO 0/1, BF16Optimizer
-  kMegatronLm,         // Megatron-LM: its own TP/PP (interleaved 1F1B), DDP overlapped with
-                       // backward, fp16/bf16 optimizer without ZeRO
+  kMegatronLm,         // Megatron-LM / Megatron-Core (NeMo, Megatron-Bridge): its own TP/PP
+                       // (interleaved 1F1B), CP, EP, DDP or the distributed optimizer
+  kFsdp2,              // PyTorch FSDP2 (fully_shard) as torchtitan composes it with TP, PP, CP, EP
 };
 
 /// How tensor parallelism splits the model, and where its size comes from.
@@ -43,6 +44,38 @@ enum class GradientSync {
   // Megatron-LM's DistributedDataParallel: bucketed all-reduce overlapped with the last
   // micro-step's backward (overlap_grad_reduce), no ZeRO beyond the distributed optimizer.
   kMegatronDdp,
+  // PyTorch FSDP2 (torch/distributed/fsdp/_fully_shard): one parameter group per transformer
+  // block, all-gathered in the mixed-precision policy's param_dtype before its forward (and again
+  // before its backward when it resharded after forward), gradients reduce-scattered in
+  // reduce_dtype after its backward, every micro-batch unless gradient sync is off.
+  kFsdp2,
+};
+
+/// How context (sequence) parallelism exchanges keys and values when the command line gives --cp.
+enum class ContextParallel {
+  kNone,
+  // Megatron-Core with TransformerEngine (transformer_engine/pytorch/attention.py
+  // AttnFuncWithCPAndKVP2P, cp_comm_type "p2p"): K and V travel around the CP ring in cp - 1
+  // send/recv steps, each overlapped with the attention of the chunk already here; backward
+  // sends K, V and their gradients.
+  kRingP2p,
+  // PyTorch's context_parallel (torch/distributed/tensor/experimental/_attention.py, the default
+  // rotate method "allgather"): K and V all-gathered over the CP group before attention, their
+  // gradients reduce-scattered after its backward.
+  kAllGatherKv,
+};
+
+/// FP8 linear layers (--fp8).
+enum class Fp8Linear {
+  kNone,
+  // TransformerEngine (NeMo, Megatron-Core): fp8 GEMMs with delayed scaling; the weight's fp8
+  // copy and its transpose cached across micro-batches (Linear's is_first_microbatch); linear
+  // inputs saved for backward in fp8.
+  kTransformerEngine,
+  // torchao.float8 Float8Linear (torchtitan's float8 converter, tensorwise scaling): inputs,
+  // weights and output gradients cast to fp8 around every GEMM; the high-precision input is what
+  // autograd saves.
+  kTorchaoFloat8,
 };
 
 /// The pipeline runtime: what a stage sends and how the schedule runs.
@@ -74,6 +107,15 @@ struct FrameworkProfile {
   bool offload = false;           // ZeRO-Offload of optimizer states and parameters
   bool torch_autocast = false;    // DeepSpeed's torch_autocast section
   bool deepspeed_checkpointing = false;  // deepspeed.checkpointing (partition/cpu_checkpointing)
+  ContextParallel context_parallel = ContextParallel::kNone;  // --cp
+  bool expert_parallel_flag = false;  // --ep: expert parallelism from the command line
+  // Tensor parallelism always runs with sequence parallelism in the norm regions (torchtitan's TP
+  // plan: SequenceParallel on attention_norm and ffn_norm), --megatron-sp or not.
+  bool tp_always_sequence_parallel = false;
+  Fp8Linear fp8 = Fp8Linear::kNone;  // what --fp8 means
+  // Pipeline chunks may hold different numbers of layers (torch.distributed.pipelining stages are
+  // whatever modules each holds); false: layers must divide by pp x virtual stages.
+  bool uneven_pipeline_chunks = false;
   int max_zero_stage = 3;         // the highest ZeRO stage its optimizer runs
   int pipeline_max_zero_stage = 1;  // ... with pipeline parallelism
   // Ulysses' gradient reduction uses seq_parallel_communication_data_type (engine.py).
@@ -92,10 +134,11 @@ struct FrameworkProfile {
 const FrameworkProfile& DeepSpeedProfile();
 const FrameworkProfile& MegatronDeepSpeedProfile();
 const FrameworkProfile& MegatronLmProfile();
+const FrameworkProfile& Fsdp2Profile();
 
 /// The profile of an engine; every Engine value has one.
 const FrameworkProfile& FrameworkOf(Engine engine);
-std::string_view EngineName(Engine engine);  // "deepspeed", "megatron-deepspeed", "megatron-lm"
+std::string_view EngineName(Engine engine);  // "deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"
 /// The inverse of EngineName; nullopt for any other text.
 std::optional<Engine> ParseEngineName(std::string_view name);
 /// Whether gradients accumulate in an fp32 buffer (Workload::gradient_bytes_per_element 4).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Megatron-LM (github.com/NVIDIA/Megatron-LM) with its own DDP, optimizer and pipeline
-// schedules, as the Narayanan et al. 2021 runs trained.
+// Megatron-LM / Megatron-Core (github.com/NVIDIA/Megatron-LM) with its own DDP, distributed
+// optimizer and pipeline schedules, as the Narayanan et al. 2021 runs trained and NeMo and
+// Megatron-Bridge run it today.
 #include "sim/frameworks/framework.h"
 
 namespace dsp::sim {
@@ -25,6 +26,13 @@ const FrameworkProfile& MegatronLmProfile() {
     p.offload = false;
     p.torch_autocast = false;
     p.deepspeed_checkpointing = false;
+    // --context-parallel-size with TransformerEngine's attention and --cp-comm-type p2p (the
+    // default): transformer_engine/pytorch/attention.py AttnFuncWithCPAndKVP2P.
+    p.context_parallel = ContextParallel::kRingP2p;
+    // --expert-model-parallel-size: core/transformer/moe (MoEAlltoAllTokenDispatcher).
+    p.expert_parallel_flag = true;
+    // --fp8-format hybrid: TransformerEngine's Linear layers (core/extensions/transformer_engine.py).
+    p.fp8 = Fp8Linear::kTransformerEngine;
     // The distributed optimizer shards optimizer states over dp: ZeRO-1's partitioning.
     p.max_zero_stage = 1;
     p.pipeline_max_zero_stage = 1;

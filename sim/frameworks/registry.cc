@@ -7,9 +7,9 @@
 namespace dsp::sim {
 namespace {
 
-const std::array<const FrameworkProfile*, 3>& Profiles() {
-  static const std::array<const FrameworkProfile*, 3> all = {
-      &DeepSpeedProfile(), &MegatronDeepSpeedProfile(), &MegatronLmProfile()};
+const std::array<const FrameworkProfile*, 4>& Profiles() {
+  static const std::array<const FrameworkProfile*, 4> all = {
+      &DeepSpeedProfile(), &MegatronDeepSpeedProfile(), &MegatronLmProfile(), &Fsdp2Profile()};
   return all;
 }
 

@@ -44,18 +44,35 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t m
   return out;
 }
 
-Status CheckEngine(const PlanKnobs& k) {
+Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   const EngineSettings& e = k.engine;
-  if (!e.framework().megatron_tp()) {
+  const FrameworkProfile& fw = e.framework();
+  if (!fw.megatron_tp()) {
     if (k.megatron_tp > 0) {
-      return Error{"--tp is Megatron's tensor-parallel size: use it with --engine megatron-lm or "
-                   "megatron-deepspeed (DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
+      return Error{"--tp is the tensor-parallel size of --engine megatron-lm, megatron-deepspeed and fsdp2 "
+                   "(DeepSpeed's AutoTP size is tensor_parallel.autotp_size)"};
     }
     if (e.megatron_sp) return Error{"--megatron-sp needs --engine megatron-lm or megatron-deepspeed"};
   }
-  if (e.virtual_stages > 1 && !e.framework().interleaved_pipeline) {
-    return Error{"--virtual-stages needs --engine megatron-lm (DeepSpeed's PipelineEngine has no "
+  if (e.virtual_stages > 1 && !fw.interleaved_pipeline) {
+    return Error{"--virtual-stages needs --engine megatron-lm or fsdp2 (DeepSpeed's PipelineEngine has no "
                  "interleaved schedule)"};
+  }
+  if (k.cp > 1 && fw.context_parallel == ContextParallel::kNone) {
+    return Error{"--cp needs --engine megatron-lm or fsdp2 (DeepSpeed's sequence parallelism is Ulysses: "
+                 "sequence_parallel_size in the config)"};
+  }
+  if (k.ep > 1 && !fw.expert_parallel_flag) {
+    return Error{"--ep needs --engine megatron-lm or fsdp2 (DeepSpeed's expert parallelism is AutoEP: "
+                 "expert_parallel.autoep_size in the config)"};
+  }
+  if (e.fp8) {
+    if (fw.fp8 == Fp8Linear::kNone) {
+      return Error{"--fp8 needs --engine megatron-lm (TransformerEngine) or fsdp2 (torchao float8)"};
+    }
+    if (cluster.gpu.Fp8PeakFlops() <= 0) {
+      return Error{"--fp8: the cluster's GPU has no FP8 tensor cores (gpu.peak_fp8_flops_per_second is 0)"};
+    }
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
   return Status::Ok();
@@ -84,7 +101,8 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          seq_len == o.seq_len && recompute == o.recompute && convention == o.convention &&
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
          engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
-         engine.deepspeed_version == o.engine.deepspeed_version && megatron_tp == o.megatron_tp &&
+         engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
+         megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep &&
          attn_implementation == o.attn_implementation;
 }
 
@@ -163,6 +181,8 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   input.workload.recompute = knobs.recompute;
   input.workload.convention = knobs.convention;
   input.engine = engine;
+  // torchtitan's TP plan runs the norms as SequenceParallel whenever TP is on.
+  if (engine.framework().tp_always_sequence_parallel && e.plan.sizes.tp > 1) input.engine.megatron_sp = true;
   input.zero = ReadZeroSettings(e.config, engine.deepspeed_version);
   input.checkpointing = ReadCheckpointSettings(e.config, engine.deepspeed_version);
   // An fp32 gradient accumulation buffer: DeepSpeed's BF16Optimizer (bf16 with ZeRO 0/1 under a
@@ -202,16 +222,25 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
                        " GPUs");
   }
   const int64_t seq_len = knobs.seq_len > 0 ? knobs.seq_len : std::min(kDefaultSeqLen, model.max_position_embeddings);
-  if (Status engine = CheckEngine(knobs); !engine.ok()) {
+  if (Status engine = CheckEngine(knobs, given_cluster); !engine.ok()) {
     return stop(Evaluation::Outcome::kBadKnobs, engine.error().message);
   }
   const EngineSettings& engine = knobs.engine;
   const int64_t mpu_tp = engine.framework().megatron_tp() ? std::max<int64_t>(knobs.megatron_tp, 1) : 0;
-  if (engine.virtual_stages > 1 &&
-      (knobs.pp <= 1 || model.num_hidden_layers % (knobs.pp * engine.virtual_stages) != 0)) {
-    return stop(Evaluation::Outcome::kBadKnobs,
-                "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and the layers (" +
-                    std::to_string(model.num_hidden_layers) + ") divisible by pp x virtual stages");
+  if (engine.virtual_stages > 1) {
+    const int64_t chunks = knobs.pp * engine.virtual_stages;
+    if (engine.framework().uneven_pipeline_chunks) {
+      if (knobs.pp <= 1 || model.num_hidden_layers < chunks) {
+        return stop(Evaluation::Outcome::kBadKnobs,
+                    "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and at least one "
+                    "layer per chunk (" + std::to_string(model.num_hidden_layers) + " layers, " +
+                    std::to_string(chunks) + " chunks)");
+      }
+    } else if (knobs.pp <= 1 || model.num_hidden_layers % chunks != 0) {
+      return stop(Evaluation::Outcome::kBadKnobs,
+                  "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and the layers (" +
+                      std::to_string(model.num_hidden_layers) + ") divisible by pp x virtual stages");
+    }
   }
 
   ValidateOptions options;
@@ -219,6 +248,8 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   options.gpus_per_node = world->gpus_per_node;
   options.pp = knobs.pp;
   options.mpu_tp = std::max<int64_t>(mpu_tp, 1);
+  // FSDP2 shards parameters under a pipeline; DeepSpeed's PipelineEngine refuses ZeRO-2/3.
+  options.pipeline_allows_sharded_zero = engine.framework().pipeline_max_zero_stage >= 2;
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;
   options.model = &model;
@@ -241,6 +272,8 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   inputs.gpus_per_node = world->gpus_per_node;
   inputs.pp = knobs.pp;
   inputs.mpu_tp = mpu_tp;
+  inputs.cp = knobs.cp > 1 ? knobs.cp : 0;
+  inputs.ep = knobs.ep > 1 ? knobs.ep : 0;
   // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
   inputs.layout = engine.framework().rank_layout;
   auto plan = BuildPlan(e->config, inputs);

@@ -33,7 +33,9 @@ struct PlanKnobs {
   Recompute recompute = Recompute::kNone;
   MemoryConvention convention = MemoryConvention::kZeroPaper;
   EngineSettings engine;
-  int64_t megatron_tp = 0;    // Megatron's tensor-model-parallel size (megatron engines)
+  int64_t megatron_tp = 0;    // Megatron's tensor-model-parallel size (megatron engines, fsdp2)
+  int64_t cp = 0;             // --cp: context-parallel size (0: none, or the config's Ulysses)
+  int64_t ep = 0;             // --ep: expert-parallel size (0: the config's AutoEP, if any)
   std::string attn_implementation;  // --attn-impl; empty: the model config's
 
   bool operator==(const PlanKnobs& other) const;

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch FSDP2's collectives as torchtitan drives them (torchtitan v0.2.2
+// torchtitan/models/llama3/infra/parallelize.py apply_fsdp; PyTorch 2.9
+// torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py and _fsdp_collectives.py).
+//
+// fully_shard makes one parameter group of each transformer block, one of tok_embeddings and one
+// of [norm, output] (the root). Before a group's forward it all-gathers the group's shards in the
+// mixed-precision policy's param_dtype (bf16), prefetching the next group's gather behind the
+// current forward; with reshard_after_forward it frees the unsharded parameters after forward and
+// gathers them again before backward (torchtitan's "default" policy: reshard unless pipeline
+// parallel; the root group is never resharded after forward). After a group's backward its
+// gradients are reduce-scattered in reduce_dtype (fp32: training.mixed_precision_reduce). Under
+// torch.distributed.pipelining the stage turns gradient sync off for all but the last micro-batch
+// (pipelining/stage.py backward_maybe_with_nosync), so the reduce-scatter runs once per step, and
+// without resharding the forward gathers run once per step too. Without sharding (ZeRO stage 0:
+// torchtitan's dp_replicate, replicate()) gradients are all-reduced in DDP's 25 MB buckets,
+// overlapped with backward.
+#include "sim/comm/data_parallel_internal.h"
+#include "sim/cost/param_sharding.h"
+
+namespace dsp::sim {
+namespace data_parallel {
+
+Fsdp2Groups DescribeFsdp2Groups(const SimInput& in, const RankParams& params) {
+  Fsdp2Groups g;
+  const double pp = std::max(in.plan->sizes.pp, 1);
+  g.layers = static_cast<double>(in.model->num_hidden_layers) / pp;
+  // tok_embeddings on the first stage, [norm, output] on the last: two groups on one stage,
+  // one per stage on average with a pipeline.
+  g.outside = pp > 1 ? 1.0 : 2.0;
+  g.reshard_after_forward = in.zero.stage >= 3 && in.plan->sizes.pp <= 1;
+  g.sync_every_micro_batch = in.plan->sizes.pp <= 1;
+  g.dense = params.dense;
+  g.routed = params.routed;
+  // The root group ([norm, output]) stays unsharded after forward: its share of the gathered
+  // elements is not gathered again in backward.
+  g.root = pp > 1 ? 0.0 : params.embedding / 2.0;
+  return g;
+}
+
+}  // namespace data_parallel
+
+void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& plan) {
+  const SimInput& in = ctx.in;
+  const data_parallel::RankParams params = data_parallel::CountRankParams(in);
+  const data_parallel::Fsdp2Groups g = data_parallel::DescribeFsdp2Groups(in, params);
+  const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
+  const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
+  if (in.zero.stage == 0) {
+    // replicate(): DDP's bucketed all-reduce (torch/nn/parallel/distributed.py bucket_cap_mb 25)
+    // overlapped with every micro-batch's backward.
+    plan.AddBucketed("ddp_grad_all_reduce", CollectiveKind::kAllReduce, dense_group, params.dense + params.routed,
+                     grad_bytes, 2.5e7 / grad_bytes, CommSchedule::kBackwardOverlap);
+    return;
+  }
+  const double param_bytes = ctx.bytes_per_element;  // MixedPrecisionPolicy.param_dtype
+  const double groups = g.layers + g.outside;
+  const double moe_groups = ctx.moe_layers;
+  // Forward: every group gathered before its forward; once per step when nothing reshards and
+  // the pipeline keeps the unsharded parameters from the first micro-batch on.
+  const CommSchedule forward = g.reshard_after_forward || g.sync_every_micro_batch ? CommSchedule::kForwardOverlap
+                                                                                    : CommSchedule::kBoundaryOverlap;
+  plan.Add("fsdp_all_gather_fwd", CollectiveKind::kAllGather, dense_group, param_bytes * g.dense / groups, groups,
+           forward);
+  if (moe_groups > 0) {
+    plan.Add("fsdp_expert_all_gather_fwd", CollectiveKind::kAllGather, expert_group,
+             param_bytes * g.routed / moe_groups, moe_groups, forward);
+  }
+  if (g.reshard_after_forward) {
+    // Backward gathers every group again but the root; a recomputed forward (activation
+    // checkpointing) runs inside backward on the parameters this gather brings.
+    const double regathered = g.dense - g.root;
+    plan.Add("fsdp_all_gather_bwd", CollectiveKind::kAllGather, dense_group,
+             param_bytes * regathered / (groups - 1.0), groups - 1.0, CommSchedule::kBackwardOverlap);
+    if (moe_groups > 0) {
+      plan.Add("fsdp_expert_all_gather_bwd", CollectiveKind::kAllGather, expert_group,
+               param_bytes * g.routed / moe_groups, moe_groups, CommSchedule::kBackwardOverlap);
+    }
+  }
+  // Reduce-scatter after each group's backward (foreach_reduce), in reduce_dtype.
+  const CommSchedule reduce =
+      g.sync_every_micro_batch ? CommSchedule::kBackwardOverlap : CommSchedule::kBoundaryOverlap;
+  plan.Add("fsdp_reduce_scatter", CollectiveKind::kReduceScatter, dense_group, grad_bytes * g.dense / groups, groups,
+           reduce);
+  if (moe_groups > 0) {
+    plan.Add("fsdp_expert_reduce_scatter", CollectiveKind::kReduceScatter, expert_group,
+             grad_bytes * g.routed / moe_groups, moe_groups, reduce);
+  }
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch FSDP2 (torch.distributed.fsdp.fully_shard) as torchtitan composes it with tensor,
+// pipeline, context and expert parallelism (torchtitan v0.2.2
+// torchtitan/models/llama3/infra/parallelize.py: apply_tp, apply_cp via context_parallel,
+// apply_fsdp; torchtitan/distributed/parallel_dims.py for the device mesh). Accelerate and the
+// Hugging Face Trainer wrap the same fully_shard.
+#include "sim/frameworks/framework.h"
+
+namespace dsp::sim {
+
+const FrameworkProfile& Fsdp2Profile() {
+  static const FrameworkProfile profile = [] {
+    FrameworkProfile p;
+    p.engine = Engine::kFsdp2;
+    p.name = "fsdp2";
+    // apply_tp: tok_embeddings RowwiseParallel (vocabulary split), output ColwiseParallel with loss
+    // parallel, q/k/v and w1/w3 colwise, wo and w2 rowwise: Megatron's split of every layer.
+    p.tensor_parallel = TensorParallelStyle::kMegatron;
+    p.tp_always_sequence_parallel = true;  // attention_norm, ffn_norm, norm: SequenceParallel()
+    // torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py (pre_forward unshard,
+    // post_backward reduce-scatter) and _fsdp_collectives.py (foreach_all_gather,
+    // foreach_reduce).
+    p.gradients = GradientSync::kFsdp2;
+    // torch/distributed/pipelining: Schedule1F1B and ScheduleInterleaved1F1B; with sequence
+    // parallel each TP rank sends its own sequence shard of the stage output, as Megatron's
+    // schedules do.
+    p.pipeline = PipelineRuntime::kMegatronSchedules;
+    // ParallelDims' mesh ["pp", "dp_replicate", "dp_shard", "cp", "tp"]: tp fastest, then cp,
+    // then data parallel, then pp, Megatron-Core's order.
+    p.rank_layout = RankLayout::kMegatron;
+    // torchtitan's Llama is eager PyTorch modules (RMSNorm, rotary, SwiGLU, cross entropy) with the
+    // same kernels and saved tensors as transformers' eager ones unless torch.compile fuses them.
+    p.trains_transformers_modules = true;
+    p.ulysses = false;
+    p.autoep = false;
+    p.interleaved_pipeline = true;  // ScheduleInterleaved1F1B (pipeline_parallel_schedule)
+    // torchtitan/distributed/pipeline_parallel.py pipeline_module_split: the layers of a model that
+    // does not divide go to the stages as evenly as they can.
+    p.uneven_pipeline_chunks = true;
+    p.offload = false;
+    p.torch_autocast = false;
+    p.deepspeed_checkpointing = false;
+    p.context_parallel = ContextParallel::kAllGatherKv;  // apply_cp: torch context_parallel
+    p.expert_parallel_flag = true;  // parallelism.expert_parallel_degree (apply_moe_ep_tp)
+    p.fp8 = Fp8Linear::kTorchaoFloat8;  // model.converters = ["float8"]
+    // Full shard (ZeRO-3: reshard after forward) or shard-grad-op (ZeRO-2: keep the gathered
+    // parameters until backward); both run under a pipeline (torchtitan shards every stage).
+    p.max_zero_stage = 3;
+    p.pipeline_max_zero_stage = 3;
+    p.sequence_parallel_gradient_dtype = false;
+    p.tied_embedding_grad_all_reduce = false;  // Llama 3 unties the embedding
+    // MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): the sharded gradients are fp32
+    // (training.mixed_precision_reduce "float32").
+    p.fp32_grad_buffer_max_zero_stage = 3;
+    p.event_schedule = false;
+    return p;
+  }();
+  return profile;
+}
+
+}  // namespace dsp::sim

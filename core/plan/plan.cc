@@ -55,7 +55,13 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
   s.data_before_expert = pc.data_before_expert;
 
   auto derived = Derive(s);
-  if (!derived.ok()) return derived.error();
+  if (!derived.ok()) {
+    if (inputs.cp > 0 || inputs.ep > 0) {
+      return Error{derived.error().message + " (--cp and --ep stand for sequence_parallel_size and "
+                   "expert_parallel.autoep_size here)"};
+    }
+    return derived.error();
+  }
   plan.derived = *derived;
   auto groups = BuildGroupTables(s, inputs.layout, inputs.expert_layout);
   if (!groups.ok()) return groups.error();

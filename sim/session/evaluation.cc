@@ -279,6 +279,18 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   auto plan = BuildPlan(e->config, inputs);
   if (!plan.ok()) return stop(Evaluation::Outcome::kNoPlan, plan.error().message);
   e->plan = std::move(plan).value();
+  if (inputs.cp > 0 || inputs.ep > 0) {
+    // validate summarised the config's layout; --cp and --ep change it.
+    LayoutSummary& l = e->report.layout;
+    const ParallelSizes& s = e->plan.sizes;
+    l.sp = s.sp;
+    l.dp = e->plan.derived.dp;
+    if (s.expert_parallel) {
+      l.ep = s.ep;
+      l.etp = s.etp;
+      l.edp = e->plan.derived.edp;
+    }
+  }
   auto batch = FillBatch(e->config, e->world_size, knobs.pp, std::max<int64_t>(mpu_tp, 1));
   if (!batch.ok()) return stop(Evaluation::Outcome::kBadBatch, batch.error().message);
   // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per

@@ -171,7 +171,7 @@ TEST(SimulateEngineCliTest, MegatronFlagsAreCheckedAgainstEachOther) {
   struct Case {
     std::string flags, says;
   };
-  for (const Case& c : {Case{" --world-size 64 --tp 8", "--tp is Megatron's"},
+  for (const Case& c : {Case{" --world-size 64 --tp 8", "--tp is the tensor-parallel size"},
                         Case{" --world-size 64 --megatron-sp", "--megatron-sp needs --engine"},
                         Case{" --world-size 64 --engine megatron-lm --megatron-sp", "--tp of 2 or more"},
                         Case{" --world-size 64 --engine megatron-deepspeed --tp 8 --pp 8 --virtual-stages 2",

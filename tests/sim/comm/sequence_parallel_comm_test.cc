@@ -38,3 +38,50 @@ TEST(SequenceParallelCommTest, NoSequenceParallelismPlansNothing) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+using testing::CommCase;
+using testing::Purposes;
+using testing::Sizes;
+
+PlanInputs ContextParallel8(int64_t cp) {
+  PlanInputs in = Sizes(8, 8, 1, 1, RankLayout::kMegatron);
+  in.cp = cp;
+  return in;
+}
+
+// TransformerEngine's AttnFuncWithCPAndKVP2P (transformer_engine/pytorch/attention/
+// dot_product_attention/context_parallel.py): cp - 1 ring steps per layer, each sending the KV
+// chunk at hand; backward sends KV and dKV together.
+TEST(SequenceParallelCommTest, MegatronContextParallelSendsKeyValueChunksAroundTheRing) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", ContextParallel8(4),
+             "llama-3-8b.json", Engine::kMegatronLm);
+  const auto planned = c.Run(PlanSequenceParallel);
+  ASSERT_EQ(Purposes(planned), (std::vector<std::string>{"cp_kv_p2p_fwd", "cp_kv_p2p_bwd"}));
+  const double kv = 4096.0 / 4 * 8 * 128 * 2 * 2;  // s/cp tokens, 8 KV heads of 128, K and V, bf16
+  EXPECT_DOUBLE_EQ(planned[0].call.bytes_per_call, kv);
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, 3 * 32);  // cp - 1 steps per layer
+  EXPECT_EQ(planned[0].call.kind, CollectiveKind::kSendRecv);
+  EXPECT_EQ(planned[0].schedule, CommSchedule::kForwardOverlap);
+  EXPECT_DOUBLE_EQ(planned[1].call.bytes_per_call, 2 * kv);
+  EXPECT_EQ(planned[1].call.group_size, 4);
+}
+
+// PyTorch's context_parallel with its default rotate method ALL_GATHER
+// (torch/distributed/tensor/experimental/_context_parallel/_attention.py _ContextParallelOptions,
+// torchtitan's context_parallel_rotate_method "allgather"): K and V gathered for the forward and
+// for the backward, dK and dV sent back by the all-to-all rotater.
+TEST(SequenceParallelCommTest, TorchContextParallelAllGathersKeysAndValues) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", ContextParallel8(4),
+             "llama-3-8b.json", Engine::kFsdp2);
+  const auto planned = c.Run(PlanSequenceParallel);
+  ASSERT_EQ(Purposes(planned), (std::vector<std::string>{"cp_kv_all_gather", "cp_dkv_exchange"}));
+  EXPECT_DOUBLE_EQ(planned[0].call.bytes_per_call, 4096.0 * 8 * 128 * 2 * 2);  // the whole sequence's K, V
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, 2 * 32);
+  EXPECT_EQ(planned[1].call.kind, CollectiveKind::kReduceScatter);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -166,3 +166,37 @@ TEST(FlopsTest, RouterIsBelowTheRidgePoint) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// --fp8: the decoder's linear GEMMs run in FP8, the router and lm_head stay bf16, and each recipe
+// adds its casts (Fp8CastBytes: TransformerEngine casts o_proj's and down_proj's inputs with their
+// transposes; torchao's tensorwise scaling reads every GEMM input and weight twice).
+TEST(FlopsTest, Fp8MarksTheLayersLinearGemmsAndAddsTheRecipesCasts) {
+  const ModelSpec m = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 4096;
+  shard.fp8 = Fp8Linear::kTransformerEngine;
+  const auto ops = LayerForwardOperators(m, 0, shard);
+  double cast = 0;
+  for (const OperatorCost& op : ops) {
+    if (op.kind == KernelKind::kMatmul) EXPECT_TRUE(op.fp8) << op.name;
+    if (op.kind != KernelKind::kMatmul) EXPECT_FALSE(op.fp8) << op.name;
+    if (op.name == "fp8_cast") cast = op.bytes;
+  }
+  EXPECT_DOUBLE_EQ(cast, 4.0 * 4096 * (4096 + 14336));  // o_proj's and down_proj's inputs
+  shard.fp8 = Fp8Linear::kTorchaoFloat8;
+  double ao = 0;
+  for (const OperatorCost& op : LayerForwardOperators(m, 0, shard)) {
+    if (op.name == "fp8_cast") ao = op.bytes;
+  }
+  const double inputs = 4096.0 * (3 * 4096 + 4096 + 2 * 4096 + 14336);
+  const double weights = 4096.0 * (6144 + 4096) + 3.0 * 4096 * 14336;  // q/k/v, o, gate/up/down
+  EXPECT_DOUBLE_EQ(ao, 5.0 * (inputs + weights));
+  for (const OperatorCost& op : HeadForwardOperators(m, shard)) EXPECT_FALSE(op.fp8) << op.name;
+}
+
+}  // namespace
+}  // namespace dsp::sim

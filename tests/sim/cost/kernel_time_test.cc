@@ -80,3 +80,28 @@ TEST(KernelTimeTest, WavesPenalizeATileCountJustPastTheSms) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// An FP8 GEMM runs at the cluster's FP8 peak x its fp8_matmul efficiency (the matmul one when the
+// cluster does not give it); an absent FP8 peak is twice the bf16 one, 0 means none.
+TEST(KernelTimeTest, Fp8GemmsRunAtTheFp8Rate) {
+  Cluster c;
+  c.gpu.peak_bf16_flops_per_second = 989e12;
+  c.gpu.hbm_bytes_per_second = 3.35e12;
+  c.efficiency.matmul = 0.8;
+  c.efficiency.memory = 0.8;
+  EXPECT_DOUBLE_EQ(KernelRatesOf(c).fp8_matmul_flops_per_second, 2 * 989e12 * 0.8);
+  c.gpu.peak_fp8_flops_per_second = 1979e12;
+  c.efficiency.fp8_matmul = 0.6;
+  EXPECT_DOUBLE_EQ(KernelRatesOf(c).fp8_matmul_flops_per_second, 1979e12 * 0.6);
+  OperatorCost op{"q_proj", 2.0 * 8192 * 8192 * 8192, 3.0 * 8192 * 8192 * 2};
+  op.kind = KernelKind::kMatmul;
+  const double bf16 = KernelSeconds(op, c, false);
+  op.fp8 = true;
+  EXPECT_NEAR(KernelSeconds(op, c, false) / bf16, (989e12 * 0.8) / (1979e12 * 0.6), 1e-9);
+}
+
+}  // namespace
+}  // namespace dsp::sim

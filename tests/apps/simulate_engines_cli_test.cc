@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds-plan simulate with the engines of 2026: --engine fsdp2, --cp, --ep and --fp8, and what each
+// engine refuses.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/json/document.h"
+#include "tests/apps/cli_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::RunCli;
+
+constexpr const char* kZero3 = "samples/configs/zero3-llama.json";
+
+std::string TempConfig(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+std::string Llama8b(const std::string& zero) {
+  return TempConfig("engines-" + zero + ".json",
+                    R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8, "bf16": {"enabled": true},
+                        "zero_optimization": {"stage": )" + zero + "}}");
+}
+
+Json Simulate(const std::string& args) {
+  auto r = RunCli("simulate " + args + " --format json", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+  Json doc = Json::parse(r.output, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << r.output;
+  return doc;
+}
+
+const std::string kModel = " --model samples/models/llama-3-8b.json --cluster samples/clusters/h100-sxm.json";
+
+TEST(SimulateEnginesCliTest, Fsdp2RunsZeroThreeUnderAPipelineWithContextParallelism) {
+  // DeepSpeed's PipelineEngine refuses ZeRO-3 with pipeline stages; FSDP2 shards every stage.
+  const std::string config = Llama8b("3");
+  auto refused = RunCli("simulate " + config + kModel + " --nodes 2 --pp 2");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("zero-stage-pipeline"), std::string::npos) << refused.output;
+  const Json j = Simulate(config + kModel + " --nodes 4 --pp 2 --tp 2 --cp 2 --engine fsdp2 --virtual-stages 2");
+  EXPECT_EQ(j["layout"]["dp"], 4);
+  EXPECT_GT(j["time"]["step_seconds"].get<double>(), 0);
+  // The report lists collectives by kind and group: K/V all-gathered over the CP group, gradients
+  // reduce-scattered over dp_shard x cp.
+  bool kv = false, fsdp = false;
+  for (const Json& c : j["collectives"]) {
+    kv = kv || (c["kind"] == "all_gather" && c["group"] == "sp");
+    fsdp = fsdp || (c["kind"] == "reduce_scatter" && c["group"] == "sp_dp");
+  }
+  EXPECT_TRUE(kv && fsdp) << j["collectives"].dump();
+}
+
+TEST(SimulateEnginesCliTest, Fp8ShortensAMegatronStepAndAddsWeightCopies) {
+  const std::string config = Llama8b("1");
+  const std::string base = config + kModel + " --nodes 1 --engine megatron-lm --tp 2 --megatron-sp";
+  const Json bf16 = Simulate(base);
+  const Json fp8 = Simulate(base + " --fp8");
+  EXPECT_LT(fp8["time"]["step_seconds"].get<double>(), bf16["time"]["step_seconds"].get<double>());
+  EXPECT_GT(fp8["memory"]["buffers_bytes"].get<double>(), bf16["memory"]["buffers_bytes"].get<double>());
+}
+
+TEST(SimulateEnginesCliTest, EachEngineRefusesWhatItDoesNotHave) {
+  struct Case {
+    std::string flags, says;
+  };
+  const std::string config = Llama8b("1");
+  for (const Case& c : {Case{" --cp 2", "--cp needs --engine megatron-lm or fsdp2"},
+                        Case{" --ep 2", "--ep needs --engine megatron-lm or fsdp2"},
+                        Case{" --fp8", "--fp8 needs --engine"},
+                        Case{" --engine megatron-deepspeed --fp8", "--fp8 needs --engine"},
+                        Case{" --engine fsdp2 --fp8 --cluster samples/clusters/a100-80gb.json", "no FP8 tensor cores"}}) {
+    const std::string cluster =
+        c.flags.find("--cluster") == std::string::npos ? " --cluster samples/clusters/h100-sxm.json" : "";
+    auto r = RunCli("simulate " + config + " --model samples/models/llama-3-8b.json" + cluster + c.flags);
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << "\n" << r.output;
+  }
+}
+
+// A size that does not divide the ranks is a plan error (exit 1) that names the flag.
+TEST(SimulateEnginesCliTest, AContextParallelSizeThatDoesNotDivideIsAPlanError) {
+  auto r = RunCli("simulate " + Llama8b("1") + kModel + " --engine fsdp2 --cp 3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--cp and --ep stand for"), std::string::npos) << r.output;
+}
+
+TEST(SimulateEnginesCliTest, ExpertParallelismFromTheCommandLine) {
+  const std::string config = Llama8b("1");
+  const Json j = Simulate(config + " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json"
+                                   " --nodes 1 --engine megatron-lm --ep 8");
+  EXPECT_EQ(j["layout"]["ep"], 8);
+  bool dispatch = false;
+  for (const Json& c : j["collectives"]) dispatch = dispatch || (c["kind"] == "all_to_all" && c["group"] == "ep");
+  EXPECT_TRUE(dispatch);
+}
+
+}  // namespace
+}  // namespace dsp

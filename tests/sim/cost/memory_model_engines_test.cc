@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// EstimateMemory under the fsdp2 and megatron-lm engines' own behaviours: FSDP2's fp32 sharded
+// parameters and gradients and its gathered groups (torch/distributed/fsdp/_fully_shard/
+// _fsdp_param.py FSDPParam: sharded_param in the original dtype, unsharded_accumulated_grad in
+// reduce_dtype; torchtitan v0.2.2 apply_fsdp), Megatron's distributed optimizer
+// (docs/user-guide/features/dist_optimizer.md: bf16 parameters with fp32 gradients, 6 + 12/d bytes
+// per parameter) and TransformerEngine's fp8 weight copies (transformer_engine/pytorch/module/
+// linear.py weight_workspace).
+#include "tests/sim/cost/memory_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+using testing::MemoryCase;
+using testing::ModelStates;
+
+constexpr double kLlama8b = 8'030'261'248;
+
+TEST(MemoryModelEnginesTest, Fsdp2KeepsSixteenBytesPerParameterShardedAndNoBf16Copy) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kFsdp2;
+  c.workload.gradient_bytes_per_element = 4;  // reduce_dtype fp32
+  const MemoryReport r = c.Run();
+  EXPECT_DOUBLE_EQ(r.parameters_bytes, 0);  // the fp32 shard is the optimizer's master
+  EXPECT_NEAR(r.gradients_bytes, 4 * kLlama8b / 8, 1e3);
+  EXPECT_NEAR(r.optimizer_states_bytes, 12 * kLlama8b / 8, 1e3);
+  EXPECT_NEAR(ModelStates(r), 16 * kLlama8b / 8, 1e3);
+  // Gathered: two bf16 groups and the root lm_head, plus one group's bf16 gradient and its fp32
+  // reduce-scatter input, a group counted as the largest (Llama-3-8B's embedding, 525 M elements).
+  const double e = 128'256.0 * 4096;
+  EXPECT_NEAR(r.zero_buffers_bytes, 2 * (2 * e + e) + (2 + 4) * e, 1e3);
+}
+
+TEST(MemoryModelEnginesTest, Fsdp2WithoutReshardHoldsTheWholeStageGathered) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kFsdp2;
+  c.workload.gradient_bytes_per_element = 4;
+  const MemoryReport r = c.Run();
+  EXPECT_GT(r.zero_buffers_bytes, 2 * kLlama8b);  // every group's bf16 parameters
+  EXPECT_LT(r.zero_buffers_bytes, 2 * kLlama8b + 6 * 1.1e9);
+}
+
+TEST(MemoryModelEnginesTest, MegatronDistributedOptimizerIsSixPlusTwelveOverDpBytes) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kMegatronLm;
+  c.workload.gradient_bytes_per_element = 4;  // bf16 main_grad buffer in fp32
+  const MemoryReport r = c.Run();
+  EXPECT_NEAR(ModelStates(r), (6 + 12.0 / 8) * kLlama8b, 1e4);
+}
+
+TEST(MemoryModelEnginesTest, TransformerEngineFp8CachesTwoBytesPerLinearWeight) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kMegatronLm;
+  EXPECT_DOUBLE_EQ(c.Run().fp8_weight_bytes, 0);
+  c.engine.fp8 = true;
+  // Llama-3-8B's linear weights: 32 layers x (q/k/v 4096 x 6144, o 4096 x 4096, MLP 3 x 4096 x 14336).
+  const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
+  EXPECT_NEAR(c.Run().fp8_weight_bytes, 2 * linear, 1e3);
+  // torchao's Float8Linear casts on the fly: nothing cached.
+  c.engine.engine = Engine::kFsdp2;
+  EXPECT_DOUBLE_EQ(c.Run().fp8_weight_bytes, 0);
+}
+
+}  // namespace
+}  // namespace dsp::sim

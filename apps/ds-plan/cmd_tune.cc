@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
@@ -29,6 +32,7 @@ struct TuneArgs {
   std::string convention = "zero-paper";
   std::string format = "text";
   std::string engine = "deepspeed";
+  std::vector<std::string> engines;  // --engines: rank plans of several frameworks side by side
   std::string attention = "flash";
   bool no_pipeline = false;
   std::string deepspeed_version;
@@ -45,7 +49,7 @@ std::string Pad(std::string s, size_t width) {
   return s;
 }
 
-std::string Text(const sim::TuneResult& r) {
+std::string Text(const sim::TuneResult& r, bool engine_column) {
   // The search time goes to a terminal only (see RunTune), so the report itself is deterministic.
   std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.fitting) +
                     " fit in memory; the validate rules checked the " + std::to_string(r.validated) +
@@ -56,13 +60,20 @@ std::string Text(const sim::TuneResult& r) {
   // ("-" where the schedule does not cover the plan); tokens/s and MFU follow the ranked time.
   // "prec" is bf16 mixed precision or torch_autocast; "full+cpu" is full recompute with the
   // checkpointed layer inputs in host memory (activation_checkpointing.cpu_checkpointing).
-  out += "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas   peak GB   step s  sched s   tokens/s    MFU\n";
+  // With --engines a first column names the framework; "sp" is Ulysses under deepspeed and
+  // context parallelism (--cp) under megatron-lm and fsdp2; "fp8" in prec is --fp8.
+  out += std::string(engine_column ? "engine              " : "") +
+         "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas   peak GB   step s  sched s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
     std::string recompute(sim::RecomputeName(p.recompute));
     if (p.cpu_checkpointing) recompute += "+cpu";
-    const std::string precision = p.torch_autocast ? "autocast" : "bf16";
+    const std::string precision = p.torch_autocast ? "autocast" : p.fp8 ? "fp8" : "bf16";
+    if (engine_column) {
+      const std::string name(sim::EngineName(p.engine));
+      out += name + std::string(name.size() < 20 ? 20 - name.size() : 1, ' ');
+    }
     // Megatron's SP and virtual stages ride on the tp and pp columns: "8s" = tp 8 with sequence
     // parallelism, "12v3" = 12 stages of 3 interleaved chunks.
     std::string tp = std::to_string(p.tp) + (p.megatron_sp ? "s" : "");
@@ -85,13 +96,14 @@ std::string Text(const sim::TuneResult& r) {
 Json ToJson(const sim::TuneResult& r) {
   Json plans = Json::array();
   for (const auto& p : r.plans) {
-    plans.push_back({{"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
+    plans.push_back({{"engine", sim::EngineName(p.engine)},
+                     {"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
                      {"virtual_stages", p.virtual_stages},
                      {"megatron_sp", p.megatron_sp},
                      {"zero_stage", p.zero_stage},
                      {"offload", sim::OffloadName(p.offload)},
                      {"recompute", sim::RecomputeName(p.recompute)},
-                     {"precision", p.torch_autocast ? "torch_autocast" : "bf16"},
+                     {"precision", p.torch_autocast ? "torch_autocast" : p.fp8 ? "fp8" : "bf16"},
                      {"cpu_checkpointing", p.cpu_checkpointing},
                      {"micro_batch", p.micro_batch},
                      {"grad_accum", p.grad_accum},
@@ -102,9 +114,38 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
-  return {{"schema_version", 3}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
+  return {{"schema_version", 4}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
           {"notes", r.notes}, {"rescheduled", r.rescheduled}};
+}
+
+// One search per engine, each in its own space with its own validity rules; the plans of all of
+// them ranked together by the same measure.
+Result<sim::TuneResult> TuneEngines(const ModelSpec& model, const sim::Cluster& cluster, sim::TuneOptions options,
+                                    const std::vector<sim::Engine>& engines,
+                                    const std::function<void(int64_t, int64_t)>& progress) {
+  sim::TuneResult all;
+  for (sim::Engine engine : engines) {
+    options.engine = engine;
+    auto one = sim::Tune(model, cluster, options, progress);
+    if (!one.ok()) return one.error();
+    if (engines.size() == 1) return one;
+    all.evaluated += one->evaluated;
+    all.fitting += one->fitting;
+    all.validated += one->validated;
+    all.valid += one->valid;
+    all.autocast_twins += one->autocast_twins;
+    all.rescheduled += one->rescheduled;
+    all.global_batch = one->global_batch;
+    all.seconds += one->seconds;
+    for (sim::TunedPlan& p : one->plans) all.plans.push_back(std::move(p));
+    for (std::string& n : one->notes) {
+      if (std::find(all.notes.begin(), all.notes.end(), n) == all.notes.end()) all.notes.push_back(std::move(n));
+    }
+  }
+  std::stable_sort(all.plans.begin(), all.plans.end(), sim::RankedBefore);
+  if (all.plans.size() > static_cast<size_t>(options.top)) all.plans.resize(static_cast<size_t>(options.top));
+  return all;
 }
 
 int RunTune(const TuneArgs& args) {
@@ -144,7 +185,10 @@ int RunTune(const TuneArgs& args) {
     std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/"
               << total << " layouts" << (done == total ? "\n" : "") << std::flush;
   };
-  auto result = sim::Tune(*model, *cluster, options, progress);
+  std::vector<sim::Engine> engines;
+  for (const std::string& name : args.engines) engines.push_back(*sim::ParseEngineName(name));
+  if (engines.empty()) engines.push_back(options.engine);
+  auto result = TuneEngines(*model, *cluster, options, engines, progress);
   if (!result.ok()) return UsageError(result.error().message);
   if (bar) {
     std::cerr << "searched " << result->evaluated << " plans in " << Fixed(result->seconds, 3) << " s ("
@@ -156,7 +200,7 @@ int RunTune(const TuneArgs& args) {
   if (args.format == "json") {
     report << ToJson(*result).dump(2) << "\n";
   } else {
-    report << Text(*result);
+    report << Text(*result, args.engines.size() > 1);
   }
   if (!args.emit_config.empty()) {
     if (result->plans.empty()) return UsageError("no plan fits, so there is no config to emit");
@@ -184,9 +228,16 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_option("--convention", args->convention, "memory accounting")->check(CLI::IsMember({"zero-paper", "deepspeed"}));
   app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));
   app->add_option("--engine", args->engine,
-                  "training framework to plan for: deepspeed, megatron-deepspeed or megatron-lm "
-                  "(searches Megatron's tp, sequence parallelism and virtual stages)")
-      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm"}));
+                  "training framework to plan for: deepspeed, megatron-deepspeed, megatron-lm or fsdp2 "
+                  "(the last three search Megatron's tp, sequence parallelism and virtual stages; megatron-lm "
+                  "and fsdp2 context and expert parallelism and FP8)")
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}));
+  app->add_option("--engines", args->engines,
+                  "several frameworks, comma-separated (deepspeed,fsdp2,megatron-lm): each searches its own "
+                  "space under its own rules and the plans are ranked side by side")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}))
+      ->excludes("--engine");
   app->add_option("--attention", args->attention, "attention kernel: flash (default) or materialized")
       ->check(CLI::IsMember({"flash", "materialized"}));
   app->add_flag("--no-pipeline", args->no_pipeline, "search pp = 1 only");

@@ -115,7 +115,8 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   if (note.contains("engine") && !GivenOrRecorded(args->engine_option, *args)) {
     const Json& v = note["engine"];
     if (!v.is_string() || !sim::ParseEngineName(v.get<std::string>())) {
-      return Error{"_ds_plan.engine must be deepspeed, megatron-deepspeed or megatron-lm, got " + v.dump().substr(0, 40)};
+      return Error{"_ds_plan.engine must be deepspeed, megatron-deepspeed, megatron-lm or fsdp2, got " +
+                   v.dump().substr(0, 40)};
     }
     args->engine = v.get<std::string>();
     used.push_back("engine " + args->engine);
@@ -136,6 +137,23 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   if (*vs && !GivenOrRecorded(args->virtual_stages_option, *args)) {
     args->virtual_stages = static_cast<int>(**vs);
     used.push_back("virtual stages " + std::to_string(**vs));
+  }
+  auto cp = integer("context_parallel_size", 1, int64_t{1} << 20);
+  if (!cp.ok()) return cp.error();
+  if (*cp && !GivenOrRecorded(args->cp_option, *args)) {
+    args->cp = **cp;
+    used.push_back("cp " + std::to_string(**cp));
+  }
+  auto ep = integer("expert_parallel_size", 1, int64_t{1} << 20);
+  if (!ep.ok()) return ep.error();
+  if (*ep && !GivenOrRecorded(args->ep_option, *args)) {
+    args->ep = **ep;
+    used.push_back("ep " + std::to_string(**ep));
+  }
+  if (note.contains("fp8") && !GivenOrRecorded(args->fp8_option, *args)) {
+    if (!note["fp8"].is_boolean()) return Error{"_ds_plan.fp8 must be true or false"};
+    args->fp8 = note["fp8"].get<bool>();
+    if (args->fp8) used.push_back("fp8");
   }
   if (!used.empty()) {
     std::string list;

@@ -9,7 +9,12 @@
 namespace dsp {
 
 std::optional<BatchWorld> BatchWorldSize(const ConfigView& v, std::optional<int64_t> world, int64_t pp,
-                                         int64_t mpu_tp) {
+                                         int64_t mpu_tp, int64_t cp) {
+  if (world && cp > 1) {
+    auto inner = BatchWorldSize(v, *world / cp, pp, mpu_tp, 1);
+    if (inner) inner->how += " of world " + std::to_string(*world) + " / context parallel " + std::to_string(cp);
+    return inner;
+  }
   auto dp_top = v.Int("/data_parallel_size");
   auto sp_top = v.Int("/sequence_parallel_size");
   bool has_sp_key = v.Has("/sequence_parallel_size");

@@ -23,8 +23,11 @@ struct BatchWorld {
 // world size is needed and unknown.
 // `mpu_tp`: the tensor-model-parallel size of a Megatron mpu passed to deepspeed.initialize
 // (Megatron-DeepSpeed); DeepSpeed then takes the data-parallel size from the mpu, world / (tp x pp).
+// `cp`: the context-parallel size of an engine that takes it from the command line (Megatron-Core,
+// torchtitan): its ranks share their samples, so the data-parallel world is world / cp before the
+// rest applies (Megatron's get_data_parallel_world_size() without context parallelism).
 std::optional<BatchWorld> BatchWorldSize(const ConfigView& view, std::optional<int64_t> world, int64_t pp,
-                                         int64_t mpu_tp = 1);
+                                         int64_t mpu_tp = 1, int64_t cp = 1);
 
 struct BatchTriple {
   double batch = 0, micro = 0, gas = 0;

@@ -94,7 +94,8 @@ void CheckBatch(RuleContext& ctx) {
     }
   }
 
-  auto world = BatchWorldSize(ctx.view(), ctx.world(), ctx.options().pp, ctx.options().mpu_tp);
+  auto world = BatchWorldSize(ctx.view(), ctx.world(), ctx.options().pp, ctx.options().mpu_tp,
+                              ctx.options().context_parallel);
   if (!world) {
     auto sizes = ConsistentSizes(b.opt(), m.opt(), g.opt(), 4096);
     if (sizes.empty()) {

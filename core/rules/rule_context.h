@@ -28,6 +28,8 @@ struct ValidateOptions {
   // The pipeline runtime is not DeepSpeed's PipelineEngine but one that shards parameters across
   // stages (PyTorch FSDP2 under torch.distributed.pipelining): zero-stage-pipeline does not apply.
   bool pipeline_allows_sharded_zero = false;
+  // --cp of the megatron-lm and fsdp2 engines: context-parallel ranks share their samples.
+  int64_t context_parallel = 1;
   std::optional<int64_t> seq_len;        // --seq-len
   const ModelSpec* model = nullptr;      // --model
   DeepSpeedVersion version = DeepSpeedVersion::Newest();

@@ -72,16 +72,24 @@ void PlanMegatronDdp(const PlanContext& ctx, const RankParams& params, double gr
   const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
   const bool distributed_optimizer = in.zero.stage >= 1;
   const CollectiveKind reduce = distributed_optimizer ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  plan.AddBucketed("dp_grad_reduce", reduce, dense_group, params.dense, grad_bytes, 2.5e7 / grad_bytes,
+  // The distributed optimizer is Megatron-Core's: its buckets hold max(40 M, 1 M x dp) parameters
+  // (core_v0.7.0 distributed_data_parallel_config.py bucket_size: "larger DP sizes need larger
+  // buckets to ensure collectives do not become latency-bound"). The 2021 Megatron-LM DDP the
+  // published runs trained with reduced 25 MB buckets.
+  auto bucket = [&](GroupKind group, double bytes_per_element) {
+    if (!distributed_optimizer) return 2.5e7 / bytes_per_element;
+    return std::max(4e7, 1e6 * static_cast<double>(GroupSizeOf(*in.plan, group)));
+  };
+  plan.AddBucketed("dp_grad_reduce", reduce, dense_group, params.dense, grad_bytes, bucket(dense_group, grad_bytes),
                    CommSchedule::kBoundaryOverlap);
-  plan.AddBucketed("edp_grad_reduce", reduce, expert_group, params.routed, grad_bytes, 2.5e7 / grad_bytes,
-                   CommSchedule::kBoundaryOverlap);
+  plan.AddBucketed("edp_grad_reduce", reduce, expert_group, params.routed, grad_bytes,
+                   bucket(expert_group, grad_bytes), CommSchedule::kBoundaryOverlap);
   if (distributed_optimizer) {
     const double bpe = ctx.bytes_per_element;
     plan.AddBucketed("dist_opt_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense, bpe,
-                     2.5e7 / bpe, CommSchedule::kBoundaryOverlap);
+                     bucket(dense_group, bpe), CommSchedule::kBoundaryOverlap);
     plan.AddBucketed("dist_opt_expert_param_all_gather", CollectiveKind::kAllGather, expert_group, params.routed, bpe,
-                     2.5e7 / bpe, CommSchedule::kBoundaryOverlap);
+                     bucket(expert_group, bpe), CommSchedule::kBoundaryOverlap);
   }
   PlanTiedEmbeddingGradient(ctx, grad_bytes, plan);
 }

@@ -13,6 +13,10 @@ namespace dsp::sim {
 struct GpuSpec {
   std::string name;                      // "H100 SXM"
   double peak_bf16_flops_per_second = 0; // dense tensor-core peak (not the sparse figure)
+  double hbm_bytes = 0;                  // usable device memory
+  double hbm_bytes_per_second = 0;       // HBM bandwidth
+  int sm_count = 0;                      // streaming multiprocessors: GEMM wave quantization (0 = off)
+  double kernel_overhead_seconds = 0;    // fixed cost of every kernel (launch, ramp-up, tail)
   // Dense FP8 tensor-core peak (H100/H200 SXM 1979 TFLOP/s, B200 4500). 0: the GPU has no FP8
   // tensor cores (A100, V100) and --fp8 is refused; absent (-1): twice the bf16 peak, Hopper's and
   // Blackwell's ratio, with a note. Fp8PeakFlops() resolves it.
@@ -21,10 +25,6 @@ struct GpuSpec {
   double Fp8PeakFlops() const {
     return peak_fp8_flops_per_second >= 0 ? peak_fp8_flops_per_second : 2.0 * peak_bf16_flops_per_second;
   }
-  double hbm_bytes = 0;                  // usable device memory
-  double hbm_bytes_per_second = 0;       // HBM bandwidth
-  int sm_count = 0;                      // streaming multiprocessors: GEMM wave quantization (0 = off)
-  double kernel_overhead_seconds = 0;    // fixed cost of every kernel (launch, ramp-up, tail)
 };
 
 // One level of the network, as NCCL sees it: bus bandwidth per GPU (nccl-tests' busbw, what a

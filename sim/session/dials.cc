@@ -95,7 +95,8 @@ void KeepBatchConsistent(Json& config, const PlanKnobs& knobs, const Cluster& cl
   auto world = ResolveWorld(knobs, cluster);
   if (!world.ok()) return;
   auto ws = BatchWorldSize(ConfigView(config), world->world_size, knobs.pp,
-                           knobs.engine.framework().megatron_tp() ? std::max<int64_t>(knobs.megatron_tp, 1) : 1);
+                           knobs.engine.framework().megatron_tp() ? std::max<int64_t>(knobs.megatron_tp, 1) : 1,
+                           std::max<int64_t>(knobs.cp, 1));
   if (!ws || ws->ws < 1 || std::floor(ws->ws) != ws->ws) return;
   config["train_batch_size"] = config["train_micro_batch_size_per_gpu"].get<int64_t>() *
                                config["gradient_accumulation_steps"].get<int64_t>() * static_cast<int64_t>(ws->ws);

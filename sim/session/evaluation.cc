@@ -22,7 +22,7 @@ struct Batch {
 // world size DeepSpeedConfig divides by: the full world with AutoTP, world / sequence_parallel_size
 // when that key is set, the pipeline data-parallel size with pp. Validation already checked the
 // triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.
-Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp) {
+Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp, int64_t cp) {
   ConfigView v(config);
   auto b = v.Int("/train_batch_size"), m = v.Int("/train_micro_batch_size_per_gpu"),
        g = v.Int("/gradient_accumulation_steps");
@@ -36,7 +36,7 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t m
     return Error{"the config sets neither train_batch_size nor train_micro_batch_size_per_gpu "
                  "(elasticity?): pass --set train_micro_batch_size_per_gpu=N"};
   }
-  auto ws = BatchWorldSize(v, world, pp, mpu_tp);
+  auto ws = BatchWorldSize(v, world, pp, mpu_tp, cp);
   if (!ws) return Error{"no world size for the batch triple"};
   const BatchTriple t = FillBatchTriple(b.opt(), m.opt(), g.opt(), ws->ws);
   Batch out{static_cast<int64_t>(t.micro), static_cast<int64_t>(t.gas)};
@@ -250,6 +250,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   options.mpu_tp = std::max<int64_t>(mpu_tp, 1);
   // FSDP2 shards parameters under a pipeline; DeepSpeed's PipelineEngine refuses ZeRO-2/3.
   options.pipeline_allows_sharded_zero = engine.framework().pipeline_max_zero_stage >= 2;
+  options.context_parallel = std::max<int64_t>(knobs.cp, 1);
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;
   options.model = &model;
@@ -291,7 +292,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
       l.edp = e->plan.derived.edp;
     }
   }
-  auto batch = FillBatch(e->config, e->world_size, knobs.pp, std::max<int64_t>(mpu_tp, 1));
+  auto batch = FillBatch(e->config, e->world_size, knobs.pp, std::max<int64_t>(mpu_tp, 1), std::max<int64_t>(knobs.cp, 1));
   if (!batch.ok()) return stop(Evaluation::Outcome::kBadBatch, batch.error().message);
   // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
   // micro-batch they would not.
@@ -306,6 +307,10 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   e->grad_accum = batch->accum;
 
   AddAssumptionNotes(*e, model);
+  if (engine.fp8 && !e->cluster.gpu.fp8_peak_given()) {
+    e->notes.push_back("the cluster gives no gpu.peak_fp8_flops_per_second: FP8 GEMMs priced at twice the bf16 peak "
+                       "(Hopper's and Blackwell's ratio)");
+  }
   FillSimInput(*e, model, knobs, &*batch, seq_len);
   SimInput& input = e->input;
   e->memory = EstimateMemory(input);

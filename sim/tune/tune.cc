@@ -55,14 +55,16 @@ struct ConfigChoice {
 
 Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, const Layout& l,
                 const ConfigChoice& choice, int64_t micro, int64_t gas, Recompute recompute,
-                int virtual_stages, bool megatron_sp) {
+                int virtual_stages, bool megatron_sp, bool fp8) {
   const int zero = choice.zero;
   const Offload offload = choice.offload;
-  const bool megatron = FrameworkOf(o.engine).megatron_tp();  // tp is the mpu's, not AutoTP's
+  const FrameworkProfile& fw = FrameworkOf(o.engine);
+  const bool megatron = fw.megatron_tp();  // tp is the mpu's (or torchtitan's), not AutoTP's
+  const bool context_parallel = l.sp > 1 && fw.context_parallel != ContextParallel::kNone;
   Json c = Json::object();
   int64_t ws = world;
   if (l.sp > 1) ws = world / l.sp;
-  if (l.pp > 1 || megatron) ws = world / (l.pp * (megatron ? l.tp : 1));
+  if (l.pp > 1 || megatron) ws = world / (l.pp * (megatron ? l.tp : 1) * (context_parallel ? l.sp : 1));
   c["train_batch_size"] = micro * gas * ws;
   c["train_micro_batch_size_per_gpu"] = micro;
   c["gradient_accumulation_steps"] = gas;
@@ -82,8 +84,8 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   c["zero_optimization"] = z;
   if (choice.cpu_checkpointing) c["activation_checkpointing"] = {{"cpu_checkpointing", true}};
   if (l.tp > 1 && !megatron) c["tensor_parallel"] = {{"autotp_size", l.tp}};
-  if (l.sp > 1) c["sequence_parallel_size"] = l.sp;
-  if (model.is_moe() && l.ep >= 1 && !megatron) {
+  if (l.sp > 1 && !context_parallel) c["sequence_parallel_size"] = l.sp;
+  if (model.is_moe() && l.ep >= 1 && fw.autoep) {
     Json e = {{"enabled", true}, {"autoep_size", l.ep}};
     for (const char* preset : {"mixtral", "qwen3_moe"}) {
       if (model.model_type == preset) e["preset_model"] = preset;
@@ -97,6 +99,9 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
     note["tensor_model_parallel_size"] = l.tp;
     if (megatron_sp) note["sequence_parallel"] = true;
     if (virtual_stages > 1) note["virtual_pipeline_stages"] = virtual_stages;
+    if (context_parallel) note["context_parallel_size"] = l.sp;
+    if (l.ep > 1 && fw.expert_parallel_flag) note["expert_parallel_size"] = l.ep;
+    if (fp8) note["fp8"] = true;
   }
   c["_ds_plan"] = note;
   return c;
@@ -107,10 +112,10 @@ bool Better(const TunedPlan& a, const TunedPlan& b) {
   if (a.rank_seconds() != b.rank_seconds()) return a.rank_seconds() < b.rank_seconds();
   // Deterministic tie-break: less memory, then the simpler layout.
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  return std::tie(a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages,
-                  a.torch_autocast, a.cpu_checkpointing) <
-         std::tie(b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages,
-                  b.torch_autocast, b.cpu_checkpointing);
+  return std::tie(a.engine, a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages,
+                  a.torch_autocast, a.cpu_checkpointing, a.fp8) <
+         std::tie(b.engine, b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages,
+                  b.torch_autocast, b.cpu_checkpointing, b.fp8);
 }
 
 std::string Percent(double x) {
@@ -189,6 +194,8 @@ std::string_view OffloadName(Offload o) {
   return "none";
 }
 
+bool RankedBefore(const TunedPlan& a, const TunedPlan& b) { return Better(a, b); }
+
 double PublishedMfuCeiling(const std::string& gpu_name, std::string* source) {
   struct Ceiling {
     const char* gpu;
@@ -230,11 +237,20 @@ std::vector<Layout> LayoutCandidates(const ModelSpec& model, const TuneOptions& 
     for (int64_t pp : pps) {
       if (world % (tp * pp) != 0) continue;
       for (int64_t sp : PowersOfTwoUpTo(world / (tp * pp))) {
-        if (sp > 1 && (tp > 1 || pp > 1 || !fw.ulysses)) continue;  // Ulysses alone
+        if (sp > 1) {
+          // Ulysses alone under DeepSpeed; the others' context parallelism composes with TP and
+          // PP and splits each sequence into 2 x cp load-balanced chunks.
+          const bool context_parallel = fw.context_parallel != ContextParallel::kNone &&
+                                        sp <= options.max_context_parallel && options.seq_len % (2 * sp) == 0;
+          if (!context_parallel && (tp > 1 || pp > 1 || !fw.ulysses)) continue;
+        }
         std::vector<int64_t> eps = {1};
         if (model.is_moe() && fw.autoep && pp == 1) eps = Divisors(model.num_experts);
+        // Megatron-Core's and torchtitan's expert parallelism folds over the stage's ranks.
+        if (model.is_moe() && fw.expert_parallel_flag) eps = Divisors(model.num_experts);
         for (int64_t ep : eps) {
           if (world % (tp * sp * pp) != 0 || world % ep != 0) continue;
+          if (fw.expert_parallel_flag && (world / pp) % ep != 0) continue;
           layouts.push_back({tp, sp, ep, pp});
         }
       }
@@ -251,6 +267,8 @@ std::vector<ConfigChoice> ConfigChoices(const TuneOptions& options, const Layout
   const int max_zero = l.pp > 1 ? std::min(fw.max_zero_stage, fw.pipeline_max_zero_stage) : fw.max_zero_stage;
   std::vector<ConfigChoice> choices;
   for (int zero = 0; zero <= max_zero; ++zero) {
+    // FSDP2 shards at stage 2 or 3 (stage 0 is replicate()); it has no ZeRO-1.
+    if (fw.gradients == GradientSync::kFsdp2 && zero == 1) continue;
     for (Offload offload : {Offload::kNone, Offload::kOptimizer, Offload::kOptimizerAndParams}) {
       if (offload != Offload::kNone && (zero == 0 || !fw.offload)) continue;
       if (offload == Offload::kOptimizerAndParams && zero != 3) continue;
@@ -274,13 +292,19 @@ struct Variant {
   int64_t micro;
   int virtual_stages;
   bool megatron_sp;
+  bool fp8;
 };
 
+// FP8 variants where the engine has FP8 linears and the cluster's GPU an FP8 peak.
+bool SearchesFp8(const TuneOptions& options, const Cluster& cluster) {
+  return FrameworkOf(options.engine).fp8 != Fp8Linear::kNone && cluster.gpu.Fp8PeakFlops() > 0;
+}
+
 std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options, const Layout& l,
-                              const ConfigChoice& choice, int64_t per_rank) {
+                              const ConfigChoice& choice, int64_t per_rank, bool fp8) {
   const FrameworkProfile& fw = FrameworkOf(options.engine);
   std::vector<int> vs = {1};
-  if (fw.interleaved_pipeline && l.pp > 1) {
+  if (fw.interleaved_pipeline && l.pp > 1 && model.num_hidden_layers % l.pp == 0) {
     for (int64_t v : Divisors(model.num_hidden_layers / l.pp)) {
       if (v > 1 && v <= options.max_virtual_stages) vs.push_back(static_cast<int>(v));
     }
@@ -297,7 +321,12 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
         if (v > 1 && (per_rank / micro) % l.pp != 0) continue;
         for (bool msp : {false, true}) {
           if (msp && (!fw.megatron_tp() || l.tp == 1)) continue;
-          variants.push_back({recompute, micro, v, msp});
+          // torchtitan's TP plan always runs the norms sequence-parallel.
+          if (!msp && fw.tp_always_sequence_parallel && l.tp > 1) continue;
+          for (bool f8 : {false, true}) {
+            if (f8 && !fp8) continue;
+            variants.push_back({recompute, micro, v, msp, f8});
+          }
         }
       }
     }
@@ -356,13 +385,18 @@ void TuneSearch::SearchLayout(const Layout& l) {
   vopt.pp = l.pp;
   vopt.mpu_tp = fw.megatron_tp() ? l.tp : 1;
   vopt.version = options_.deepspeed_version;
+  vopt.pipeline_allows_sharded_zero = fw.pipeline_max_zero_stage >= 2;
+  const bool context_parallel = l.sp > 1 && fw.context_parallel != ContextParallel::kNone;
+  vopt.context_parallel = context_parallel ? l.sp : 1;
   PlanInputs pin;
   pin.world_size = world_;
   pin.gpus_per_node = gpn_;
   pin.pp = l.pp;
   pin.layout = fw.rank_layout;
   if (fw.megatron_tp()) pin.mpu_tp = l.tp;
-  Json layout_config = MakeConfig(model_, options_, world_, l, {}, 1, 1, Recompute::kNone, 1, false);
+  if (context_parallel) pin.cp = l.sp;
+  if (l.ep > 1 && fw.expert_parallel_flag) pin.ep = l.ep;
+  Json layout_config = MakeConfig(model_, options_, world_, l, {}, 1, 1, Recompute::kNone, 1, false, false);
   auto plan = BuildPlan(layout_config, pin);
   if (!plan.ok()) return;
   const int64_t dp = plan->derived.dp;
@@ -372,7 +406,7 @@ void TuneSearch::SearchLayout(const Layout& l) {
   bf16_plans_.clear();
   for (const ConfigChoice& choice : ConfigChoices(options_, l)) {
     // The validate rules decide; batch values are representative (micro 1) and re-derived below.
-    Json config = MakeConfig(model_, options_, world_, l, choice, 1, per_rank, Recompute::kNone, 1, false);
+    Json config = MakeConfig(model_, options_, world_, l, choice, 1, per_rank, Recompute::kNone, 1, false, false);
     std::vector<TunedPlan> candidates = EvaluateConfig(*plan, l, choice, config, per_rank, links);
     if (candidates.empty() || !DropAutocastTwins(choice, candidates)) continue;
     // The validate rules (about 100 us a config) run only for a config with a plan that would
@@ -392,7 +426,7 @@ void TuneSearch::SearchLayout(const Layout& l) {
 
 std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout& l, const ConfigChoice& choice,
                                                   const Json& config, int64_t per_rank, GroupLinkCache& links) {
-  const std::vector<Variant> variants = Variants(model_, options_, l, choice, per_rank);
+  const std::vector<Variant> variants = Variants(model_, options_, l, choice, per_rank, SearchesFp8(options_, machines_));
   result_.evaluated += static_cast<int64_t>(variants.size());
   SimInput input = CandidateInput(plan, model_, machines_, options_, config, choice.zero);
   input.link_cache = &links;
@@ -404,6 +438,7 @@ std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout
     input.workload.recompute = v.recompute;
     input.engine.virtual_stages = v.virtual_stages;
     input.engine.megatron_sp = v.megatron_sp;
+    input.engine.fp8 = v.fp8;
   };
   std::vector<std::pair<const Variant*, MemoryReport>> fitting;
   for (const Variant& v : variants) {
@@ -421,6 +456,8 @@ std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout
     // Never rank a figure that is not a number (inputs at the edge of double's range).
     if (!std::isfinite(time.step_seconds) || !std::isfinite(time.tokens_per_second)) continue;
     TunedPlan p;
+    p.engine = options_.engine;
+    p.fp8 = v.fp8;
     p.tp = l.tp;
     p.sp = l.sp;
     p.ep = l.ep;
@@ -458,7 +495,7 @@ bool TuneSearch::DropAutocastTwins(const ConfigChoice& choice, std::vector<Tuned
   std::erase_if(candidates, [&](const TunedPlan& c) {
     return std::any_of(twins->second.begin(), twins->second.end(), [&](const TunedPlan& t) {
       return t.recompute == c.recompute && t.micro_batch == c.micro_batch && t.virtual_stages == c.virtual_stages &&
-             t.megatron_sp == c.megatron_sp && Better(t, c);
+             t.megatron_sp == c.megatron_sp && t.fp8 == c.fp8 && Better(t, c);
     });
   });
   result_.autocast_twins += static_cast<int64_t>(before - candidates.size());
@@ -483,7 +520,7 @@ std::vector<TunedPlan> TuneSearch::TakeBest() {
   for (auto& p : kept_) {
     p.config = MakeConfig(model_, options_, world_, {p.tp, p.sp, p.ep, p.pp},
                           {p.zero_stage, p.offload, p.torch_autocast, p.cpu_checkpointing}, p.micro_batch,
-                          p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp);
+                          p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp, p.fp8);
   }
   return std::move(kept_);
 }

@@ -31,7 +31,11 @@ struct TuneOptions {
   int top = 10;
   MemoryConvention convention = MemoryConvention::kZeroPaper;
   int64_t max_micro_batch = 64;
-  Engine engine = Engine::kDeepSpeed;  // megatron engines search Megatron's tp, SP, virtual stages
+  // The engine's own space: megatron engines and fsdp2 search Megatron's tp, SP and virtual
+  // stages, context parallelism, expert parallelism and FP8 (when the cluster has an FP8 peak);
+  // fsdp2 shards at ZeRO 2/3 under a pipeline too.
+  Engine engine = Engine::kDeepSpeed;
+  int max_context_parallel = 16;       // cp searched up to this (powers of two)
   bool flash_attention = true;
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
@@ -50,6 +54,8 @@ enum class Offload { kNone, kOptimizer, kOptimizerAndParams };
 std::string_view OffloadName(Offload o);  // "none", "optimizer", "optimizer+params"
 
 struct TunedPlan {
+  Engine engine = Engine::kDeepSpeed;
+  // sp: Ulysses under DeepSpeed, context parallelism (--cp) under megatron-lm and fsdp2.
   int64_t tp = 1, sp = 1, ep = 1, dp = 1, edp = 1, pp = 1;
   int virtual_stages = 1;
   bool megatron_sp = false;
@@ -60,6 +66,7 @@ struct TunedPlan {
   bool torch_autocast = false;
   // activation_checkpointing.cpu_checkpointing with full recompute: layer inputs in host memory.
   bool cpu_checkpointing = false;
+  bool fp8 = false;  // --fp8: the engine's FP8 linear layers
   int64_t micro_batch = 1, grad_accum = 1;
   double peak_bytes = 0;
   double hbm_bytes = 0;
@@ -91,6 +98,10 @@ struct TuneResult {
 // 2022 Table 5, 1T at 56.3%; H100/H200: the Megatron-LM README's H100 table, 49.4%); 0 when
 // unknown. `source` names the run.
 double PublishedMfuCeiling(const std::string& gpu_name, std::string* source);
+
+// Whether `a` ranks above `b`: more tokens per second, then less time, less memory, the simpler
+// layout (deterministic). Plans of different engines compare by the same measure.
+bool RankedBefore(const TunedPlan& a, const TunedPlan& b);
 
 // `progress(done, total)` is called now and then with the layouts searched so far.
 // Micro-steps the schedule re-rank simulates; a plan with more is extrapolated from two counts (its

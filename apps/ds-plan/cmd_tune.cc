@@ -78,7 +78,9 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
     // parallelism, "12v3" = 12 stages of 3 interleaved chunks.
     std::string tp = std::to_string(p.tp) + (p.megatron_sp ? "s" : "");
     std::string pp = std::to_string(p.pp) + (p.virtual_stages > 1 ? "v" + std::to_string(p.virtual_stages) : "");
-    out += Pad(std::to_string(rank++), 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
+    const std::string shown_rank = p.below_ranking ? "-" : std::to_string(rank);
+    ++rank;
+    out += Pad(shown_rank, 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
            Pad(std::to_string(p.ep), 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
            "  " + offload + std::string(18 - offload.size(), ' ') + precision +
            std::string(10 - precision.size(), ' ') + recompute +
@@ -97,6 +99,7 @@ Json ToJson(const sim::TuneResult& r) {
   Json plans = Json::array();
   for (const auto& p : r.plans) {
     plans.push_back({{"engine", sim::EngineName(p.engine)},
+                     {"below_ranking", p.below_ranking},
                      {"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
                      {"virtual_stages", p.virtual_stages},
                      {"megatron_sp", p.megatron_sp},
@@ -139,12 +142,26 @@ Result<sim::TuneResult> TuneEngines(const ModelSpec& model, const sim::Cluster& 
     all.global_batch = one->global_batch;
     all.seconds += one->seconds;
     for (sim::TunedPlan& p : one->plans) all.plans.push_back(std::move(p));
-    for (std::string& n : one->notes) {
-      if (std::find(all.notes.begin(), all.notes.end(), n) == all.notes.end()) all.notes.push_back(std::move(n));
-    }
   }
   std::stable_sort(all.plans.begin(), all.plans.end(), sim::RankedBefore);
-  if (all.plans.size() > static_cast<size_t>(options.top)) all.plans.resize(static_cast<size_t>(options.top));
+  // The best --top overall, and every engine's best plan even when it ranks lower: the question
+  // is which framework, so each one answers with its best.
+  std::vector<sim::TunedPlan> shown;
+  std::vector<sim::Engine> answered;
+  for (sim::TunedPlan& p : all.plans) {
+    const bool first_of_engine = std::find(answered.begin(), answered.end(), p.engine) == answered.end();
+    if (first_of_engine) answered.push_back(p.engine);
+    if (shown.size() < static_cast<size_t>(options.top)) {
+      shown.push_back(std::move(p));
+    } else if (first_of_engine) {
+      // Each search kept its own best --top only, so where this plan ranks overall is unknown.
+      p.below_ranking = true;
+      shown.push_back(std::move(p));
+    }
+  }
+  all.plans = std::move(shown);
+  // The notes are about the merged ranking's best plan.
+  sim::AddRankingNotes(cluster, options, all);
   return all;
 }
 
@@ -234,7 +251,8 @@ Command AddTuneCommand(CLI::App& root) {
       ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}));
   app->add_option("--engines", args->engines,
                   "several frameworks, comma-separated (deepspeed,fsdp2,megatron-lm): each searches its own "
-                  "space under its own rules and the plans are ranked side by side")
+                  "space under its own rules and the plans are ranked side by side (the best --top, and each "
+                  "framework's best)")
       ->delimiter(',')
       ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}))
       ->excludes("--engine");

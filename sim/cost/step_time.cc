@@ -371,7 +371,9 @@ void FillThroughput(const SimInput& input, const std::vector<PassTime>& stages, 
   for (const PassTime& s : stages) stage_flops += s.hardware_flops;
   report.hardware_flops_per_step = stage_flops / pp * grad_accum * world;
   if (report.step_seconds > 0) {
-    const double peak = input.cluster->gpu.peak_bf16_flops_per_second;
+    // With --fp8 MFU is against the FP8 peak, as NeMo reports it (NVIDIA/dgxc-benchmarking
+    // llama3.1 README: "MFU against the FP8 peak 1979").
+    const double peak = input.engine.fp8 ? input.cluster->gpu.Fp8PeakFlops() : input.cluster->gpu.peak_bf16_flops_per_second;
     report.tokens_per_second = samples * static_cast<double>(input.workload.seq_len) / report.step_seconds;
     report.mfu = report.model_flops_per_step / (peak * report.step_seconds * world);
     report.hfu = report.hardware_flops_per_step / (peak * report.step_seconds * world);

@@ -41,7 +41,8 @@ struct TimeReport {
   double offload_seconds = 0;   // CPU offload: PCIe copies and the CPU optimizer (sim/cost/offload_time.h)
   double step_seconds = 0;
   double tokens_per_second = 0;
-  double mfu = 0;  // model FLOPs (6 x active params x tokens + attention) / (peak x step x world)
+  double mfu = 0;  // model FLOPs (6 x active params x tokens + attention) / (peak x step x world);
+                   // the bf16 peak, the FP8 one with --fp8 (NeMo's convention)
   double model_flops_per_step = 0;
   std::vector<CollectiveCall> collectives;
 

@@ -78,6 +78,25 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   return Status::Ok();
 }
 
+// --virtual-stages needs pipeline stages and layers for every chunk: evenly divided under
+// Megatron's schedules, at least one each under torch.distributed.pipelining.
+Status CheckVirtualStages(const PlanKnobs& knobs, const ModelSpec& model) {
+  const EngineSettings& engine = knobs.engine;
+  if (engine.virtual_stages <= 1) return Status::Ok();
+  const int64_t chunks = knobs.pp * engine.virtual_stages;
+  const std::string flag = "--virtual-stages " + std::to_string(engine.virtual_stages);
+  const std::string layers = std::to_string(model.num_hidden_layers);
+  if (engine.framework().uneven_pipeline_chunks) {
+    if (knobs.pp <= 1 || model.num_hidden_layers < chunks) {
+      return Error{flag + " needs --pp > 1 and at least one layer per chunk (" + layers + " layers, " +
+                   std::to_string(chunks) + " chunks)"};
+    }
+  } else if (knobs.pp <= 1 || model.num_hidden_layers % chunks != 0) {
+    return Error{flag + " needs --pp > 1 and the layers (" + layers + ") divisible by pp x virtual stages"};
+  }
+  return Status::Ok();
+}
+
 // A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
 // batch) must never reach a report or a renderer: the error names it.
 Status EstimatesAreFinite(const MemoryReport& memory, const TimeReport& time) {
@@ -227,20 +246,8 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   }
   const EngineSettings& engine = knobs.engine;
   const int64_t mpu_tp = engine.framework().megatron_tp() ? std::max<int64_t>(knobs.megatron_tp, 1) : 0;
-  if (engine.virtual_stages > 1) {
-    const int64_t chunks = knobs.pp * engine.virtual_stages;
-    if (engine.framework().uneven_pipeline_chunks) {
-      if (knobs.pp <= 1 || model.num_hidden_layers < chunks) {
-        return stop(Evaluation::Outcome::kBadKnobs,
-                    "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and at least one "
-                    "layer per chunk (" + std::to_string(model.num_hidden_layers) + " layers, " +
-                    std::to_string(chunks) + " chunks)");
-      }
-    } else if (knobs.pp <= 1 || model.num_hidden_layers % chunks != 0) {
-      return stop(Evaluation::Outcome::kBadKnobs,
-                  "--virtual-stages " + std::to_string(engine.virtual_stages) + " needs --pp > 1 and the layers (" +
-                      std::to_string(model.num_hidden_layers) + ") divisible by pp x virtual stages");
-    }
+  if (Status chunks = CheckVirtualStages(knobs, model); !chunks.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, chunks.error().message);
   }
 
   ValidateOptions options;

@@ -542,7 +542,9 @@ void RerankBySchedule(const ModelSpec& model, const Cluster& machines, const Tun
   if (kept.size() > static_cast<size_t>(std::max(options.top, 0))) kept.resize(static_cast<size_t>(options.top));
 }
 
-void AddResultNotes(const Cluster& cluster, const TuneOptions& options, TuneResult& result) {
+}  // namespace
+
+void AddRankingNotes(const Cluster& cluster, const TuneOptions& options, TuneResult& result) {
   const int64_t twins = result.autocast_twins;
   if (twins > 0) {
     result.notes.push_back(std::to_string(twins) + " torch_autocast plan" + (twins == 1 ? "" : "s") +
@@ -562,8 +564,6 @@ void AddResultNotes(const Cluster& cluster, const TuneOptions& options, TuneResu
                            "(ds-plan calibrate) before trusting it");
   }
 }
-
-}  // namespace
 
 Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const TuneOptions& options,
                         const std::function<void(int64_t, int64_t)>& progress) {
@@ -590,7 +590,7 @@ Result<TuneResult> Tune(const ModelSpec& model, const Cluster& cluster, const Tu
   std::vector<TunedPlan> kept = search.TakeBest();
   RerankBySchedule(model, machines, options, world, gpn, kept, result);
   result.plans = std::move(kept);
-  AddResultNotes(cluster, options, result);
+  AddRankingNotes(cluster, options, result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -76,6 +76,8 @@ struct TunedPlan {
   double mfu = 0;
   Json config;  // the DeepSpeed config that realises this plan (passes validate)
   double rank_seconds() const { return schedule_seconds > 0 ? schedule_seconds : step_seconds; }
+  // Below the ranking: listed only as its framework's best (tune --engines), its rank unknown.
+  bool below_ranking = false;
 };
 
 struct TuneResult {
@@ -98,6 +100,10 @@ struct TuneResult {
 // 2022 Table 5, 1T at 56.3%; H100/H200: the Megatron-LM README's H100 table, 49.4%); 0 when
 // unknown. `source` names the run.
 double PublishedMfuCeiling(const std::string& gpu_name, std::string* source);
+
+// The notes a ranking carries (torch_autocast plans left out, an MFU above what any published run
+// reached); Tune adds them, and a caller that merges the plans of several engines adds them again.
+void AddRankingNotes(const Cluster& cluster, const TuneOptions& options, TuneResult& result);
 
 // Whether `a` ranks above `b`: more tokens per second, then less time, less memory, the simpler
 // layout (deterministic). Plans of different engines compare by the same measure.

@@ -105,17 +105,17 @@ TEST(ExploreTuiTest, PinShowsDeltasAndTuneAppliesTheChosenPlan) {
   std::string screen = tmux.WaitFor(kAfter);
   EXPECT_NE(screen.find("DOES NOT FIT 90.42 GB (-33.9%)"), std::string::npos) << screen;
   // tune lists the best plans for the same world and the current batch (dp 32 x 16 x 1 = 512
-  // samples); Down, Enter applies the second (tp 1, ZeRO-3, micro 8, full recompute: the plan tune's
-  // event-schedule re-rank puts second).
+  // samples); Down, Enter applies the second (tp 1, Ulysses sp 2, ZeRO-3, micro 8, full recompute:
+  // the plan tune's event-schedule re-rank puts second on the H100 preset).
   tmux.Keys("t");
   screen = tmux.WaitFor("[ tune ]");
   EXPECT_NE(screen.find("global batch 512 samples"), std::string::npos) << screen;
   tmux.Keys("Down Enter");
   screen = tmux.WaitFor("apply tp=");
-  EXPECT_NE(screen.find("apply tp=1 sp=1 ep=1 pp=1 zero=3 micro=8 accum=1 recompute=full -> valid; FITS"),
+  EXPECT_NE(screen.find("apply tp=1 sp=2 ep=1 pp=1 zero=3 micro=8 accum=2 recompute=full -> valid; FITS"),
             std::string::npos)
       << screen;
-  EXPECT_NE(screen.find("world 64 (8 x 8): tp=1 dp=64 sp=1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("world 64 (8 x 8): tp=1 dp=32 sp=2"), std::string::npos) << screen;
   // One edit: undo goes back to tp=2.
   tmux.Keys("u");
   tmux.WaitFor(kAfter);

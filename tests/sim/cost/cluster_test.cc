@@ -62,14 +62,50 @@ TEST(ClusterTest, H100Preset) {
   // A ring step over the network waits longer than one over NVLink (NCCL's hwLat table).
   EXPECT_GT(c.inter_node.hop_latency_seconds, c.intra_node.hop_latency_seconds);
   EXPECT_EQ(c.gpu.sm_count, 132);
-  EXPECT_GT(c.inter_node.max_rails, 0);
+  // Every rail of the node: the 1.66 rails fitted on 2021 Selene A100 runs are not this machine's.
+  EXPECT_EQ(c.inter_node.max_rails, 0);
   EXPECT_GT(c.memory.reserved_bytes, 0);
   EXPECT_GT(c.host_to_device_bytes_per_second, 0);
-  EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.75);
+  // cuBLAS bf16 8192^3 at 797.8 TFLOP/s and cuBLASLt FP8 at 1,290.1 on H100 SXM (cited in the file).
+  EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.807);
+  EXPECT_DOUBLE_EQ(c.efficiency.fp8_matmul, 0.652);
+  EXPECT_EQ(c.gpu.peak_fp8_flops_per_second, 1979e12);  // dense, not the sparse 3958
   EXPECT_DOUBLE_EQ(c.efficiency.attention, 0.65);
   EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
   EXPECT_FALSE(c.name.empty());
   EXPECT_EQ(c.gpu.name, "H100 SXM5 80GB");
+}
+
+// No preset carries a figure fitted on another machine or era: only the A100 presets keep the rail
+// figure fitted on A100 Selene runs.
+TEST(ClusterTest, OnlyTheA100PresetsCarryTheSeleneRailFit) {
+  for (const char* name : {"h100-sxm.json", "h100-96gb-hbm2e.json", "h200.json", "b200.json"}) {
+    EXPECT_EQ(ParseOrDie(name).inter_node.max_rails, 0) << name;
+  }
+  for (const char* name : {"a100-80gb.json", "selene-a100-80gb.json"}) {
+    EXPECT_GT(ParseOrDie(name).inter_node.max_rails, 0) << name;
+    EXPECT_EQ(ParseOrDie(name).gpu.peak_fp8_flops_per_second, 0) << name;  // Ampere: no FP8
+  }
+}
+
+TEST(ClusterTest, B200Preset) {
+  Cluster c = ParseOrDie("b200.json");
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 2.25e15);  // dense; 4.5 PFLOPS is with sparsity
+  EXPECT_EQ(c.gpu.peak_fp8_flops_per_second, 4.5e15);
+  EXPECT_EQ(c.gpu.hbm_bytes, 180e9);  // DGX B200: 1,440 GB over 8 GPUs
+  EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 682e9);
+  EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 48e9);
+  EXPECT_EQ(c.gpu.sm_count, 148);
+  // No B200 measurement of memory-bound kernels or attention: the defaults apply.
+  EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
+  EXPECT_DOUBLE_EQ(c.efficiency.attention, 0);
+}
+
+TEST(ClusterTest, TorchtitanH100With96GbOfHbm2e) {
+  Cluster c = ParseOrDie("h100-96gb-hbm2e.json");
+  EXPECT_EQ(c.gpu.hbm_bytes, 96e9);
+  EXPECT_EQ(c.gpu.hbm_bytes_per_second, 2.4e12);
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 989e12);  // an upper bound under the 500 W cap
 }
 
 TEST(ClusterTest, H200Preset) {

@@ -25,11 +25,12 @@ Json Load(const std::string& relative) {
 
 TEST(KernelTimeTest, H200GemmAndAttentionMeasurementsWithin15Percent) {
   const Cluster preset = ParseCluster(Load("samples/clusters/h200.json")).value();
+  // The kernel microbenchmarks' figures on that H200 (docs/cost-model.md, Calibration): large
+  // GEMMs at 0.75 of peak, a copy and silu at 0.8 of HBM, forward attention at 0.65.
   Cluster h200 = preset;
-  h200.efficiency = ParseCluster(Load("samples/clusters/h100-sxm.json")).value().efficiency;
-  EXPECT_EQ(h200.efficiency.matmul, 0.75);
-  EXPECT_EQ(h200.efficiency.memory, 0.8);
-  EXPECT_EQ(h200.efficiency.attention, 0.65);
+  h200.efficiency.matmul = 0.75;
+  h200.efficiency.memory = 0.8;
+  h200.efficiency.attention = 0.65;
   // A training step's memory-bound kernels (unfused norms, casts, routing) and causal attention with
   // its backward run well below a copy and a forward attention kernel alone.
   EXPECT_LT(preset.efficiency.memory, 0.8 * h200.efficiency.memory);

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds-plan tune per engine (each in its own space: context and expert parallelism, FP8, FSDP2's
+// stages under a pipeline) and --engines, which ranks the frameworks side by side; an emitted plan
+// simulates as it was ranked.
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/json/document.h"
+#include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::RunCli;
+using testing::SchemaErrors;
+
+constexpr const char* kLlama70b =
+    " --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --nodes 8 --gpus-per-node 8";
+
+Json Tune(const std::string& flags) {
+  auto r = RunCli("tune" + std::string(kLlama70b) + flags + " --format json", false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  Json doc = Json::parse(r.output, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << r.output;
+  EXPECT_EQ(SchemaErrors(schemas::k_tune_report_schema_json, doc), "") << doc.dump(2);
+  return doc;
+}
+
+TEST(TuneEnginesCliTest, EachEngineSearchesItsOwnSpace) {
+  // FSDP2: ZeRO 2 or 3 (reshard after forward or not) and torchao float8; no ZeRO-1. Its ZeRO-3
+  // under a pipeline is SimulateEnginesCliTest's.
+  bool fp8 = false, sharded = false;
+  const Json fsdp2 = Tune(" --engine fsdp2 --top 200");
+  for (const Json& p : fsdp2["plans"]) {
+    EXPECT_EQ(p["engine"], "fsdp2");
+    EXPECT_NE(p["zero_stage"], 1);
+    fp8 = fp8 || p["precision"] == "fp8";
+    sharded = sharded || p["zero_stage"].get<int>() >= 2;
+  }
+  EXPECT_TRUE(fp8 && sharded);
+  const Json deepspeed = Tune(" --engine deepspeed --top 200");
+  for (const Json& p : deepspeed["plans"]) {
+    EXPECT_FALSE(p["layout"]["pp"].get<int>() > 1 && p["zero_stage"].get<int>() >= 2) << p.dump();
+    EXPECT_NE(p["precision"], "fp8");
+  }
+  // Megatron-Core at 32K tokens: context parallelism with TP, the distributed optimizer at most.
+  bool cp_with_tp = false;
+  const Json megatron = Tune(" --engine megatron-lm --seq-len 32768 --global-batch 64 --top 20");
+  for (const Json& p : megatron["plans"]) {
+    EXPECT_LE(p["zero_stage"].get<int>(), 1);
+    cp_with_tp = cp_with_tp || (p["layout"]["sp"].get<int>() > 1 && p["layout"]["tp"].get<int>() > 1);
+  }
+  EXPECT_TRUE(cp_with_tp);
+}
+
+TEST(TuneEnginesCliTest, EnginesRanksTheFrameworksSideBySideWithEachOnesBest) {
+  const Json doc = Tune(" --engines deepspeed,fsdp2,megatron-lm --top 3");
+  std::set<std::string> engines;
+  double previous = 1e300;
+  for (const Json& p : doc["plans"]) {
+    engines.insert(p["engine"].get<std::string>());
+    if (!p["below_ranking"].get<bool>()) {
+      EXPECT_LE(p["tokens_per_second"].get<double>(), previous);
+      previous = p["tokens_per_second"].get<double>();
+    }
+  }
+  EXPECT_EQ(engines, (std::set<std::string>{"deepspeed", "fsdp2", "megatron-lm"}));
+  auto both = RunCli("tune" + std::string(kLlama70b) + " --engine fsdp2 --engines deepspeed,fsdp2");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+}
+
+TEST(TuneEnginesCliTest, AnEmittedPlanOfAnotherEngineSimulatesAsRanked) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-engines-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "best.json").string();
+  auto tuned = RunCli("tune" + std::string(kLlama70b) + " --engine megatron-lm --top 1 --emit-config " + out);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  auto simulated = RunCli("simulate " + out + kLlama70b, false);
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
+  EXPECT_NE(simulated.output.find("engine   megatron-lm"), std::string::npos) << simulated.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dsp

@@ -68,6 +68,9 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.megatron_tp = e.megatron_tp;
   in.megatron_sp = e.megatron_sp;
   in.virtual_stages = e.virtual_stages;
+  in.cp = e.cp;
+  in.ep = e.ep;
+  in.fp8 = e.fp8;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
   in.deepspeed_version = e.deepspeed_version;
@@ -94,6 +97,9 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.megatron_tp = in.megatron_tp;
   a.megatron_sp = in.megatron_sp;
   a.virtual_stages = static_cast<int>(in.virtual_stages);
+  a.cp = in.cp;
+  a.ep = in.ep;
+  a.fp8 = in.fp8;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;
   a.deepspeed_version = in.deepspeed_version;

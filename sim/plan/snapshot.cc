@@ -32,6 +32,9 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"tp", OptionalInt(in.megatron_tp > 0 ? std::optional<int64_t>(in.megatron_tp) : std::nullopt)},
           {"megatron_sp", in.megatron_sp},
           {"virtual_stages", in.virtual_stages},
+          {"cp", OptionalInt(in.cp > 0 ? std::optional<int64_t>(in.cp) : std::nullopt)},
+          {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
+          {"fp8", in.fp8},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
           {"deepspeed_version", in.deepspeed_version.empty() ? Json(nullptr) : Json(in.deepspeed_version)}};
@@ -238,8 +241,16 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }
   }
-  std::optional<int64_t> tp, virtual_stages;
+  std::optional<int64_t> tp, virtual_stages, cp, ep;
   if (Status s = ReadOptionalInt(in, "tp", &tp, int64_t{1} << 20); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "cp", &cp, int64_t{1} << 20); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "ep", &ep, int64_t{1} << 20); !s.ok()) return s.error();
+  out.cp = cp.value_or(0);
+  out.ep = ep.value_or(0);
+  if (auto f = in.find("fp8"); f != in.end()) {
+    if (!f->is_boolean()) return Error{"/inputs/fp8 must be true or false"};
+    out.fp8 = f->get<bool>();
+  }
   if (Status s = ReadOptionalInt(in, "virtual_stages", &virtual_stages, 1024); !s.ok()) return s.error();
   out.megatron_tp = tp.value_or(0);
   out.virtual_stages = virtual_stages.value_or(1);

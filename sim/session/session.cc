@@ -413,7 +413,10 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
   } else {
     c.erase("tensor_parallel");
   }
-  SetOrErase(c, "sequence_parallel_size", plan.sp > 1, plan.sp);
+  // Context parallelism (megatron-lm, fsdp2) is a knob like --cp, not the config's Ulysses.
+  const FrameworkProfile& fw = k.engine.framework();
+  const bool context_parallel = fw.context_parallel != ContextParallel::kNone;
+  SetOrErase(c, "sequence_parallel_size", plan.sp > 1 && !context_parallel, plan.sp);
   if (plan.config.contains("expert_parallel")) {
     if (c.contains("expert_parallel") && c["expert_parallel"].is_object()) {
       c["expert_parallel"]["enabled"] = true;
@@ -428,6 +431,9 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
     k.megatron_tp = plan.tp;
     k.engine.megatron_sp = plan.megatron_sp;
     k.engine.virtual_stages = plan.virtual_stages;
+    k.cp = context_parallel && plan.sp > 1 ? plan.sp : 0;
+    k.ep = fw.expert_parallel_flag && plan.ep > 1 ? plan.ep : 0;
+    k.engine.fp8 = plan.fp8;
   }
   const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +
                            " ep=" + std::to_string(plan.ep) + " pp=" + std::to_string(plan.pp) +

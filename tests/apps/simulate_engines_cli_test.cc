@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // ds-plan simulate with the engines of 2026: --engine fsdp2, --cp, --ep and --fp8, and what each
 // engine refuses.
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
+#include "core/util/file_io.h"
 #include "tests/apps/cli_test_util.h"
 
 namespace dsp {
@@ -100,6 +104,33 @@ TEST(SimulateEnginesCliTest, ExpertParallelismFromTheCommandLine) {
   bool dispatch = false;
   for (const Json& c : j["collectives"]) dispatch = dispatch || (c["kind"] == "all_to_all" && c["group"] == "ep");
   EXPECT_TRUE(dispatch);
+}
+
+}  // namespace
+}  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// plan records --engine, --cp, --ep and --fp8 with the rest of the flags, and check replays them.
+TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
+  // check reads only files inside the directory it runs in (the source tree): the build tree.
+  const std::string dir = std::string(DSP_BUILD_DIR) + "/engines-plan-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/ds_config.json";
+  std::filesystem::copy_file(Llama8b("3"), config, std::filesystem::copy_options::overwrite_existing);
+  const std::string snapshot = dir + "/fsdp2.plan.json";
+  auto planned = RunCli("plan " + config + kModel + " --nodes 2 --engine fsdp2 --tp 2 --cp 2 --fp8 -o " + snapshot);
+  ASSERT_EQ(planned.exit_code, 0) << planned.output;
+  auto text = ReadFile(snapshot);
+  ASSERT_TRUE(text.ok());
+  const Json doc = Json::parse(*text);
+  EXPECT_EQ(doc["inputs"]["engine"], "fsdp2");
+  EXPECT_EQ(doc["inputs"]["cp"], 2);
+  EXPECT_EQ(doc["inputs"]["fp8"], true);
+  auto checked = RunCli("check " + snapshot + " --format json", false);
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

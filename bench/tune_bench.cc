@@ -25,10 +25,12 @@ dsp::sim::Cluster LoadCluster(const char* rel) {
   return dsp::sim::ParseCluster(dsp::Json::parse(text.value(), nullptr, true, true)).value();
 }
 
-void RunTune(benchmark::State& state, const char* model_path, int64_t world, int rerank = 0) {
+void RunTune(benchmark::State& state, const char* model_path, int64_t world, int rerank = 0,
+             dsp::sim::Engine engine = dsp::sim::Engine::kDeepSpeed) {
   dsp::ModelSpec model = LoadModel(model_path);
   dsp::sim::Cluster cluster = LoadCluster("samples/clusters/h100-sxm.json");
   dsp::sim::TuneOptions options;
+  options.engine = engine;
   options.world_size = world;
   options.seq_len = 4096;
   options.rerank = rerank;
@@ -47,6 +49,22 @@ BENCHMARK(BM_TuneLlama70bOn4096)->Unit(benchmark::kMillisecond);
 
 void BM_TuneMixtralOn64(benchmark::State& state) { RunTune(state, "samples/models/mixtral-8x7b.json", 64); }
 BENCHMARK(BM_TuneMixtralOn64)->Unit(benchmark::kMillisecond);
+
+// The other engines' own spaces (context and expert parallelism, FP8, FSDP2's stages under pp).
+void BM_TuneLlama70bOn4096Fsdp2(benchmark::State& state) {
+  RunTune(state, "samples/models/llama-3-70b.json", 4096, 0, dsp::sim::Engine::kFsdp2);
+}
+BENCHMARK(BM_TuneLlama70bOn4096Fsdp2)->Unit(benchmark::kMillisecond);
+
+void BM_TuneLlama70bOn4096MegatronLm(benchmark::State& state) {
+  RunTune(state, "samples/models/llama-3-70b.json", 4096, 0, dsp::sim::Engine::kMegatronLm);
+}
+BENCHMARK(BM_TuneLlama70bOn4096MegatronLm)->Unit(benchmark::kMillisecond);
+
+void BM_TuneMixtralOn64MegatronLm(benchmark::State& state) {
+  RunTune(state, "samples/models/mixtral-8x7b.json", 64, 0, dsp::sim::Engine::kMegatronLm);
+}
+BENCHMARK(BM_TuneMixtralOn64MegatronLm)->Unit(benchmark::kMillisecond);
 
 void BM_TuneRerankLlama70bOn4096(benchmark::State& state) {
   RunTune(state, "samples/models/llama-3-70b.json", 4096, 10);

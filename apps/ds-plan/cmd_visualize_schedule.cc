@@ -123,6 +123,13 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   int code = kExitOk;
   std::unique_ptr<SimSetup> s = PrepareSimulation(args.sim, &code);
   if (!s) return code;
+  // The event simulation follows DeepSpeed's engine (its hooks, streams and buckets); the other
+  // engines have the closed form only, and a DeepSpeed timeline drawn for them would be wrong.
+  if (!s->eval->input.engine.framework().event_schedule) {
+    return UsageError("the schedule simulates DeepSpeed's engine; --engine " + s->effective.engine +
+                      " is modelled by the closed form only: use ds-plan simulate (its collectives table lists "
+                      "what the step issues)");
+  }
   PrintWarnings(s->eval->report);
   // --full simulates every rank, so without --ranks it draws every rank too.
   std::string shown = args.ranks;

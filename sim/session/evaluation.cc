@@ -97,6 +97,29 @@ Status CheckVirtualStages(const PlanKnobs& knobs, const ModelSpec& model) {
   return Status::Ok();
 }
 
+// What the config asks of ZeRO that the engine's optimizer does not do: Megatron-Core's
+// distributed optimizer is ZeRO-1's partitioning (no stage 2/3), FSDP2 shards parameters and
+// gradients together (stage 2: no reshard after forward, 3: full shard; nothing is stage 1), and
+// only DeepSpeed offloads optimizer states or parameters to the host.
+Status CheckZeroAgainstEngine(const EngineSettings& engine, const ZeroSettings& zero) {
+  const FrameworkProfile& fw = engine.framework();
+  const std::string name(fw.name);
+  if (zero.stage > fw.max_zero_stage) {
+    return Error{"--engine " + name + " runs ZeRO stage " + std::to_string(fw.max_zero_stage) +
+                 " at most (its distributed optimizer partitions the optimizer states); the config asks for stage " +
+                 std::to_string(zero.stage) + ": use --engine fsdp2 or deepspeed to shard gradients and parameters"};
+  }
+  if (fw.gradients == GradientSync::kFsdp2 && zero.stage == 1) {
+    return Error{"--engine fsdp2 has no ZeRO stage 1: FSDP2 shards parameters, gradients and optimizer states "
+                 "together; use stage 2 (no reshard after forward) or 3 (full shard), or 0 (DDP)"};
+  }
+  if (!fw.offload && (zero.offload_optimizer || zero.offload_param)) {
+    return Error{"--engine " + name + ": the config offloads to the host (zero_optimization.offload_*), which "
+                 "ds-plan models for DeepSpeed's ZeRO-Offload only"};
+  }
+  return Status::Ok();
+}
+
 // A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
 // batch) must never reach a report or a renderer: the error names it.
 Status EstimatesAreFinite(const MemoryReport& memory, const TimeReport& time) {
@@ -320,6 +343,9 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   }
   FillSimInput(*e, model, knobs, &*batch, seq_len);
   SimInput& input = e->input;
+  if (Status zero = CheckZeroAgainstEngine(input.engine, input.zero); !zero.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, zero.error().message);
+  }
   e->memory = EstimateMemory(input);
   for (int stage = 0; knobs.pp > 1 && stage < knobs.pp; ++stage) {
     e->stage_peak_bytes.push_back(EstimateStageMemory(input, stage).peak_bytes);

@@ -113,6 +113,16 @@ TEST_F(ScheduleCliTest, ExitCodes) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("pp > 1"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(Out("x.svg")));
+  // The event simulation is DeepSpeed's engine: the other engines are refused, not drawn as it.
+  for (const char* engine : {"megatron-lm --tp 2 --set zero_optimization.stage=1", "fsdp2 --cp 2"}) {
+    r = RunCli("visualize schedule samples/configs/zero3-offload.json --model samples/models/llama-3-8b.json "
+               "--cluster samples/clusters/h100-sxm.json --world-size 8 --set zero_optimization.offload_optimizer.device=none "
+               "--set zero_optimization.offload_param.device=none --engine " +
+               std::string(engine) + " -o " + Out("e.svg"));
+    EXPECT_EQ(r.exit_code, 2) << engine << "\n" << r.output;
+    EXPECT_NE(r.output.find("closed form only"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(Out("e.svg")));
 }
 
 // --full draws every rank unless --ranks picks some; the SVG's memory curves carry the HBM line,

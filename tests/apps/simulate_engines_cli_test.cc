@@ -89,6 +89,22 @@ TEST(SimulateEnginesCliTest, EachEngineRefusesWhatItDoesNotHave) {
   }
 }
 
+// What the config asks of ZeRO must be what the engine's optimizer does.
+TEST(SimulateEnginesCliTest, ZeroStagesAndOffloadTheEngineDoesNotHaveAreRefused) {
+  struct Case {
+    std::string zero, engine, says;
+  };
+  for (const Case& c : {Case{"3", "megatron-lm", "runs ZeRO stage 1 at most"},
+                        Case{"1", "fsdp2", "has no ZeRO stage 1"}}) {
+    auto r = RunCli("simulate " + Llama8b(c.zero) + kModel + " --engine " + c.engine);
+    EXPECT_EQ(r.exit_code, 2) << c.engine << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+  }
+  auto offload = RunCli("simulate samples/configs/zero3-offload.json" + kModel + " --engine fsdp2");
+  EXPECT_EQ(offload.exit_code, 2) << offload.output;
+  EXPECT_NE(offload.output.find("ZeRO-Offload only"), std::string::npos) << offload.output;
+}
+
 // A size that does not divide the ranks is a plan error (exit 1) that names the flag.
 TEST(SimulateEnginesCliTest, AContextParallelSizeThatDoesNotDivideIsAPlanError) {
   auto r = RunCli("simulate " + Llama8b("1") + kModel + " --engine fsdp2 --cp 3");

@@ -76,7 +76,8 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
     }
     // Megatron's SP and virtual stages ride on the tp and pp columns: "8s" = tp 8 with sequence
     // parallelism, "12v3" = 12 stages of 3 interleaved chunks.
-    std::string tp = std::to_string(p.tp) + (p.megatron_sp ? "s" : "");
+    // "4o": sequence parallelism with --tp-comm-overlap.
+    std::string tp = std::to_string(p.tp) + (p.tp_comm_overlap ? "o" : p.megatron_sp ? "s" : "");
     std::string pp = std::to_string(p.pp) + (p.virtual_stages > 1 ? "v" + std::to_string(p.virtual_stages) : "");
     const std::string shown_rank = p.below_ranking ? "-" : std::to_string(rank);
     ++rank;
@@ -103,6 +104,7 @@ Json ToJson(const sim::TuneResult& r) {
                      {"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
                      {"virtual_stages", p.virtual_stages},
                      {"megatron_sp", p.megatron_sp},
+                     {"tp_comm_overlap", p.tp_comm_overlap},
                      {"zero_stage", p.zero_stage},
                      {"offload", sim::OffloadName(p.offload)},
                      {"recompute", sim::RecomputeName(p.recompute)},

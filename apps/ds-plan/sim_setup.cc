@@ -57,7 +57,10 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   fp8_option = app->add_flag("--fp8", fp8,
                 "FP8 linear layers: TransformerEngine under megatron-lm, torchao float8 under fsdp2 "
-                "(needs the cluster's gpu.fp8_tflops)");
+                "(MFU then against the cluster's FP8 peak)");
+  tp_comm_overlap_option = app->add_flag("--tp-comm-overlap", tp_comm_overlap,
+                "megatron-lm: TransformerEngine's userbuffers overlap the sequence-parallel all-gather and "
+                "reduce-scatter with the GEMMs (needs --megatron-sp)");
   app->add_option("--attention", attention,
                   "attention kernel: flash (FlashAttention/SDPA, the default) or materialized "
                   "(scores in HBM, as before 2022)")
@@ -150,6 +153,11 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
     args->ep = **ep;
     used.push_back("ep " + std::to_string(**ep));
   }
+  if (note.contains("tp_comm_overlap") && !GivenOrRecorded(args->tp_comm_overlap_option, *args)) {
+    if (!note["tp_comm_overlap"].is_boolean()) return Error{"_ds_plan.tp_comm_overlap must be true or false"};
+    args->tp_comm_overlap = note["tp_comm_overlap"].get<bool>();
+    if (args->tp_comm_overlap) used.push_back("tp comm overlap");
+  }
   if (note.contains("fp8") && !GivenOrRecorded(args->fp8_option, *args)) {
     if (!note["fp8"].is_boolean()) return Error{"_ds_plan.fp8 must be true or false"};
     args->fp8 = note["fp8"].get<bool>();
@@ -199,6 +207,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.cp = args.cp;
   k.ep = args.ep;
   k.engine.fp8 = args.fp8;
+  k.engine.tp_comm_overlap = args.tp_comm_overlap;
   k.attn_implementation = args.attn_impl;
   return k;
 }

@@ -36,6 +36,7 @@ struct SimArgs {
   int64_t cp = 0;     // --cp: context-parallel size (megatron-lm, fsdp2)
   int64_t ep = 0;     // --ep: expert-parallel size (megatron-lm, fsdp2)
   bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
+  bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm)
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
   std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation
@@ -51,6 +52,7 @@ struct SimArgs {
   CLI::Option* cp_option = nullptr;
   CLI::Option* ep_option = nullptr;
   CLI::Option* fp8_option = nullptr;
+  CLI::Option* tp_comm_overlap_option = nullptr;
   bool flags_are_explicit = false;
 
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,

@@ -48,6 +48,10 @@ void CollectivePlanner::DropFloor() {
   if (!out_.empty()) out_.back().floor_seconds = 0;
 }
 
+void CollectivePlanner::SetFloorShare(double share) {
+  if (!out_.empty()) out_.back().floor_seconds = share * out_.back().seconds_per_unit;
+}
+
 void CollectivePlanner::AddOn(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind,
                               GroupKind group, double bytes, double calls, CommSchedule schedule,
                               StageScope scope, double extra) {

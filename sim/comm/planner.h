@@ -41,6 +41,9 @@ class CollectivePlanner {
 
   /// The last collective added can hide entirely (another one carries the unhidable first call).
   void DropFloor();
+  /// The last collective added can hide all but `share` of its time per unit (a pipelined overlap
+  /// whose first chunk waits).
+  void SetFloorShare(double share);
 
   std::vector<PlannedCollective> Take() { return std::move(out_); }
 

@@ -4,7 +4,9 @@
 // compile/passes/tp_compile.py, module_inject/layers.py LinearAllreduce); Megatron's vocab-parallel
 // embedding, lm_head and cross entropy (megatron/core/tensor_parallel/layers.py, cross_entropy.py);
 // AutoTP's transformers-plan lm_head (tp_plan_converter.py, PR #8146) and grad_allreduce hooks.
+#include <algorithm>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/rules/tensor_parallel_internal.h"
@@ -58,7 +60,21 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   // all-reduce into an all-gather plus a reduce-scatter of the same S.
   const double pairs = ctx.layers + ctx.dense_layers + (ctx.autoep ? 0.0 : ctx.moe_layers);
   const double calls = pairs * (ctx.forward_passes + 1.0);
-  if (ctx.tp_sequence_parallel) {
+  if (ctx.tp_sequence_parallel && in.engine.tp_comm_overlap && in.engine.framework().tp_comm_overlap) {
+    // TransformerEngine's userbuffers (Megatron-Core --tp-comm-overlap): the all-gather before a
+    // column-parallel GEMM and the reduce-scatter after a row-parallel one are split into tp
+    // chunks pipelined with the GEMM's chunks (ring exchange), forward and in backward's dgrad.
+    // What it hides is the GEMMs' time; what it cannot is the first chunk of each, 1/tp of the
+    // communication, and whatever exceeds the compute of the pass.
+    const double share = 1.0 / std::max(in.plan->sizes.tp, 1);
+    for (auto [purpose, kind] : {std::pair{"tp_sp_all_gather", CollectiveKind::kAllGather},
+                                 std::pair{"tp_sp_reduce_scatter", CollectiveKind::kReduceScatter}}) {
+      plan.Add(purpose, kind, GroupKind::kTp, activation, pairs * ctx.forward_passes, CommSchedule::kForwardOverlap);
+      plan.SetFloorShare(share);
+      plan.Add(purpose, kind, GroupKind::kTp, activation, pairs, CommSchedule::kBackwardOverlap);
+      plan.SetFloorShare(share);
+    }
+  } else if (ctx.tp_sequence_parallel) {
     plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, activation, calls, critical);
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, activation, calls, critical);
   } else {

@@ -91,6 +91,7 @@ struct EngineSettings {
   int virtual_stages = 1;       // --virtual-stages: interleaved 1F1B chunks per stage (megatron-lm)
   bool flash_attention = true;  // --attention materialized: scores in HBM (pre-2022 runs)
   bool fp8 = false;             // --fp8: the framework's FP8 linear layers (FrameworkProfile::fp8)
+  bool tp_comm_overlap = false; // --tp-comm-overlap: TP all-gather / reduce-scatter behind the GEMMs
   // Decides how ZeRO-3 issues its collectives (per-parameter synchronous list all-gathers before
   // 0.5.5/0.6.0, coalesced on a side stream after) and stage-3 gradient defaults.
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();

@@ -33,6 +33,9 @@ const FrameworkProfile& MegatronLmProfile() {
     p.expert_parallel_flag = true;
     // --fp8-format hybrid: TransformerEngine's Linear layers (core/extensions/transformer_engine.py).
     p.fp8 = Fp8Linear::kTransformerEngine;
+    // --tp-comm-overlap (megatron/core/extensions/transformer_engine.py initialize_ub; NeMo's
+    // recipes turn it on with sequence parallelism).
+    p.tp_comm_overlap = true;
     // The distributed optimizer shards optimizer states over dp: ZeRO-1's partitioning.
     p.max_zero_stage = 1;
     p.pipeline_max_zero_stage = 1;

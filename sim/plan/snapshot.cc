@@ -35,6 +35,7 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"cp", OptionalInt(in.cp > 0 ? std::optional<int64_t>(in.cp) : std::nullopt)},
           {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
           {"fp8", in.fp8},
+          {"tp_comm_overlap", in.tp_comm_overlap},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
           {"deepspeed_version", in.deepspeed_version.empty() ? Json(nullptr) : Json(in.deepspeed_version)}};
@@ -247,9 +248,11 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
   if (Status s = ReadOptionalInt(in, "ep", &ep, int64_t{1} << 20); !s.ok()) return s.error();
   out.cp = cp.value_or(0);
   out.ep = ep.value_or(0);
-  if (auto f = in.find("fp8"); f != in.end()) {
-    if (!f->is_boolean()) return Error{"/inputs/fp8 must be true or false"};
-    out.fp8 = f->get<bool>();
+  for (auto [key, field] : {std::pair{"fp8", &out.fp8}, std::pair{"tp_comm_overlap", &out.tp_comm_overlap}}) {
+    if (auto f = in.find(key); f != in.end()) {
+      if (!f->is_boolean()) return Error{std::string("/inputs/") + key + " must be true or false"};
+      *field = f->get<bool>();
+    }
   }
   if (Status s = ReadOptionalInt(in, "virtual_stages", &virtual_stages, 1024); !s.ok()) return s.error();
   out.megatron_tp = tp.value_or(0);

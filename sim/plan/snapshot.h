@@ -45,6 +45,7 @@ struct PlanSnapshotInputs {
   int64_t cp = 0;                  // --cp (0: not given)
   int64_t ep = 0;                  // --ep (0: not given)
   bool fp8 = false;                // --fp8
+  bool tp_comm_overlap = false;    // --tp-comm-overlap
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)
   std::string deepspeed_version;   // --deepspeed-version ("" : the newest)

@@ -75,6 +75,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     }
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
+  if (e.tp_comm_overlap && !fw.tp_comm_overlap) return Error{"--tp-comm-overlap needs --engine megatron-lm"};
+  // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
+  // when sequence parallelism is enabled".
+  if (e.tp_comm_overlap && !e.megatron_sp) return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
   return Status::Ok();
 }
 
@@ -144,6 +148,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
          engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
+         engine.tp_comm_overlap == o.engine.tp_comm_overlap &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep &&
          attn_implementation == o.attn_implementation;
 }

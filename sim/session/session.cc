@@ -434,6 +434,7 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
     k.cp = context_parallel && plan.sp > 1 ? plan.sp : 0;
     k.ep = fw.expert_parallel_flag && plan.ep > 1 ? plan.ep : 0;
     k.engine.fp8 = plan.fp8;
+    k.engine.tp_comm_overlap = plan.tp_comm_overlap;
   }
   const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +
                            " ep=" + std::to_string(plan.ep) + " pp=" + std::to_string(plan.pp) +

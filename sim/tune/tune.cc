@@ -55,7 +55,7 @@ struct ConfigChoice {
 
 Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, const Layout& l,
                 const ConfigChoice& choice, int64_t micro, int64_t gas, Recompute recompute,
-                int virtual_stages, bool megatron_sp, bool fp8) {
+                int virtual_stages, bool megatron_sp, bool fp8, bool tp_comm_overlap) {
   const int zero = choice.zero;
   const Offload offload = choice.offload;
   const FrameworkProfile& fw = FrameworkOf(o.engine);
@@ -102,6 +102,7 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
     if (context_parallel) note["context_parallel_size"] = l.sp;
     if (l.ep > 1 && fw.expert_parallel_flag) note["expert_parallel_size"] = l.ep;
     if (fp8) note["fp8"] = true;
+    if (tp_comm_overlap) note["tp_comm_overlap"] = true;
   }
   c["_ds_plan"] = note;
   return c;
@@ -113,9 +114,9 @@ bool Better(const TunedPlan& a, const TunedPlan& b) {
   // Deterministic tie-break: less memory, then the simpler layout.
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
   return std::tie(a.engine, a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages,
-                  a.torch_autocast, a.cpu_checkpointing, a.fp8) <
+                  a.torch_autocast, a.cpu_checkpointing, a.fp8, a.tp_comm_overlap) <
          std::tie(b.engine, b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages,
-                  b.torch_autocast, b.cpu_checkpointing, b.fp8);
+                  b.torch_autocast, b.cpu_checkpointing, b.fp8, b.tp_comm_overlap);
 }
 
 std::string Percent(double x) {
@@ -293,6 +294,7 @@ struct Variant {
   int virtual_stages;
   bool megatron_sp;
   bool fp8;
+  bool tp_comm_overlap;
 };
 
 // FP8 variants where the engine has FP8 linears and the cluster's GPU an FP8 peak.
@@ -325,7 +327,11 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
           if (!msp && fw.tp_always_sequence_parallel && l.tp > 1) continue;
           for (bool f8 : {false, true}) {
             if (f8 && !fp8) continue;
-            variants.push_back({recompute, micro, v, msp, f8});
+            // Megatron-Core's userbuffers TP overlap needs sequence parallelism.
+            for (bool overlap : {false, true}) {
+              if (overlap && (!msp || !fw.tp_comm_overlap)) continue;
+              variants.push_back({recompute, micro, v, msp, f8, overlap});
+            }
           }
         }
       }
@@ -396,7 +402,7 @@ void TuneSearch::SearchLayout(const Layout& l) {
   if (fw.megatron_tp()) pin.mpu_tp = l.tp;
   if (context_parallel) pin.cp = l.sp;
   if (l.ep > 1 && fw.expert_parallel_flag) pin.ep = l.ep;
-  Json layout_config = MakeConfig(model_, options_, world_, l, {}, 1, 1, Recompute::kNone, 1, false, false);
+  Json layout_config = MakeConfig(model_, options_, world_, l, {}, 1, 1, Recompute::kNone, 1, false, false, false);
   auto plan = BuildPlan(layout_config, pin);
   if (!plan.ok()) return;
   const int64_t dp = plan->derived.dp;
@@ -406,7 +412,7 @@ void TuneSearch::SearchLayout(const Layout& l) {
   bf16_plans_.clear();
   for (const ConfigChoice& choice : ConfigChoices(options_, l)) {
     // The validate rules decide; batch values are representative (micro 1) and re-derived below.
-    Json config = MakeConfig(model_, options_, world_, l, choice, 1, per_rank, Recompute::kNone, 1, false, false);
+    Json config = MakeConfig(model_, options_, world_, l, choice, 1, per_rank, Recompute::kNone, 1, false, false, false);
     std::vector<TunedPlan> candidates = EvaluateConfig(*plan, l, choice, config, per_rank, links);
     if (candidates.empty() || !DropAutocastTwins(choice, candidates)) continue;
     // The validate rules (about 100 us a config) run only for a config with a plan that would
@@ -439,6 +445,7 @@ std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout
     input.engine.virtual_stages = v.virtual_stages;
     input.engine.megatron_sp = v.megatron_sp;
     input.engine.fp8 = v.fp8;
+    input.engine.tp_comm_overlap = v.tp_comm_overlap;
   };
   std::vector<std::pair<const Variant*, MemoryReport>> fitting;
   for (const Variant& v : variants) {
@@ -458,6 +465,7 @@ std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout
     TunedPlan p;
     p.engine = options_.engine;
     p.fp8 = v.fp8;
+    p.tp_comm_overlap = v.tp_comm_overlap;
     p.tp = l.tp;
     p.sp = l.sp;
     p.ep = l.ep;
@@ -495,7 +503,8 @@ bool TuneSearch::DropAutocastTwins(const ConfigChoice& choice, std::vector<Tuned
   std::erase_if(candidates, [&](const TunedPlan& c) {
     return std::any_of(twins->second.begin(), twins->second.end(), [&](const TunedPlan& t) {
       return t.recompute == c.recompute && t.micro_batch == c.micro_batch && t.virtual_stages == c.virtual_stages &&
-             t.megatron_sp == c.megatron_sp && t.fp8 == c.fp8 && Better(t, c);
+             t.megatron_sp == c.megatron_sp && t.fp8 == c.fp8 && t.tp_comm_overlap == c.tp_comm_overlap &&
+             Better(t, c);
     });
   });
   result_.autocast_twins += static_cast<int64_t>(before - candidates.size());
@@ -520,7 +529,7 @@ std::vector<TunedPlan> TuneSearch::TakeBest() {
   for (auto& p : kept_) {
     p.config = MakeConfig(model_, options_, world_, {p.tp, p.sp, p.ep, p.pp},
                           {p.zero_stage, p.offload, p.torch_autocast, p.cpu_checkpointing}, p.micro_batch,
-                          p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp, p.fp8);
+                          p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp, p.fp8, p.tp_comm_overlap);
   }
   return std::move(kept_);
 }

@@ -82,3 +82,36 @@ TEST(TensorParallelCommTest, PartitionedActivationsAreGatheredBeforeEachRecomput
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// Megatron-Core's --tp-comm-overlap (TransformerEngine userbuffers,
+// megatron/core/extensions/transformer_engine.py initialize_ub; arguments.py requires sequence
+// parallelism): the sequence-parallel all-gather and reduce-scatter move behind the GEMMs next to
+// them, forward and backward, all but the first of tp chunks.
+TEST(TensorParallelCommTest, TpCommOverlapHidesAllButTheFirstChunkBehindTheGemms) {
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})",
+                      testing::Sizes(8, 8, 1, 4, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  c.input.engine.megatron_sp = true;
+  const auto plain = c.Run(PlanTensorParallel);
+  ASSERT_EQ(testing::FindPlanned(plain, "tp_sp_all_gather")->schedule, CommSchedule::kCritical);
+  c.input.engine.tp_comm_overlap = true;
+  const auto overlapped = c.Run(PlanTensorParallel);
+  int forward = 0, backward = 0;
+  for (const PlannedCollective& p : overlapped) {
+    if (p.call.purpose != "tp_sp_all_gather" && p.call.purpose != "tp_sp_reduce_scatter") continue;
+    EXPECT_NE(p.schedule, CommSchedule::kCritical) << p.call.purpose;
+    forward += p.schedule == CommSchedule::kForwardOverlap;
+    backward += p.schedule == CommSchedule::kBackwardOverlap;
+    EXPECT_DOUBLE_EQ(p.floor_seconds, p.seconds_per_unit / 4) << p.call.purpose;  // one of tp chunks
+    EXPECT_DOUBLE_EQ(p.calls_per_unit, 2 * 32);  // attention and MLP per layer, one pass each way
+  }
+  EXPECT_EQ(forward, 2);
+  EXPECT_EQ(backward, 2);
+  // The vocabulary-parallel collectives stay on the critical path.
+  EXPECT_EQ(testing::FindPlanned(overlapped, "tp_embedding_reduce")->schedule, CommSchedule::kCritical);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -4,7 +4,8 @@
 // evaluated as `ds-plan simulate` would with the flags the engines issue names: framework nemo /
 // megatron-lm -> --engine megatron-lm, torchtitan / other -> fsdp2, deepspeed -> deepspeed; the ZeRO
 // stage from zero_or_fsdp; --tp/--pp/--virtual-stages/--cp/--ep/--megatron-sp/--fp8 from the row
-// (DeepSpeed takes TP and EP from its config). Each must give numbers; docs/validation.md "Modern
+// (DeepSpeed takes TP and EP from its config), --tp-comm-overlap where the row's source says TP
+// communication overlap is on (column tp_comm_overlap). Each must give numbers; docs/validation.md "Modern
 // runs, every engine" holds the table this test computes and the test fails when it is stale.
 // No accuracy bound yet: that is the cost model's next step.
 #include <gtest/gtest.h>
@@ -115,6 +116,9 @@ Outcome Simulate(const Row& r) {
     if (Int(r, "ep") > 1) k.ep = Int(r, "ep"), flags << " --ep " << k.ep;
     k.engine.megatron_sp = engine == Engine::kMegatronLm && r.at("sequence_parallel") == "1";
     if (k.engine.megatron_sp) flags << " --megatron-sp";
+    // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
+    k.engine.tp_comm_overlap = k.engine.megatron_sp && r.at("tp_comm_overlap") == "1";
+    if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
   }
   if (k.pp > 1) flags << " --pp " << k.pp;
   if (Int(r, "vp") > 1) k.engine.virtual_stages = Int(r, "vp"), flags << " --virtual-stages " << Int(r, "vp");

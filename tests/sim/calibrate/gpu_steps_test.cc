@@ -23,35 +23,16 @@
 #include "core/util/file_io.h"
 #include "sim/cost/cluster.h"
 #include "sim/session/evaluation.h"
+#include "tests/sim/table_test_util.h"
 
 namespace dsp::sim {
 namespace {
 
-std::string Source(const std::string& relative) {
-  auto text = ReadFile(std::string(DSP_SOURCE_DIR) + "/" + relative);
-  EXPECT_TRUE(text.ok()) << relative;
-  return text.ok() ? *text : "";
-}
+using testing::Fixed;
 
-std::vector<std::map<std::string, std::string>> Rows() {
-  std::istringstream in(Source("docs/measurements/h200-steps/steps.tsv"));
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cell(line);
-    for (std::string c; std::getline(cell, c, '\t');) cells.push_back(c);
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
-    rows.push_back(row);
-  }
-  return rows;
-}
+std::string Source(const std::string& relative) { return testing::SourceFile(relative); }
+
+std::vector<testing::TsvRow> Rows() { return testing::TsvRows("docs/measurements/h200-steps/steps.tsv"); }
 
 struct Point {
   std::string label;
@@ -88,12 +69,6 @@ std::vector<Point> Predict(const std::string& cluster_file) {
     points.push_back(p);
   }
   return points;
-}
-
-std::string Fixed(double v, const char* format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 // The Markdown table docs/validation.md carries.

@@ -19,40 +19,17 @@
 #include <vector>
 
 #include "core/model/model_spec.h"
-#include "core/util/file_io.h"
 #include "sim/cost/cluster.h"
 #include "sim/session/evaluation.h"
+#include "tests/sim/table_test_util.h"
 
 namespace dsp::sim {
 namespace {
 
-std::string Source(const std::string& relative) {
-  auto text = ReadFile(std::string(DSP_SOURCE_DIR) + "/" + relative);
-  EXPECT_TRUE(text.ok()) << relative;
-  return text.ok() ? *text : "";
-}
+using testing::Fixed;
+using Row = testing::TsvRow;
 
-using Row = std::map<std::string, std::string>;
-
-std::vector<Row> Rows() {
-  std::istringstream in(Source("samples/runs/modern-runs.tsv"));
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<Row> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cell(line);
-    for (std::string c; std::getline(cell, c, '\t');) cells.push_back(c);
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    Row row;
-    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = i < cells.size() ? cells[i] : "";
-    rows.push_back(row);
-  }
-  return rows;
-}
+std::string Source(const std::string& relative) { return testing::SourceFile(relative); }
 
 // The cluster preset of each hardware name.
 std::string ClusterOf(const std::string& hardware) {
@@ -140,12 +117,6 @@ Outcome Simulate(const Row& r) {
   return o;
 }
 
-std::string Fixed(double v, const char* format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string Table(const std::vector<Outcome>& outcomes) {
   std::ostringstream out;
   out << "| run | engine | flags | measured s | predicted s | error | peak measured GB | predicted GB | verdict |\n";
@@ -165,7 +136,7 @@ std::string Table(const std::vector<Outcome>& outcomes) {
 }
 
 TEST(ModernRunsTest, EveryRunSimulatesAndTheDocsCarryTheTable) {
-  const std::vector<Row> rows = Rows();
+  const std::vector<Row> rows = testing::TsvRows("samples/runs/modern-runs.tsv");
   ASSERT_EQ(rows.size(), 45u);
   std::vector<Outcome> outcomes;
   for (const Row& r : rows) {

@@ -72,6 +72,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.ep = e.ep;
   in.fp8 = e.fp8;
   in.tp_comm_overlap = e.tp_comm_overlap;
+  in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
   in.deepspeed_version = e.deepspeed_version;
@@ -102,6 +103,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.ep = in.ep;
   a.fp8 = in.fp8;
   a.tp_comm_overlap = in.tp_comm_overlap;
+  a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;
   a.deepspeed_version = in.deepspeed_version;

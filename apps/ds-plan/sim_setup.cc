@@ -58,6 +58,10 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   fp8_option = app->add_flag("--fp8", fp8,
                 "FP8 linear layers: TransformerEngine under megatron-lm, torchao float8 under fsdp2 "
                 "(MFU then against the cluster's FP8 peak)");
+  app->add_option("--cp-comm-type", cp_comm_type,
+                  "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
+                  "and the output, as Ulysses) or allgather (K and V gathered)")
+      ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
   tp_comm_overlap_option = app->add_flag("--tp-comm-overlap", tp_comm_overlap,
                 "megatron-lm: TransformerEngine's userbuffers overlap the sequence-parallel all-gather and "
                 "reduce-scatter with the GEMMs (needs --megatron-sp)");
@@ -208,6 +212,9 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.ep = args.ep;
   k.engine.fp8 = args.fp8;
   k.engine.tp_comm_overlap = args.tp_comm_overlap;
+  if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
+  if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
+  if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;
   k.attn_implementation = args.attn_impl;
   return k;
 }

@@ -37,6 +37,7 @@ struct SimArgs {
   int64_t ep = 0;     // --ep: expert-parallel size (megatron-lm, fsdp2)
   bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
   bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm)
+  std::string cp_comm_type;      // --cp-comm-type (megatron-lm); empty: p2p
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
   std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation

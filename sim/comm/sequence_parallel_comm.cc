@@ -12,7 +12,7 @@
 namespace dsp::sim {
 namespace {
 
-void PlanUlysses(const PlanContext& ctx, CollectivePlanner& plan) {
+void PlanUlysses(const PlanContext& ctx, CollectivePlanner& plan, bool replicate_kv_heads = true) {
   const SimInput& in = ctx.in;
   const ModelSpec& m = *in.model;
   const ParallelSizes& sizes = in.plan->sizes;
@@ -28,12 +28,16 @@ void PlanUlysses(const PlanContext& ctx, CollectivePlanner& plan) {
       pc.deepcompile && std::find(pc.compile_passes.begin(), pc.compile_passes.end(), "autosp") != pc.compile_passes.end();
   const double kv_heads_moved = compiled_autosp && m.num_key_value_heads % sizes.sp != 0
                                     ? static_cast<double>(m.num_attention_heads)
-                                    : std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp);
+                                    : replicate_kv_heads ? std::max<double>(static_cast<double>(m.num_key_value_heads), sizes.sp)
+                                                         : static_cast<double>(m.num_key_value_heads);
   const double kv_width = kv_heads_moved * d;
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, ctx.tokens * q_width * ctx.bytes_per_element,
-           calls, CommSchedule::kCritical);
-  plan.Add("ulysses_all_to_all", CollectiveKind::kAllToAll, GroupKind::kSp, ctx.tokens * kv_width * ctx.bytes_per_element,
-           calls, CommSchedule::kCritical);
+  const char* purpose = replicate_kv_heads ? "ulysses_all_to_all" : "cp_qkvo_all_to_all";
+  // Megatron splits the heads over TP first: each rank moves its 1/tp of them.
+  const double tp = replicate_kv_heads ? 1.0 : std::max(sizes.tp, 1);
+  plan.Add(purpose, CollectiveKind::kAllToAll, GroupKind::kSp, ctx.tokens * q_width / tp * ctx.bytes_per_element, calls,
+           CommSchedule::kCritical);
+  plan.Add(purpose, CollectiveKind::kAllToAll, GroupKind::kSp, ctx.tokens * kv_width / tp * ctx.bytes_per_element, calls,
+           CommSchedule::kCritical);
 }
 
 }  // namespace
@@ -54,8 +58,9 @@ void PlanSequenceParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   // would need its own state exchange, which neither engine implements: priced as attention.
   const double layers = ctx.layers;
   const double kv = ContextParallelKvBytes(ctx);
-  switch (in.engine.framework().context_parallel) {
+  switch (in.engine.context_parallel()) {
     case ContextParallel::kNone: return PlanUlysses(ctx, plan);
+    case ContextParallel::kAllToAll: return PlanUlysses(ctx, plan, /*replicate_kv_heads=*/false);
     case ContextParallel::kRingP2p:
       // AttnFuncWithCPAndKVP2P: cp - 1 ring steps per forward, each sending the KV chunk at hand
       // to the next rank while the attention of the current chunk runs; backward's middle steps

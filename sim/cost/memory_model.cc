@@ -133,7 +133,7 @@ LayerShape BaseShape(const SimInput& in) {
     shape.kv_heads = (m.num_key_value_heads / shape.tp + 1) * shape.tp;
   }
   shape.ulysses_sp = SequenceShards(in);
-  if (shape.ulysses_sp > 1) shape.context_parallel = in.engine.framework().context_parallel;
+  if (shape.ulysses_sp > 1) shape.context_parallel = in.engine.context_parallel();
   shape.top_k = m.num_experts_per_tok;
   shape.expert_ffn = m.moe_intermediate_size;
   shape.shared_expert_ffn = m.shared_expert_intermediate_size;
@@ -173,15 +173,19 @@ double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
   if (shape.ulysses_sp <= 1 || shape.linear_value_cols > 0) return 0;
   const double kv_cols = static_cast<double>(shape.kv_heads * shape.head_dim) * 2.0 / std::max(shape.tp, 1);
   switch (shape.context_parallel) {
-    case ContextParallel::kNone: break;
+    case ContextParallel::kNone:
+    case ContextParallel::kAllToAll: break;  // Ulysses' buffers, the key-value heads as they are
     // PyTorch's all-gather rotater: the whole sequence's K and V of the layer, gathered.
     case ContextParallel::kAllGatherKv:
       return bytes_per_value * LocalTokens(shape) * static_cast<double>(shape.ulysses_sp) * kv_cols;
     // TransformerEngine's ring: the chunk being sent and the one being received.
     case ContextParallel::kRingP2p: return 2 * bytes_per_value * LocalTokens(shape) * kv_cols;
   }
-  // k/v heads are replicated up to sp when there are fewer of them than ranks.
-  const int64_t kv_heads = std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
+  // k/v heads are replicated up to sp when there are fewer of them than ranks (DeepSpeed's
+  // Ulysses; TransformerEngine's all-to-all needs them to divide).
+  const int64_t kv_heads = shape.context_parallel == ContextParallel::kAllToAll
+                               ? shape.kv_heads
+                               : std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
   const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
   return 2 * bytes_per_value * LocalTokens(shape) * cols;
 }

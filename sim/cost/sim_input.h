@@ -92,6 +92,12 @@ struct EngineSettings {
   bool flash_attention = true;  // --attention materialized: scores in HBM (pre-2022 runs)
   bool fp8 = false;             // --fp8: the framework's FP8 linear layers (FrameworkProfile::fp8)
   bool tp_comm_overlap = false; // --tp-comm-overlap: TP all-gather / reduce-scatter behind the GEMMs
+  // --cp-comm-type (megatron-lm): how context parallelism exchanges keys and values; kNone = the
+  // framework's default (FrameworkProfile::context_parallel).
+  ContextParallel cp_comm = ContextParallel::kNone;
+  ContextParallel context_parallel() const {
+    return cp_comm != ContextParallel::kNone ? cp_comm : framework().context_parallel;
+  }
   // Decides how ZeRO-3 issues its collectives (per-parameter synchronous list all-gathers before
   // 0.5.5/0.6.0, coalesced on a side stream after) and stage-3 gradient defaults.
   DeepSpeedVersion deepspeed_version = DeepSpeedVersion::Newest();

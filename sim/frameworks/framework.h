@@ -63,6 +63,10 @@ enum class ContextParallel {
   // rotate method "allgather"): K and V all-gathered over the CP group before attention, their
   // gradients reduce-scattered after its backward.
   kAllGatherKv,
+  // Megatron-Core's --cp-comm-type a2a (TransformerEngine AttnFuncWithCPAndQKVOA2A): Ulysses' scheme,
+  // Q, K and V all-to-all'd from sequence shards to head shards before attention and the output
+  // back after, mirrored in backward; the key-value heads must divide by cp (no replication).
+  kAllToAll,
 };
 
 /// FP8 linear layers (--fp8).

@@ -36,6 +36,7 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
           {"fp8", in.fp8},
           {"tp_comm_overlap", in.tp_comm_overlap},
+          {"cp_comm_type", in.cp_comm_type.empty() ? Json(nullptr) : Json(in.cp_comm_type)},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
           {"deepspeed_version", in.deepspeed_version.empty() ? Json(nullptr) : Json(in.deepspeed_version)}};
@@ -237,7 +238,8 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }
   }
-  for (auto [key, field] : {std::pair{"attn_impl", &out.attn_impl}, {"deepspeed_version", &out.deepspeed_version}}) {
+  for (auto [key, field] : {std::pair{"attn_impl", &out.attn_impl}, {"deepspeed_version", &out.deepspeed_version},
+                            {"cp_comm_type", &out.cp_comm_type}}) {
     if (auto v = in.find(key); v != in.end() && !v->is_null()) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }

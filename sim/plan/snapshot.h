@@ -46,6 +46,7 @@ struct PlanSnapshotInputs {
   int64_t ep = 0;                  // --ep (0: not given)
   bool fp8 = false;                // --fp8
   bool tp_comm_overlap = false;    // --tp-comm-overlap
+  std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)
   std::string deepspeed_version;   // --deepspeed-version ("" : the newest)

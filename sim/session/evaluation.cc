@@ -76,6 +76,9 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
   if (e.tp_comm_overlap && !fw.tp_comm_overlap) return Error{"--tp-comm-overlap needs --engine megatron-lm"};
+  if (e.cp_comm != ContextParallel::kNone && fw.context_parallel != ContextParallel::kRingP2p) {
+    return Error{"--cp-comm-type is Megatron-Core's: use it with --engine megatron-lm"};
+  }
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
   // when sequence parallelism is enabled".
   if (e.tp_comm_overlap && !e.megatron_sp) return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
@@ -148,7 +151,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
          engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
-         engine.tp_comm_overlap == o.engine.tp_comm_overlap &&
+         engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep &&
          attn_implementation == o.attn_implementation;
 }
@@ -286,6 +289,18 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   // FSDP2 shards parameters under a pipeline; DeepSpeed's PipelineEngine refuses ZeRO-2/3.
   options.pipeline_allows_sharded_zero = engine.framework().pipeline_max_zero_stage >= 2;
   options.context_parallel = std::max<int64_t>(knobs.cp, 1);
+  // TransformerEngine's all-to-all context parallelism moves whole key-value heads
+  // (AttnFuncWithCPAndQKVOA2A asserts the heads divide by cp).
+  if (engine.context_parallel() == ContextParallel::kAllToAll && knobs.cp > 1) {
+    const int64_t tp = std::max<int64_t>(mpu_tp, 1);
+    if ((model.num_key_value_heads / std::max<int64_t>(tp, 1)) % knobs.cp != 0 ||
+        (model.num_attention_heads / tp) % knobs.cp != 0) {
+      return stop(Evaluation::Outcome::kBadKnobs,
+                  "--cp-comm-type a2a: each TP rank's " + std::to_string(model.num_key_value_heads / tp) +
+                      " key-value and " + std::to_string(model.num_attention_heads / tp) +
+                      " query heads must divide by --cp " + std::to_string(knobs.cp));
+    }
+  }
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;
   options.model = &model;

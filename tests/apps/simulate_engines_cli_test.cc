@@ -80,6 +80,8 @@ TEST(SimulateEnginesCliTest, EachEngineRefusesWhatItDoesNotHave) {
                         Case{" --ep 2", "--ep needs --engine megatron-lm or fsdp2"},
                         Case{" --fp8", "--fp8 needs --engine"},
                         Case{" --engine megatron-deepspeed --fp8", "--fp8 needs --engine"},
+                        Case{" --engine fsdp2 --cp 2 --cp-comm-type a2a", "--cp-comm-type is Megatron-Core's"},
+                        Case{" --world-size 16 --engine megatron-lm --cp 16 --cp-comm-type a2a", "must divide by --cp 16"},
                         Case{" --engine fsdp2 --fp8 --cluster samples/clusters/a100-80gb.json", "no FP8 tensor cores"}}) {
     const std::string cluster =
         c.flags.find("--cluster") == std::string::npos ? " --cluster samples/clusters/h100-sxm.json" : "";

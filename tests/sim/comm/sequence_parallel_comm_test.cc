@@ -85,3 +85,28 @@ TEST(SequenceParallelCommTest, TorchContextParallelAllGathersKeysAndValues) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// Megatron-Core's --cp-comm-type a2a (TransformerEngine AttnFuncWithCPAndQKVOA2A): Ulysses'
+// all-to-alls of q, k, v and the output, each TP rank moving its own heads, the key-value heads
+// not replicated; allgather (AttnFuncWithCPAndKVAllGather) gathers K and V as PyTorch's does.
+TEST(SequenceParallelCommTest, MegatronContextParallelCommTypes) {
+  PlanInputs in = testing::Sizes(16, 8, 1, 2, RankLayout::kMegatron);
+  in.cp = 4;
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in, "llama-3-8b.json",
+                      Engine::kMegatronLm);
+  c.input.engine.cp_comm = ContextParallel::kAllToAll;
+  const auto a2a = c.Run(PlanSequenceParallel);
+  ASSERT_EQ(testing::Purposes(a2a), (std::vector<std::string>{"cp_qkvo_all_to_all", "cp_qkvo_all_to_all"}));
+  const double tokens = 4096.0 / 4;
+  EXPECT_DOUBLE_EQ(a2a[0].call.bytes_per_call, tokens * 32 / 2 * 128 * 2);  // this TP rank's 16 query heads
+  EXPECT_DOUBLE_EQ(a2a[1].call.bytes_per_call, tokens * 8 / 2 * 128 * 2);   // its 4 key-value heads
+  c.input.engine.cp_comm = ContextParallel::kAllGatherKv;
+  EXPECT_EQ(testing::Purposes(c.Run(PlanSequenceParallel)),
+            (std::vector<std::string>{"cp_kv_all_gather", "cp_dkv_exchange"}));
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -127,6 +127,19 @@ Status CheckZeroAgainstEngine(const EngineSettings& engine, const ZeroSettings& 
   return Status::Ok();
 }
 
+// TransformerEngine's all-to-all context parallelism moves whole heads (AttnFuncWithCPAndQKVOA2A
+// asserts each TP rank's query and key-value heads divide by cp).
+Status CheckAllToAllHeads(const PlanKnobs& knobs, const ModelSpec& model, int64_t mpu_tp) {
+  if (knobs.engine.context_parallel() != ContextParallel::kAllToAll || knobs.cp <= 1) return Status::Ok();
+  const int64_t tp = std::max<int64_t>(mpu_tp, 1);
+  const int64_t kv = model.num_key_value_heads / tp, q = model.num_attention_heads / tp;
+  if (kv % knobs.cp != 0 || q % knobs.cp != 0) {
+    return Error{"--cp-comm-type a2a: each TP rank's " + std::to_string(kv) + " key-value and " + std::to_string(q) +
+                 " query heads must divide by --cp " + std::to_string(knobs.cp)};
+  }
+  return Status::Ok();
+}
+
 // A figure that is not a finite number (inputs at the edge of double's range: a huge sequence or
 // batch) must never reach a report or a renderer: the error names it.
 Status EstimatesAreFinite(const MemoryReport& memory, const TimeReport& time) {
@@ -289,17 +302,8 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   // FSDP2 shards parameters under a pipeline; DeepSpeed's PipelineEngine refuses ZeRO-2/3.
   options.pipeline_allows_sharded_zero = engine.framework().pipeline_max_zero_stage >= 2;
   options.context_parallel = std::max<int64_t>(knobs.cp, 1);
-  // TransformerEngine's all-to-all context parallelism moves whole key-value heads
-  // (AttnFuncWithCPAndQKVOA2A asserts the heads divide by cp).
-  if (engine.context_parallel() == ContextParallel::kAllToAll && knobs.cp > 1) {
-    const int64_t tp = std::max<int64_t>(mpu_tp, 1);
-    if ((model.num_key_value_heads / std::max<int64_t>(tp, 1)) % knobs.cp != 0 ||
-        (model.num_attention_heads / tp) % knobs.cp != 0) {
-      return stop(Evaluation::Outcome::kBadKnobs,
-                  "--cp-comm-type a2a: each TP rank's " + std::to_string(model.num_key_value_heads / tp) +
-                      " key-value and " + std::to_string(model.num_attention_heads / tp) +
-                      " query heads must divide by --cp " + std::to_string(knobs.cp));
-    }
+  if (Status heads = CheckAllToAllHeads(knobs, model, mpu_tp); !heads.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, heads.error().message);
   }
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;

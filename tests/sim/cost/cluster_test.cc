@@ -79,7 +79,7 @@ TEST(ClusterTest, H100Preset) {
 // No preset carries a figure fitted on another machine or era: only the A100 presets keep the rail
 // figure fitted on A100 Selene runs.
 TEST(ClusterTest, OnlyTheA100PresetsCarryTheSeleneRailFit) {
-  for (const char* name : {"h100-sxm.json", "h100-96gb-hbm2e.json", "h200.json", "b200.json"}) {
+  for (const char* name : {"h100-sxm.json", "h100-96gb-hbm2e.json", "h200.json", "b200.json", "gb200-nvl72.json"}) {
     EXPECT_EQ(ParseOrDie(name).inter_node.max_rails, 0) << name;
   }
   for (const char* name : {"a100-80gb.json", "selene-a100-80gb.json"}) {
@@ -99,6 +99,15 @@ TEST(ClusterTest, B200Preset) {
   // No B200 measurement of memory-bound kernels or attention: the defaults apply.
   EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
   EXPECT_DOUBLE_EQ(c.efficiency.attention, 0);
+}
+
+TEST(ClusterTest, Gb200Nvl72IsOneNvlinkDomainOf72) {
+  Cluster c = ParseOrDie("gb200-nvl72.json");
+  EXPECT_EQ(c.gpus_per_node, 72);  // groups inside the rack use NVLink
+  EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 2.5e15);
+  EXPECT_EQ(c.gpu.peak_fp8_flops_per_second, 5e15);
+  EXPECT_EQ(c.gpu.hbm_bytes, 186e9);
+  EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 680e9);
 }
 
 TEST(ClusterTest, TorchtitanH100With96GbOfHbm2e) {

@@ -47,3 +47,32 @@ TEST(ExpertParallelCommTest, ExpertsWithoutAutoEpPlanNothing) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// --ep under Megatron-Core (megatron/core/transformer/moe/token_dispatcher.py
+// MoEAlltoAllTokenDispatcher: token_permutation's all_to_all of each routed token's hidden row to
+// the rank of its expert, token_unpermutation's all_to_all back) and fsdp2 (torchtitan's
+// expert_parallel all-to-alls): k x tokens rows of h each way, forward and backward, with no
+// folding restore (that is AutoEP's).
+TEST(ExpertParallelCommTest, CommandLineExpertParallelismDispatchesEveryRoutedRow) {
+  PlanInputs in = testing::Sizes(8, 8, 1, 1, RankLayout::kMegatron);
+  in.ep = 8;
+  for (Engine engine : {Engine::kMegatronLm, Engine::kFsdp2}) {
+    testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                        "qwen3-30b-a3b.json", engine);
+    const auto planned = c.Run(PlanExpertParallel);
+    const PlannedCollective* dispatch = testing::FindPlanned(planned, "ep_dispatch");
+    ASSERT_NE(dispatch, nullptr);
+    EXPECT_EQ(dispatch->call.group, GroupKind::kEp);
+    EXPECT_EQ(dispatch->call.group_size, 8);
+    EXPECT_DOUBLE_EQ(dispatch->call.bytes_per_call, 4096.0 * 8 * 2048 * 2);  // top-8 of 2,048-wide rows, bf16
+    EXPECT_DOUBLE_EQ(dispatch->calls_per_unit, 48 * 2.0);  // every MoE layer, forward and backward
+    EXPECT_NE(testing::FindPlanned(planned, "ep_combine"), nullptr);
+    EXPECT_EQ(testing::FindPlanned(planned, "fold_restore_all_gather"), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace dsp::sim

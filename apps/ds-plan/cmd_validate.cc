@@ -7,9 +7,12 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
+#include "apps/ds-plan/sim_setup.h"
 #include "apps/ds-plan/world_options.h"
+#include "core/json/hjson_parser.h"
 #include "core/report/validate_report.h"
 #include "core/util/file_io.h"
+#include "sim/frameworks/framework.h"
 
 namespace dsp::app {
 namespace {
@@ -28,6 +31,31 @@ struct ValidateArgs {
   std::string transformers_version;
   std::string attn_impl;
 };
+
+// ds-plan tune and explore write the layout a config was planned with under "_ds_plan" (pipeline
+// stages, the engine, Megatron's tp, context parallelism): validate checks the batch and the
+// pipeline rules against it for every setting the command line did not give, and says which it
+// took (on stderr, so a report format's output stays what it is).
+ValidateOptions OptionsForFile(const std::string& path, const std::string& text, const ValidateArgs& args,
+                               ValidateOptions options) {
+  const Json root = ParseDeepSpeedConfig(path, text).doc.root;
+  if (!root.is_object() || !root.contains("_ds_plan")) return options;
+  SimArgs planned;
+  planned.world = args.world;  // --pp given on the command line wins
+  std::vector<std::string> notes;
+  if (Status note = ApplyPlanNote(root, &planned, &notes); !note.ok()) {
+    std::cerr << "ds-plan: note: " << path << ": " << note.error().message << ": its _ds_plan is not used\n";
+    return options;
+  }
+  const sim::Engine engine = sim::ParseEngineName(planned.engine).value_or(sim::Engine::kDeepSpeed);
+  const sim::FrameworkProfile& fw = sim::FrameworkOf(engine);
+  options.pp = planned.world.pp;
+  if (fw.megatron_tp() && planned.megatron_tp > 0) options.mpu_tp = planned.megatron_tp;
+  if (planned.cp > 1) options.context_parallel = planned.cp;
+  options.pipeline_allows_sharded_zero = fw.pipeline_max_zero_stage >= 2;
+  for (const std::string& n : notes) std::cerr << "ds-plan: note: " << path << ": " << n << "\n";
+  return options;
+}
 
 int RunValidate(const ValidateArgs& args) {
   auto world = args.world.Resolve();
@@ -85,7 +113,8 @@ int RunValidate(const ValidateArgs& args) {
   if (!unread.empty() && format != ReportFormat::kSarif) return UsageError(unread.front().message);
   std::vector<FileReport> reports;
   for (auto& [path, text] : inputs) {
-    reports.push_back(ValidateText(path, std::move(text), options, overrides));
+    const ValidateOptions file_options = OptionsForFile(path, text, args, options);
+    reports.push_back(ValidateText(path, std::move(text), file_options, overrides));
   }
   std::cout << (format == ReportFormat::kSarif ? RenderSarif(reports, kVersion, unread)
                                                : RenderValidateReport(reports, format, kVersion, StyleFor(stdout)));

@@ -84,6 +84,14 @@ TEST(TuneEnginesCliTest, AnEmittedPlanOfAnotherEngineSimulatesAsRanked) {
   auto simulated = RunCli("simulate " + out + kLlama70b, false);
   ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
   EXPECT_NE(simulated.output.find("engine   megatron-lm"), std::string::npos) << simulated.output;
+  // validate checks the batch against the layout _ds_plan records (Megatron's tp, pp, cp) and says so.
+  auto validated = RunCli("validate " + out + " --world-size 64");
+  EXPECT_EQ(validated.exit_code, 0) << validated.output;
+  EXPECT_NE(validated.output.find("from the config's _ds_plan"), std::string::npos) << validated.output;
+  // A --pp given on the command line wins over the note (and then the batch no longer adds up).
+  auto given = RunCli("validate " + out + " --world-size 64 --pp 1");
+  EXPECT_EQ(given.output.find(", pp "), std::string::npos) << given.output;
+  EXPECT_EQ(given.exit_code, 1) << given.output;
   std::filesystem::remove_all(dir);
 }
 

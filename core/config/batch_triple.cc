@@ -10,7 +10,8 @@ namespace dsp {
 
 std::optional<BatchWorld> BatchWorldSize(const ConfigView& v, std::optional<int64_t> world, int64_t pp,
                                          int64_t mpu_tp, int64_t cp) {
-  if (world && cp > 1) {
+  // A cp that does not divide the world is the plan's error to report, not the batch's.
+  if (world && cp > 1 && *world % cp == 0) {
     auto inner = BatchWorldSize(v, *world / cp, pp, mpu_tp, 1);
     if (inner) inner->how += " of world " + std::to_string(*world) + " / context parallel " + std::to_string(cp);
     return inner;

@@ -48,9 +48,14 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
   const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
   if (in.zero.stage == 0) {
     // replicate(): DDP's bucketed all-reduce (torch/nn/parallel/distributed.py bucket_cap_mb 25)
-    // overlapped with every micro-batch's backward.
-    plan.AddBucketed("ddp_grad_all_reduce", CollectiveKind::kAllReduce, dense_group, params.dense + params.routed,
-                     grad_bytes, 2.5e7 / grad_bytes, CommSchedule::kBackwardOverlap);
+    // overlapped with every micro-batch's backward; under a pipeline the stage runs no_sync until
+    // the last micro-batch (pipelining/stage.py backward_maybe_with_nosync). Experts reduce over
+    // their expert-data-parallel ranks.
+    const CommSchedule ddp = g.sync_every_micro_batch ? CommSchedule::kBackwardOverlap : CommSchedule::kBoundaryOverlap;
+    plan.AddBucketed("ddp_grad_all_reduce", CollectiveKind::kAllReduce, dense_group, params.dense, grad_bytes,
+                     2.5e7 / grad_bytes, ddp);
+    plan.AddBucketed("ddp_expert_grad_all_reduce", CollectiveKind::kAllReduce, expert_group, params.routed,
+                     grad_bytes, 2.5e7 / grad_bytes, ddp);
     return;
   }
   const double param_bytes = ctx.bytes_per_element;  // MixedPrecisionPolicy.param_dtype

@@ -360,7 +360,8 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
 void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
   std::vector<OperatorCost> fp8_ops;
   for (OperatorCost& op : ops) {
-    if (op.kind != KernelKind::kMatmul || op.name == "router") continue;
+    // The attention core (materialized QK^T and AV) and the router stay in bf16.
+    if (op.kind != KernelKind::kMatmul || op.attention_core || op.name == "router") continue;
     op.fp8 = true;
     fp8_ops.push_back(op);
   }

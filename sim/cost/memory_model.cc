@@ -183,10 +183,11 @@ double UlyssesAllToAllBytes(const LayerShape& shape, double bytes_per_value) {
   }
   // k/v heads are replicated up to sp when there are fewer of them than ranks (DeepSpeed's
   // Ulysses; TransformerEngine's all-to-all needs them to divide).
-  const int64_t kv_heads = shape.context_parallel == ContextParallel::kAllToAll
-                               ? shape.kv_heads
-                               : std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
-  const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim);
+  const bool all_to_all = shape.context_parallel == ContextParallel::kAllToAll;
+  const int64_t kv_heads = all_to_all ? shape.kv_heads : std::max<int64_t>(shape.kv_heads, shape.ulysses_sp);
+  // TransformerEngine's all-to-all moves each TP rank's own heads.
+  const double cols = static_cast<double>((shape.heads + 2 * kv_heads) * shape.head_dim) /
+                      (all_to_all ? std::max(shape.tp, 1) : 1);
   return 2 * bytes_per_value * LocalTokens(shape) * cols;
 }
 
@@ -226,7 +227,10 @@ double AddModelStates(const SimInput& in, const StageParams& params, MemoryRepor
     // FSDP2 (sharded, ZeRO stage 2/3): the sharded parameter is the fp32 tensor the optimizer
     // steps (FSDPParam.sharded_param), counted in the optimizer's K bytes; the bf16 copies exist
     // only while a group is gathered (AddBuffers).
-    if (in.engine.framework().gradients == GradientSync::kFsdp2 && zero_stage >= 2) st.parameters_bytes = 0;
+    if (in.engine.framework().gradients == GradientSync::kFsdp2 && zero_stage >= 2 &&
+        conv == MemoryConvention::kZeroPaper) {
+      st.parameters_bytes = 0;
+    }
     // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
     // 16-bit gradients.
     if (conv == MemoryConvention::kZeroPaper && !in.precision.torch_autocast &&

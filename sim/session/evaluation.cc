@@ -127,6 +127,30 @@ Status CheckZeroAgainstEngine(const EngineSettings& engine, const ZeroSettings& 
   return Status::Ok();
 }
 
+// --ep and --cp against the model and the sequence: experts that divide over the EP ranks (a
+// dense model has none), tp 1 with command-line EP (expert-tensor parallelism and the
+// sequence-parallel dispatch under TP are not modelled yet), and a sequence that splits into the
+// 2 x cp load-balanced chunks TransformerEngine and PyTorch's context_parallel both need.
+Status CheckCommandLineSizes(const PlanKnobs& knobs, const ModelSpec& model, int64_t seq_len) {
+  if (knobs.ep > 1) {
+    if (!model.is_moe()) return Error{"--ep " + std::to_string(knobs.ep) + ": the model has no routed experts"};
+    if (model.num_experts % knobs.ep != 0) {
+      return Error{"--ep " + std::to_string(knobs.ep) + " does not divide the model's " +
+                   std::to_string(model.num_experts) + " experts"};
+    }
+    if (knobs.megatron_tp > 1) {
+      return Error{"--ep with --tp " + std::to_string(knobs.megatron_tp) +
+                   ": expert parallelism beside tensor parallelism (expert-tensor parallelism, the sequence-parallel "
+                   "dispatch) is not modelled yet; plan it with --tp 1"};
+    }
+  }
+  if (knobs.cp > 1 && seq_len % (2 * knobs.cp) != 0) {
+    return Error{"--cp " + std::to_string(knobs.cp) + ": the sequence (" + std::to_string(seq_len) +
+                 " tokens) must split into 2 x cp load-balanced chunks"};
+  }
+  return Status::Ok();
+}
+
 // TransformerEngine's all-to-all context parallelism moves whole heads (AttnFuncWithCPAndQKVOA2A
 // asserts each TP rank's query and key-value heads divide by cp).
 Status CheckAllToAllHeads(const PlanKnobs& knobs, const ModelSpec& model, int64_t mpu_tp) {
@@ -304,6 +328,9 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   options.context_parallel = std::max<int64_t>(knobs.cp, 1);
   if (Status heads = CheckAllToAllHeads(knobs, model, mpu_tp); !heads.ok()) {
     return stop(Evaluation::Outcome::kBadKnobs, heads.error().message);
+  }
+  if (Status sizes = CheckCommandLineSizes(knobs, model, seq_len); !sizes.ok()) {
+    return stop(Evaluation::Outcome::kBadKnobs, sizes.error().message);
   }
   options.seq_len = seq_len;
   options.version = engine.deepspeed_version;

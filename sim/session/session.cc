@@ -316,6 +316,16 @@ Json Session::ConfigToWrite() const {
   const PlanKnobs& k = entry().knobs;
   SetOrErase(note, "recompute", k.recompute != Recompute::kNone, RecomputeName(k.recompute));
   SetOrErase(note, "pipeline_stages", k.pp > 1, k.pp);
+  // The engine's own layout (what tune's _ds_plan carries), so the file simulates as explored.
+  const bool other_engine = k.engine.engine != Engine::kDeepSpeed;
+  SetOrErase(note, "engine", other_engine, EngineName(k.engine.engine));
+  SetOrErase(note, "tensor_model_parallel_size", other_engine && k.megatron_tp > 0, k.megatron_tp);
+  SetOrErase(note, "sequence_parallel", other_engine && k.engine.megatron_sp, true);
+  SetOrErase(note, "virtual_pipeline_stages", other_engine && k.engine.virtual_stages > 1, k.engine.virtual_stages);
+  SetOrErase(note, "context_parallel_size", k.cp > 1, k.cp);
+  SetOrErase(note, "expert_parallel_size", k.ep > 1, k.ep);
+  SetOrErase(note, "fp8", k.engine.fp8, true);
+  SetOrErase(note, "tp_comm_overlap", k.engine.tp_comm_overlap, true);
   if (note.empty()) {
     config.erase("_ds_plan");
   } else {
@@ -435,6 +445,7 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
     k.ep = fw.expert_parallel_flag && plan.ep > 1 ? plan.ep : 0;
     k.engine.fp8 = plan.fp8;
     k.engine.tp_comm_overlap = plan.tp_comm_overlap;
+    k.engine.cp_comm = ContextParallel::kNone;  // tune priced the engine's default exchange
   }
   const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +
                            " ep=" + std::to_string(plan.ep) + " pp=" + std::to_string(plan.pp) +

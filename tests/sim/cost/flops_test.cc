@@ -182,8 +182,7 @@ TEST(FlopsTest, Fp8MarksTheLayersLinearGemmsAndAddsTheRecipesCasts) {
   const auto ops = LayerForwardOperators(m, 0, shard);
   double cast = 0;
   for (const OperatorCost& op : ops) {
-    if (op.kind == KernelKind::kMatmul) EXPECT_TRUE(op.fp8) << op.name;
-    if (op.kind != KernelKind::kMatmul) EXPECT_FALSE(op.fp8) << op.name;
+    EXPECT_EQ(op.fp8, op.kind == KernelKind::kMatmul) << op.name;
     if (op.name == "fp8_cast") cast = op.bytes;
   }
   EXPECT_DOUBLE_EQ(cast, 4.0 * 4096 * (4096 + 14336));  // o_proj's and down_proj's inputs

@@ -391,6 +391,26 @@ void CheckMisc(RuleContext& ctx, std::optional<int64_t> stage) {
                "Universal Checkpointing (\"checkpoint\": {\"load_universal\": true})");
   }
 
+  // reduce_bucket_size 0: zero/config.py accepts it (Field ge=0) in every release ds-plan knows,
+  // and the optimizer divides by it when it first reports a bucket (report_ipg_memory_usage:
+  // (100 * elem_count) // reduce_bucket_size), in the first backward at stage 1/2
+  // (reduce_independent_p_g_buckets_and_remove_grads) and in every one at stage 3
+  // (independent_gradient_partition_epilogue); DeepSpeed issue #8260. PR #8266 (after edaa722)
+  // rejects it when the config is read.
+  // The crash is confirmed from 0.19.1 (issue #8260); older releases are not verified: a warning.
+  if (auto bucket = v.Int(ZeroKey("reduce_bucket_size")); bucket.present() && bucket.value == 0 && stage &&
+      *stage >= 1) {
+    const bool confirmed = ctx.version() >= DeepSpeedVersion{0, 19, 1};
+    ctx.ReportAs(confirmed ? Severity::kError : Severity::kWarning, "zero-reduce-bucket-zero", bucket.pointer,
+                 "reduce_bucket_size is 0: DeepSpeed " + ctx.version().ToString() +
+                     (confirmed ? " accepts it and then raises ZeroDivisionError in the first backward "
+                                  "(report_ipg_memory_usage divides by the bucket size); master since PR #8266 "
+                                  "rejects it when it reads the config"
+                                : " accepts it; from 0.19.1 on the first backward raises ZeroDivisionError "
+                                  "(report_ipg_memory_usage), and this release is not verified"),
+                 "give a positive bucket size in elements (the default is 5e8)");
+  }
+
   // overlap_comm's dynamic default (zero/config.py overlap_comm_valid: None -> stage == 3).
   if (stage && (*stage == 1 || *stage == 2) && !ctx.parallel().zero_legacy_bool) {
     const Json* oc = v.Get(ZeroKey("overlap_comm"));
@@ -528,6 +548,11 @@ RuleSet ZeroRules() {
        "PipelineEngine.__init__ (runtime/pipe/engine.py) asserts that the ZeRO stage is below "
        "ZeroStageEnum.gradients: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
        "parallelism\". Pipeline stages are not part of the config; ds-plan reads them from --pp.",
+       ""},
+      {"zero-reduce-bucket-zero", Severity::kError, "zero", "reduce_bucket_size of 0",
+       "zero/config.py accepts reduce_bucket_size >= 0, and the ZeRO optimizers divide by it when "
+       "they report the first gradient bucket (report_ipg_memory_usage): ZeroDivisionError in the "
+       "first backward at stages 1-3 (DeepSpeed issue #8260). PR #8266 makes the field positive.",
        ""},
       {"zero-overlap-comm-default", Severity::kNote, "zero",
        "overlap_comm's stage-dependent default",

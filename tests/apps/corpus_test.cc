@@ -63,6 +63,10 @@ const std::map<std::string, KeptErrors>& Kept() {
        {{"unknown-key"}, kNowPydantic}},
       {"deepspeedai__DeepSpeedExamples__Megatron-LM-v1.1.5-ZeRO3__examples__ds_zero_stage_infinity_config.json",
        {{"unknown-key"}, kNowPydantic}},
+      {"huggingface__transformers__tests__deepspeed__ds_config_zero3@61c7ec9.json",
+       {{"zero-reduce-bucket-zero"},
+        "reduce_bucket_size 0 with a release before the bucket report's division; from 0.19.1 the first "
+        "backward raises ZeroDivisionError (DeepSpeed issue #8260)"}},
       {"axolotl-ai-cloud__axolotl__deepspeed__zero3.json",
        {{"json-syntax"}, "the corpus copy lacks its opening brace: hjson reads a braceless root and stops at the final }"}},
       {"EleutherAI__gpt-neox__configs__autotuning_configs__small_tune.json",

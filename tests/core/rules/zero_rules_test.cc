@@ -239,3 +239,31 @@ TEST(ZeroRulesTest, StageTwoAndThreeAreRefusedWithPipelineStages) {
 
 }  // namespace
 }  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// runtime/zero/config.py reduce_bucket_size Field(ge=0) and report_ipg_memory_usage's division
+// (stage_1_and_2.py / stage3.py, base_optimizer.py): DeepSpeed issue #8260.
+TEST(ZeroRulesTest, ReduceBucketSizeZeroDividesByZeroInTheFirstBackward) {
+  for (const char* stage : {"1", "2", "3"}) {
+    auto r = Validate(Cfg(std::string(R"({"stage": )") + stage + R"(, "reduce_bucket_size": 0})"));
+    EXPECT_DIAG(r, "zero-reduce-bucket-zero", "/zero_optimization/reduce_bucket_size");
+    EXPECT_TRUE(MessageHas(r, "zero-reduce-bucket-zero", "ZeroDivisionError"));
+  }
+  EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 0, "reduce_bucket_size": 0})")), "zero-reduce-bucket-zero");
+  // Before 0.19.1 the crash is not verified: a warning, not an error.
+  ValidateOptions old;
+  old.version = *DeepSpeedVersion::Parse("0.14.0");
+  auto older = ValidateText("ds_config.json", Cfg(R"({"stage": 2, "reduce_bucket_size": 0})"), old);
+  bool warned = false;
+  for (const Diagnostic& d : older.diagnostics) {
+    if (d.rule_id == "zero-reduce-bucket-zero") warned = d.severity == Severity::kWarning;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 2, "reduce_bucket_size": 5e8})")), "zero-reduce-bucket-zero");
+  EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 2, "reduce_bucket_size": 1})")), "zero-reduce-bucket-zero");
+}
+
+}  // namespace
+}  // namespace dsp

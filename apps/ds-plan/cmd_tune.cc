@@ -79,10 +79,12 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
     // "4o": sequence parallelism with --tp-comm-overlap.
     std::string tp = std::to_string(p.tp) + (p.tp_comm_overlap ? "o" : p.megatron_sp ? "s" : "");
     std::string pp = std::to_string(p.pp) + (p.virtual_stages > 1 ? "v" + std::to_string(p.virtual_stages) : "");
+    // "8t4": ep 8 with the experts split over 4 tensor-parallel ranks (megatron-lm --etp).
+    std::string ep = std::to_string(p.ep) + (p.etp > 1 ? "t" + std::to_string(p.etp) : "");
     const std::string shown_rank = p.below_ranking ? "-" : std::to_string(rank);
     ++rank;
     out += Pad(shown_rank, 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
-           Pad(std::to_string(p.ep), 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
+           Pad(ep, 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
            "  " + offload + std::string(18 - offload.size(), ' ') + precision +
            std::string(10 - precision.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +
@@ -101,7 +103,7 @@ Json ToJson(const sim::TuneResult& r) {
   for (const auto& p : r.plans) {
     plans.push_back({{"engine", sim::EngineName(p.engine)},
                      {"below_ranking", p.below_ranking},
-                     {"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"dp", p.dp}, {"edp", p.edp}}},
+                     {"layout", {{"tp", p.tp}, {"pp", p.pp}, {"sp", p.sp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}, {"edp", p.edp}}},
                      {"virtual_stages", p.virtual_stages},
                      {"megatron_sp", p.megatron_sp},
                      {"tp_comm_overlap", p.tp_comm_overlap},
@@ -119,7 +121,7 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
-  return {{"schema_version", 4}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
+  return {{"schema_version", 5}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
           {"notes", r.notes}, {"rescheduled", r.rescheduled}};
 }

@@ -72,6 +72,10 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.ep = e.ep;
   in.fp8 = e.fp8;
   in.tp_comm_overlap = e.tp_comm_overlap;
+  in.etp = e.etp;
+  in.moe_token_dispatcher = e.moe_token_dispatcher;
+  in.moe_grouped_gemm = e.moe_grouped_gemm;
+  in.fp8_param_gather = e.fp8_param_gather;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -103,6 +107,10 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.ep = in.ep;
   a.fp8 = in.fp8;
   a.tp_comm_overlap = in.tp_comm_overlap;
+  a.etp = in.etp;
+  a.moe_token_dispatcher = in.moe_token_dispatcher;
+  a.moe_grouped_gemm = in.moe_grouped_gemm;
+  a.fp8_param_gather = in.fp8_param_gather;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

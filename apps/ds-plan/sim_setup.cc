@@ -2,6 +2,7 @@
 #include "apps/ds-plan/sim_setup.h"
 
 #include <iostream>
+#include <tuple>
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
@@ -55,9 +56,24 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   ep_option = app->add_option("--ep", ep,
                   "expert-parallel size (megatron-lm, fsdp2); DeepSpeed's is expert_parallel.autoep_size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  etp_option = app->add_option("--etp", etp,
+                  "megatron-lm: expert-tensor-parallel size, the experts' weights split over etp ranks "
+                  "(default: --tp, as Megatron-Core's --expert-tensor-parallel-size)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  moe_token_dispatcher_option = app->add_option("--moe-token-dispatcher", moe_token_dispatcher,
+                  "megatron-lm: alltoall (each routed row to its expert's rank, the default here and in NeMo's "
+                  "MoE recipes) or allgather (every token gathered over the expert TPxEP group, Megatron-Core's "
+                  "--moe-token-dispatcher-type default)")
+      ->check(CLI::IsMember({"alltoall", "allgather"}));
+  moe_grouped_gemm_option = app->add_flag("--moe-grouped-gemm", moe_grouped_gemm,
+                "megatron-lm: a rank's local experts run as one grouped GEMM per projection (fsdp2's "
+                "experts always do)");
   fp8_option = app->add_flag("--fp8", fp8,
                 "FP8 linear layers: TransformerEngine under megatron-lm, torchao float8 under fsdp2 "
                 "(MFU then against the cluster's FP8 peak)");
+  fp8_param_gather_option = app->add_flag("--fp8-param-gather", fp8_param_gather,
+                "with --fp8: linear weights all-gathered in FP8 (megatron-lm: TransformerEngine FP8 parameters, "
+                "NeMo's fp8_params; fsdp2: torchao's enable_fsdp_float8_all_gather)");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -157,15 +173,31 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
     args->ep = **ep;
     used.push_back("ep " + std::to_string(**ep));
   }
-  if (note.contains("tp_comm_overlap") && !GivenOrRecorded(args->tp_comm_overlap_option, *args)) {
-    if (!note["tp_comm_overlap"].is_boolean()) return Error{"_ds_plan.tp_comm_overlap must be true or false"};
-    args->tp_comm_overlap = note["tp_comm_overlap"].get<bool>();
-    if (args->tp_comm_overlap) used.push_back("tp comm overlap");
+  auto etp = integer("expert_tensor_parallel_size", 1, int64_t{1} << 20);
+  if (!etp.ok()) return etp.error();
+  if (*etp && !GivenOrRecorded(args->etp_option, *args)) {
+    args->etp = **etp;
+    used.push_back("etp " + std::to_string(**etp));
   }
-  if (note.contains("fp8") && !GivenOrRecorded(args->fp8_option, *args)) {
-    if (!note["fp8"].is_boolean()) return Error{"_ds_plan.fp8 must be true or false"};
-    args->fp8 = note["fp8"].get<bool>();
-    if (args->fp8) used.push_back("fp8");
+  if (note.contains("moe_token_dispatcher_type") && !GivenOrRecorded(args->moe_token_dispatcher_option, *args)) {
+    const Json& v = note["moe_token_dispatcher_type"];
+    if (!v.is_string() || (v != "alltoall" && v != "allgather")) {
+      return Error{"_ds_plan.moe_token_dispatcher_type must be \"alltoall\" or \"allgather\", got " +
+                   v.dump().substr(0, 40)};
+    }
+    args->moe_token_dispatcher = v.get<std::string>();
+    used.push_back("moe token dispatcher " + args->moe_token_dispatcher);
+  }
+  // Boolean keys: the flag's value when the command line did not give it.
+  for (auto [key, field, option, label] :
+       {std::tuple{"tp_comm_overlap", &args->tp_comm_overlap, args->tp_comm_overlap_option, "tp comm overlap"},
+        std::tuple{"fp8", &args->fp8, args->fp8_option, "fp8"},
+        std::tuple{"fp8_param_gather", &args->fp8_param_gather, args->fp8_param_gather_option, "fp8 param gather"},
+        std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"}}) {
+    if (!note.contains(key) || GivenOrRecorded(option, *args)) continue;
+    if (!note[key].is_boolean()) return Error{"_ds_plan." + std::string(key) + " must be true or false"};
+    *field = note[key].get<bool>();
+    if (*field) used.push_back(label);
   }
   if (!used.empty()) {
     std::string list;
@@ -212,6 +244,11 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.ep = args.ep;
   k.engine.fp8 = args.fp8;
   k.engine.tp_comm_overlap = args.tp_comm_overlap;
+  k.etp = args.etp;
+  k.engine.moe_dispatcher =
+      args.moe_token_dispatcher == "allgather" ? sim::MoeDispatcher::kAllGather : sim::MoeDispatcher::kAllToAll;
+  k.engine.moe_grouped_gemm = args.moe_grouped_gemm;
+  k.engine.fp8_param_gather = args.fp8_param_gather;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

@@ -38,6 +38,10 @@ struct SimArgs {
   bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
   bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm)
   std::string cp_comm_type;      // --cp-comm-type (megatron-lm); empty: p2p
+  int64_t etp = 0;               // --etp: expert-tensor-parallel size (megatron-lm); 0: --tp
+  std::string moe_token_dispatcher = "alltoall";  // --moe-token-dispatcher (megatron-lm)
+  bool moe_grouped_gemm = false;  // --moe-grouped-gemm (megatron-lm)
+  bool fp8_param_gather = false;  // --fp8-param-gather (megatron-lm, fsdp2; needs --fp8)
   std::string attention = "flash";
   std::string deepspeed_version;  // empty = the newest
   std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation
@@ -54,11 +58,16 @@ struct SimArgs {
   CLI::Option* ep_option = nullptr;
   CLI::Option* fp8_option = nullptr;
   CLI::Option* tp_comm_overlap_option = nullptr;
+  CLI::Option* etp_option = nullptr;
+  CLI::Option* moe_token_dispatcher_option = nullptr;
+  CLI::Option* moe_grouped_gemm_option = nullptr;
+  CLI::Option* fp8_param_gather_option = nullptr;
   bool flags_are_explicit = false;
 
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
-  // --engine, --tp, --megatron-sp, --virtual-stages, --cp, --ep, --fp8, --attention,
-  // --deepspeed-version.
+  // --engine, --tp, --megatron-sp, --virtual-stages, --cp, --ep, --etp, --moe-token-dispatcher,
+  // --moe-grouped-gemm, --fp8, --fp8-param-gather, --tp-comm-overlap, --cp-comm-type, --attention,
+  // --attn-impl, --deepspeed-version.
   void AddTo(CLI::App* app);
   // The same flags without CONFIG, --model and --cluster (the world flags onwards), for a command
   // that names those itself (calibrate --trace).

@@ -46,7 +46,10 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
                                    std::tuple{sp, inputs.cp > 0 ? "context parallel size" : "sequence_parallel_size", &s.sp},
                                    std::tuple{inputs.pp, "pipeline size", &s.pp},
                                    std::tuple{ep, inputs.ep > 0 ? "expert parallel size" : "expert_parallel.autoep_size", &s.ep},
-                                   std::tuple{pc.etp, "expert_parallel.expert_tensor_parallel_size", &s.etp}}) {
+                                   std::tuple{inputs.etp > 0 ? inputs.etp : pc.etp,
+                                              inputs.etp > 0 ? "expert tensor parallel size"
+                                                             : "expert_parallel.expert_tensor_parallel_size",
+                                              &s.etp}}) {
     auto v = ToInt(value, name);
     if (!v.ok()) return v.error();
     *dest = *v;

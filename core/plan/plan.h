@@ -29,6 +29,8 @@ struct PlanInputs {
   // as Megatron's RankGenerator builds cp where DeepSpeed builds Ulysses.
   int64_t cp = 0;
   int64_t ep = 0;
+  // Megatron-Core's --expert-tensor-parallel-size; 0 = the config's (AutoEP folding's).
+  int64_t etp = 0;
   RankLayout layout = RankLayout::kDeepSpeed;
   ExpertLayout expert_layout = ExpertLayout::kAuto;
 };

@@ -20,21 +20,27 @@ RankParams CountRankParams(const SimInput& in) {
   const ParallelSizes& sizes = in.plan->sizes;
   const double tp = sizes.tp, ep = sizes.ep, pp = sizes.pp;
   const bool autoep = sizes.expert_parallel;
+  // Megatron-Core's experts: the shared expert TP-split, each routed expert over etp ranks.
+  const bool megatron_experts = autoep && in.engine.framework().megatron_moe_options;
   // Megatron's vocab-parallel embedding and lm_head are split over TP; AutoTP keeps them whole.
   const double vocab_split = in.engine.framework().megatron_tp() ? tp : 1.0;
   RankParams r;
-  const double shared = autoep ? family(ParamFamily::kSharedExperts) : family(ParamFamily::kSharedExperts) / tp;
+  const double shared = autoep && !megatron_experts ? family(ParamFamily::kSharedExperts)
+                                                    : family(ParamFamily::kSharedExperts) / tp;
   const double attention_tp = AttentionTpDivisor(in) > 0 ? AttentionTpDivisor(in) : tp;
   r.embedding = (family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead)) / vocab_split;
-  r.dense = family(ParamFamily::kAttention) / attention_tp + family(ParamFamily::kDenseMlp) / tp + shared +
-            family(ParamFamily::kNorm) + family(ParamFamily::kRouter) + r.embedding;
-  const double routed = autoep ? family(ParamFamily::kRoutedExperts) / ep : family(ParamFamily::kRoutedExperts) / tp;
+  // MLA's down projections and Gated DeltaNet's layers stay whole on every TP rank (param_sharding.cc).
+  r.linear = family(ParamFamily::kAttention) / attention_tp + family(ParamFamily::kDenseMlp) / tp + shared +
+             family(ParamFamily::kLatentProj) + family(ParamFamily::kLinearAttention);
+  r.dense = r.linear + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) + r.embedding;
+  const double expert_split = megatron_experts ? ep * static_cast<double>(std::max<int64_t>(sizes.etp, 1)) : ep;
+  const double routed = autoep ? family(ParamFamily::kRoutedExperts) / expert_split : family(ParamFamily::kRoutedExperts) / tp;
   if (autoep) {
     r.routed = routed;
   } else {
     r.dense += routed;
   }
-  if (autoep && tp > 1) {
+  if (autoep && tp > 1 && !megatron_experts) {
     r.tp_replicated = family(ParamFamily::kRouter) + family(ParamFamily::kNorm) + family(ParamFamily::kSharedExperts);
   }
   const double threshold = in.zero.param_persistence_threshold;
@@ -54,6 +60,11 @@ RankParams CountRankParams(const SimInput& in) {
 }
 
 }  // namespace data_parallel
+
+double data_parallel::ParamGatherBytesPerElement(const SimInput& in, double elements, double linear, double bpe) {
+  if (!in.engine.fp8 || !in.engine.fp8_param_gather || elements <= 0) return bpe;
+  return bpe - (bpe - 1.0) * std::min(1.0, linear / elements);
+}
 
 namespace {
 
@@ -85,11 +96,15 @@ void PlanMegatronDdp(const PlanContext& ctx, const RankParams& params, double gr
   plan.AddBucketed("edp_grad_reduce", reduce, expert_group, params.routed, grad_bytes,
                    bucket(expert_group, grad_bytes), CommSchedule::kBoundaryOverlap);
   if (distributed_optimizer) {
+    // With FP8 parameters (--fp8-param-gather) the GEMM weights' buckets are uint8
+    // (param_and_grad_buffer.py, modify_underlying_storage) and gather 1 byte per element.
     const double bpe = ctx.bytes_per_element;
-    plan.AddBucketed("dist_opt_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense, bpe,
-                     bucket(dense_group, bpe), CommSchedule::kBoundaryOverlap);
-    plan.AddBucketed("dist_opt_expert_param_all_gather", CollectiveKind::kAllGather, expert_group, params.routed, bpe,
-                     bucket(expert_group, bpe), CommSchedule::kBoundaryOverlap);
+    const double dense_bpe = data_parallel::ParamGatherBytesPerElement(in, params.dense, params.linear, bpe);
+    const double routed_bpe = data_parallel::ParamGatherBytesPerElement(in, params.routed, params.routed, bpe);
+    plan.AddBucketed("dist_opt_param_all_gather", CollectiveKind::kAllGather, dense_group, params.dense, dense_bpe,
+                     bucket(dense_group, dense_bpe), CommSchedule::kBoundaryOverlap);
+    plan.AddBucketed("dist_opt_expert_param_all_gather", CollectiveKind::kAllGather, expert_group, params.routed,
+                     routed_bpe, bucket(expert_group, routed_bpe), CommSchedule::kBoundaryOverlap);
   }
   PlanTiedEmbeddingGradient(ctx, grad_bytes, plan);
 }

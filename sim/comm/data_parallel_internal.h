@@ -14,8 +14,16 @@ struct RankParams {
   double tp_replicated = 0;     // replicated across TP under folding: router, norms, shared experts
   double zero3_persistent = 0;  // tensors below stage3_param_persistence_threshold: never gathered
   double embedding = 0;         // this rank's share of the (tied) embedding, for pipeline tying
+  // Of `dense`: the decoder layers' linear weights (attention, MLP, shared experts, MLA and Gated
+  // DeltaNet projections; their few norms and biases included), what FP8 all-gathers carry at 1 byte.
+  double linear = 0;
 };
 RankParams CountRankParams(const SimInput& in);
+
+/// Bytes per element of an all-gather of `elements` parameters of which `linear` are GEMM weights:
+/// `bpe` (the 16-bit width), or with --fp8 --fp8-param-gather the linear weights at 1 byte
+/// (Megatron-Core's --fp8-param-gather, torchao's enable_fsdp_float8_all_gather).
+double ParamGatherBytesPerElement(const SimInput& in, double elements, double linear, double bpe);
 
 /// ZeRO-3's view of one decoder layer: its gathered modules and the share of the layer's gathered
 /// elements that backward gathers again after a recomputed forward.
@@ -32,6 +40,7 @@ struct Fsdp2Groups {
   bool reshard_after_forward = false;
   bool sync_every_micro_batch = true;  // false under a pipeline: one reduce-scatter per step
   double dense = 0, routed = 0;        // elements per rank before sharding
+  double linear = 0;                   // of dense: the decoder layers' GEMM weights
   double root = 0;      // elements of [norm, output], never resharded after forward
 };
 Fsdp2Groups DescribeFsdp2Groups(const SimInput& in, const RankParams& params);

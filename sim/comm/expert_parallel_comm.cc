@@ -1,15 +1,75 @@
 // SPDX-License-Identifier: Apache-2.0
 // Expert parallelism's collectives: AutoEP's dispatch and combine all-to-alls and its count
 // exchange (DeepSpeed 0.19.6 moe/auto_ep_layer.py), and with TP the parallel folding's restore
-// all-gathers and TP-replicated gradient average (ep_tp_dispatch.py, auto_ep_folding.py).
+// all-gathers and TP-replicated gradient average (ep_tp_dispatch.py, auto_ep_folding.py);
+// Megatron-Core's token dispatchers (core_v0.12.0 megatron/core/transformer/moe/token_dispatcher.py).
 #include "sim/comm/planner.h"
 
+#include <algorithm>
+
 namespace dsp::sim {
+namespace {
+
+// Megatron-Core's expert generator (parallel_state.py, order tp-cp-ep-dp-pp with cp 1) puts an
+// expert-TP group on etp consecutive ranks and the tensor-and-expert group (tp_ep_group) on etp x ep
+// consecutive ranks. Tokens enter a MoE layer sequence-parallel: s/tp per rank (the docstring's
+// num_local_tokens = S/TP*B; MoELayer.forward refuses TP without sequence parallelism). Every
+// collective runs in forward and, mirrored, in backward: an all-gather's backward is a
+// reduce-scatter of the same size and the reverse (tensor_parallel/mappings.py), priced alike.
+void PlanMegatronExperts(const PlanContext& ctx, CollectivePlanner& plan) {
+  const SimInput& in = ctx.in;
+  const ModelSpec& m = *in.model;
+  const ParallelSizes& sizes = in.plan->sizes;
+  const double tp = static_cast<double>(std::max(sizes.tp, 1));
+  const int64_t etp = std::max<int64_t>(sizes.etp, 1);
+  const int64_t tp_ep = etp * std::max<int64_t>(sizes.ep, 1);
+  const double top_k = static_cast<double>(m.num_experts_per_tok);
+  const double experts = static_cast<double>(m.num_experts);
+  const double bpe = ctx.bytes_per_element;
+  const double local_tokens = ctx.tokens / tp;
+  const double forward = ctx.moe_layers * ctx.forward_passes;
+  const double both = ctx.moe_layers * (ctx.forward_passes + 1.0);
+  const CommSchedule critical = CommSchedule::kCritical;
+  if (in.engine.moe_dispatcher == MoeDispatcher::kAllGather) {
+    // MoEAllGatherTokenDispatcher.token_permutation: the hidden states and the routing probabilities
+    // gathered over tp_ep_group (gather_from_sequence_parallel_region), the routing map too (no
+    // backward); token_unpermutation reduce-scatters the weighted outputs back.
+    const double gathered = local_tokens * static_cast<double>(tp_ep);
+    plan.AddOnBlocks("moe_allgather_dispatch", CollectiveKind::kAllGather, GroupKind::kEp, tp_ep, false,
+                     gathered * ctx.hidden * bpe, both, critical);
+    plan.AddOnBlocks("moe_allgather_probs", CollectiveKind::kAllGather, GroupKind::kEp, tp_ep, false,
+                     gathered * experts * bpe, both, critical);
+    plan.AddOnBlocks("moe_allgather_routing_map", CollectiveKind::kAllGather, GroupKind::kEp, tp_ep, false,
+                     gathered * experts, forward, critical);
+    plan.AddOnBlocks("moe_reduce_scatter_combine", CollectiveKind::kReduceScatter, GroupKind::kEp, tp_ep, false,
+                     gathered * ctx.hidden * bpe, both, critical);
+    return;
+  }
+  // MoEAlltoAllTokenDispatcher: k rows per local token all-to-all'd over the EP group, then (etp > 1)
+  // all-gathered over the expert-TP group; the combine reduce-scatters over it and all-to-alls back.
+  const double rows = local_tokens * top_k;
+  plan.Add("ep_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, rows * ctx.hidden * bpe, both, critical);
+  plan.Add("ep_combine", CollectiveKind::kAllToAll, GroupKind::kEp, rows * ctx.hidden * bpe, both, critical);
+  // preprocess: num_local_tokens_per_expert (int64, one per expert) all-gathered over tp_ep_group;
+  // the host reads the splits back before the all-to-all (cuda_sync_point "before_ep_alltoall").
+  plan.AddOnBlocks("ep_split_counts", CollectiveKind::kAllGather, GroupKind::kEp, tp_ep, false,
+                   8.0 * experts * static_cast<double>(tp_ep), forward, critical);
+  if (etp > 1) {
+    const double gathered = rows * static_cast<double>(etp) * ctx.hidden * bpe;
+    plan.AddOnBlocks("etp_dispatch_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, etp, false, gathered,
+                     both, critical);
+    plan.AddOnBlocks("etp_combine_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, etp, false,
+                     gathered, both, critical);
+  }
+}
+
+}  // namespace
 
 void PlanExpertParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   const SimInput& in = ctx.in;
   const ModelSpec& m = *in.model;
   if (!ctx.autoep || !m.is_moe()) return;
+  if (in.engine.framework().megatron_moe_options) return PlanMegatronExperts(ctx, plan);
   const ParallelSizes& sizes = in.plan->sizes;
   const double top_k = static_cast<double>(m.num_experts_per_tok);
   const double bpe = ctx.bytes_per_element;

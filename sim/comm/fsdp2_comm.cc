@@ -32,6 +32,7 @@ Fsdp2Groups DescribeFsdp2Groups(const SimInput& in, const RankParams& params) {
   g.sync_every_micro_batch = in.plan->sizes.pp <= 1;
   g.dense = params.dense;
   g.routed = params.routed;
+  g.linear = params.linear;
   // The root group ([norm, output]) stays unsharded after forward: its share of the gathered
   // elements is not gathered again in backward.
   g.root = pp > 1 ? 0.0 : params.embedding / 2.0;
@@ -58,7 +59,10 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
                      grad_bytes, 2.5e7 / grad_bytes, ddp);
     return;
   }
-  const double param_bytes = ctx.bytes_per_element;  // MixedPrecisionPolicy.param_dtype
+  // MixedPrecisionPolicy.param_dtype (bf16), or torchao's float8 all-gather of the linear weights
+  // (--fp8-param-gather: fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather).
+  const double param_bytes = data_parallel::ParamGatherBytesPerElement(in, g.dense, g.linear, ctx.bytes_per_element);
+  const double expert_param_bytes = data_parallel::ParamGatherBytesPerElement(in, g.routed, g.routed, ctx.bytes_per_element);
   const double groups = g.layers + g.outside;
   const double moe_groups = ctx.moe_layers;
   // Forward: every group gathered before its forward; once per step when nothing reshards and
@@ -69,7 +73,7 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
            forward);
   if (moe_groups > 0) {
     plan.Add("fsdp_expert_all_gather_fwd", CollectiveKind::kAllGather, expert_group,
-             param_bytes * g.routed / moe_groups, moe_groups, forward);
+             expert_param_bytes * g.routed / moe_groups, moe_groups, forward);
   }
   if (g.reshard_after_forward) {
     // Backward gathers every group again but the root; a recomputed forward (activation
@@ -79,8 +83,15 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
              param_bytes * regathered / (groups - 1.0), groups - 1.0, CommSchedule::kBackwardOverlap);
     if (moe_groups > 0) {
       plan.Add("fsdp_expert_all_gather_bwd", CollectiveKind::kAllGather, expert_group,
-               param_bytes * g.routed / moe_groups, moe_groups, CommSchedule::kBackwardOverlap);
+               expert_param_bytes * g.routed / moe_groups, moe_groups, CommSchedule::kBackwardOverlap);
     }
+  }
+  if (in.engine.fp8 && in.engine.fp8_param_gather) {
+    // The float8 casts need each weight's amax over its shards: torchtitan's recipe pairs the fp8
+    // all-gather with precompute_float8_dynamic_scale_for_fsdp after the optimizer step, one
+    // all-reduce of every weight's amax (torchao float8/fsdp_utils.py). Assumed on.
+    plan.Add("fsdp_float8_amax_all_reduce", CollectiveKind::kAllReduce, dense_group, 4.0 * 7.0 * g.layers, 1.0,
+             CommSchedule::kStepExposed);
   }
   // Reduce-scatter after each group's backward (foreach_reduce), in reduce_dtype.
   const CommSchedule reduce =

@@ -33,7 +33,7 @@ Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
     if (skip_experts && p.family == ParamFamily::kRoutedExperts) continue;
     const double numel = static_cast<double>(p.numel()) /
-                         ShardDivisor(p.family, in.plan->sizes, VocabSplitOf(in), AttentionTpDivisor(in));
+                         ShardDivisorOf(p.family, in);
     if (numel < in.zero.param_persistence_threshold) continue;
     // AutoEP's routed experts are gathered over edp in their own call per expert weight.
     weights.push_back(numel);

@@ -33,12 +33,16 @@ double NormInputBytes(const LayerShape& shape) {
   return shape.hf_eager && shape.rms_norm ? 4.0 : kActivationBytes;
 }
 
+// Bytes per element of a tensor a GEMM saves as its input: fp8 under TransformerEngine's FP8.
+double LinearInputBytes(const LayerShape& shape) { return shape.fp8_saved_inputs ? 1.0 : kActivationBytes; }
+
 // Saved ffn-wide tensors of one token through an MLP of width `ffn_per_rank` (already TP-split).
 double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
   // Gated: gate and up outputs and their product (Megatron's fused SwiGLU); transformers' eager
   // `down_proj(act_fn(gate_proj(x)) * up_proj(x))` also keeps act_fn's output for the product.
+  // The last of them (the product, or GeLU's output) is the down projection's input.
   const double ffn_tensors = shape.gated_mlp ? (shape.hf_eager ? 4 : 3) : 2;
-  return ffn_tensors * kActivationBytes * ffn_per_rank;
+  return ((ffn_tensors - 1) * kActivationBytes + LinearInputBytes(shape)) * ffn_per_rank;
 }
 
 }  // namespace
@@ -51,6 +55,7 @@ double LocalTokens(const LayerShape& shape) {
 double ExpertAssignmentsPerRank(const LayerShape& shape) {
   double assignments = LocalTokens(shape) * static_cast<double>(shape.top_k);
   if (shape.capacity_factor > 0) assignments *= shape.capacity_factor;
+  if (shape.megatron_experts) return Div(assignments * std::max(shape.etp, 1), shape.tp);
   if (shape.expert_parallel) assignments = Div(assignments, shape.tp);
   return assignments;
 }
@@ -92,9 +97,11 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   const bool ulysses = shape.ulysses_sp > 1 && shape.context_parallel == ContextParallel::kNone;
   const int64_t kv_heads = ulysses ? std::max<int64_t>(shape.kv_heads, shape.ulysses_sp) : shape.kv_heads;
   const double a = static_cast<double>(shape.heads), g = static_cast<double>(kv_heads);
-  attention = Div(kActivationBytes * tokens * h, replicated);  // q/k/v input
+  attention = Div(LinearInputBytes(shape) * tokens * h, replicated);  // q/k/v input
   // Q, K, V and the attention output feeding o_proj.
   attention += Div(kActivationBytes * tokens * (a * d_qk + g * d_qk + g * d_v + a * d_v), t);
+  // TransformerEngine's o_proj saves its own fp8 cast of the attention output.
+  if (shape.fp8_saved_inputs) attention += Div(1.0 * tokens * a * d_v, t);
   // MLA's latent path: q_a / kv_a outputs and their norms, on every TP rank.
   attention += kActivationBytes * tokens * static_cast<double>(shape.latent_cols);
   attention += Div(mask * tokens * h, replicated);                              // output dropout
@@ -120,23 +127,27 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   out.norm_bytes = Div(2 * NormInputBytes(shape) * tokens * h, replicated);
   }
 
-  double mlp = Div(kActivationBytes * tokens * h, replicated);  // input of the MLP / MoE block
+  // Input of the MLP (fc1's, fp8 under TransformerEngine) or of the MoE block (the bf16 router's).
+  const double block_input = shape.num_experts > 0 ? kActivationBytes : LinearInputBytes(shape);
+  double mlp = Div(block_input * tokens * h, replicated);
   mlp += Div(mask * tokens * h, replicated);                    // output dropout
   if (shape.num_experts <= 0) {
     mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
   } else {
-    // Router probabilities: every rank routes all of its tokens (TP peers route the same ones).
-    mlp += kRouterProbBytes * tokens * static_cast<double>(shape.num_experts);
+    // Router probabilities: every rank routes all of its tokens (TP peers route the same ones;
+    // Megatron's route their s/t sequence-parallel share).
+    mlp += kRouterProbBytes * Div(tokens, shape.megatron_experts ? t : 1) * static_cast<double>(shape.num_experts);
     // Each assignment saves its dispatched input row (2h), the expert's ffn-wide tensors and the
     // expert output the routing weight multiplies (2h, needed for the router's gradient). AutoEP
-    // keeps experts whole; AutoTP alone splits every expert's width by t.
-    const int expert_tp = shape.expert_parallel ? 1 : t;
-    const double per_assignment =
-        2 * kActivationBytes * h + FfnBytesPerToken(shape, Div(static_cast<double>(shape.expert_ffn), expert_tp));
+    // keeps experts whole; AutoTP alone splits every expert's width by t, Megatron by etp.
+    const int expert_tp = shape.megatron_experts ? std::max(shape.etp, 1) : shape.expert_parallel ? 1 : t;
+    const int shared_tp = shape.expert_parallel && !shape.megatron_experts ? 1 : t;
+    const double per_assignment = (LinearInputBytes(shape) + kActivationBytes) * h +
+                                  FfnBytesPerToken(shape, Div(static_cast<double>(shape.expert_ffn), expert_tp));
     mlp += ExpertAssignmentsPerRank(shape) * per_assignment;
     // The shared expert sees every token; it shares the block input saved above.
     if (shape.shared_expert_ffn > 0) {
-      mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.shared_expert_ffn), expert_tp));
+      mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.shared_expert_ffn), shared_tp));
     }
   }
   out.mlp_bytes = mlp;

@@ -42,6 +42,12 @@ struct LayerShape {
   // 5.17 (docs/validation.md, "One GPU, measured").
   bool hf_eager = false;
   bool rms_norm = true;          // RMSNorm (the fp32 upcast above); LayerNorm runs fused
+  // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as
+  // the fp8 tensor it cast (1 byte: LayerNormLinear's ln_out, Linear's input, the activation output
+  // feeding fc2), while the fused attention keeps its bf16 output beside o_proj's fp8 copy and the
+  // pre-activation fc1 output stays bf16 (transformer_engine/pytorch/module/linear.py _Linear,
+  // layernorm_linear.py _LayerNormLinear, v1.11-v2.2).
+  bool fp8_saved_inputs = false;
 
   // Per-layer attention shape where it is not plain (G)QA; 0 means "as heads x head_dim".
   int64_t qk_head_dim = 0;      // MLA: nope + rope (192 for DeepSeek-V3); q and k widths per head
@@ -69,6 +75,11 @@ struct LayerShape {
   int64_t expert_ffn = 0;          // width of one routed expert
   int64_t shared_expert_ffn = 0;   // 0: no shared expert
   bool expert_parallel = false;    // AutoEP: experts whole on ep ranks, tokens moved by all-to-all
+  // Megatron-Core's experts (megatron-lm --ep): tokens enter sequence-parallel (s/t per rank), the
+  // expert-TP group all-gathers each rank's dispatched rows (etp x of them), experts split over
+  // etp, the shared expert over t.
+  bool megatron_experts = false;
+  int etp = 1;
   double capacity_factor = 0;      // 0: dropless (expected load); else each expert pads to capacity
 };
 
@@ -88,6 +99,7 @@ double LocalTokens(const LayerShape& shape);
 // ep·T·k/ep = T·k (uniform routing; with a capacity factor c every expert is padded to
 // c·T_group·k/E, i.e. c·T·k per rank). Under AutoEP+AutoTP folding every TP peer routes the same
 // tokens and dispatches only every tp-th assignment (ep_tp_dispatch.partition_assignments), so /tp.
+// Megatron's experts receive k x the s/tp tokens of each EP peer, all-gathered over etp: T·k·etp/tp.
 // Without AutoEP all experts are local (TP-sharded by AutoTP) and process all T·k assignments.
 double ExpertAssignmentsPerRank(const LayerShape& shape);
 

@@ -311,41 +311,48 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
   const double bpe = x.bpe, h = x.h, tokens = x.tokens, tp = x.tp;
   const double experts = static_cast<double>(model.num_experts);
   const double top_k = static_cast<double>(model.num_experts_per_tok);
-  // The router scores every token on every TP peer (AutoEP folding routes the full batch).
-  ops.push_back(Matmul("router", tokens, h, experts, bpe));
+  // The router scores every token on every TP peer (AutoEP folding routes the full batch);
+  // Megatron's routes the rank's s/tp sequence-parallel tokens (router.py).
+  const double routed_tokens = shard.megatron_experts ? tokens / tp : tokens;
+  ops.push_back(Matmul("router", routed_tokens, h, experts, bpe));
 
   const double expert_width = static_cast<double>(model.moe_intermediate_size);
   OperatorCost routed{"experts", 0, 0};
   double assignments = tokens * top_k;
-  if (shard.expert_parallel) {
+  double width_rank = expert_width / tp;  // without expert parallelism: split across TP like a dense MLP
+  if (shard.megatron_experts) {
+    // token_dispatcher.py: each rank dispatches k x its s/tp tokens; uniform routing brings as many
+    // to its E / ep experts from the EP peers, and with etp > 1 the expert-TP group all-gathers
+    // them (MoEAlltoAllTokenDispatcher; the all-gather dispatcher selects the same rows), each
+    // expert's fc1 split by columns and fc2 by rows over etp (experts.py).
+    assignments = routed_tokens * top_k * shard.etp;
+    width_rank = expert_width / shard.etp;
+  } else if (shard.expert_parallel) {
     // Folding keeps assignment i on TP rank i % tp, so each TP peer dispatches k x tokens / tp
     // assignments; uniform routing brings as many back to this rank's E / ep experts.
     assignments = tokens * top_k / tp;
-    const double local_experts = experts / shard.ep;
-    Accumulate(routed, GatedMlp("experts", assignments / local_experts, h, expert_width, bpe), local_experts);
-    routed.kernels = 3 * local_experts;
-  } else {
-    // No AutoEP: every expert is local, split across TP like a dense MLP.
-    Accumulate(routed, GatedMlp("experts", tokens * top_k / experts, h, expert_width / tp, bpe), experts);
-    routed.kernels = 3 * experts;
+    width_rank = expert_width;
   }
-  if (shard.hf_eager) {
-    // transformers 5 runs a MoE block's experts as torch._grouped_mm (the "grouped_mm" experts
-    // implementation, the default for Qwen3-MoE and Mixtral): one kernel per projection whose
-    // tiles are every local expert's, so the wave tail is paid once, not per expert.
+  const double local_experts = shard.expert_parallel ? experts / shard.ep : experts;
+  Accumulate(routed, GatedMlp("experts", assignments / local_experts, h, width_rank, bpe), local_experts);
+  routed.kernels = 3 * local_experts;
+  if (shard.grouped_experts) {
+    // One kernel per projection whose tiles are every local expert's (transformers 5's
+    // grouped_mm experts, the default for Qwen3-MoE and Mixtral; torchtitan's GroupedExperts;
+    // Megatron's --moe-grouped-gemm): the wave tail is paid once, not per expert.
     routed.rows *= static_cast<double>(routed.kernels) / 3;
     routed.kernels = 3;
   }
   // The routed rows' activation, act_fn(gate) * up, over each assignment's expert width.
-  const double width_rank = shard.expert_parallel ? expert_width : expert_width / tp;
   const EagerBytes eager = EagerBytesPerElement(model, shard);
   ops.push_back(EagerMemory("experts_activation", assignments * width_rank, eager.activation, eager.activation_kernels));
   ops.push_back(MoePermute(assignments, h, width_rank, shard));
   ops.push_back(routed);
 
   if (model.shared_expert_intermediate_size > 0) {
-    // Under folding the shared expert is replicated over TP (gradients AVERAGEd, auto_ep_folding.py).
-    const double split = shard.expert_parallel ? 1.0 : tp;
+    // Under folding the shared expert is replicated over TP (gradients AVERAGEd, auto_ep_folding.py);
+    // Megatron's SharedExpertMLP is TP-split like the dense MLP (moe_layer.py).
+    const double split = shard.expert_parallel && !shard.megatron_experts ? 1.0 : tp;
     OperatorCost shared =
         GatedMlp("shared_expert", tokens, h, static_cast<double>(model.shared_expert_intermediate_size) / split, bpe);
     if (model.shared_expert_gate) {

@@ -36,6 +36,14 @@ struct ShardShape {
   int sp = 1;                    // Ulysses: tokens split sp ways outside attention, heads inside
   int ep = 1;                    // AutoEP: routed experts split ep ways
   bool expert_parallel = false;  // AutoEP on; with tp > 1 this is folding (experts not TP-split)
+  // Megatron-Core's experts (megatron-lm --ep): tokens enter the MoE layer sequence-parallel (s/tp
+  // per rank), every expert split over etp ranks, the shared expert over tp (token_dispatcher.py,
+  // experts.py, shared_experts.py).
+  bool megatron_experts = false;
+  int etp = 1;                   // expert-tensor-parallel size (megatron_experts)
+  // A rank's experts run as one grouped GEMM per projection (torch._grouped_mm, TransformerEngine's
+  // GroupedLinear) rather than one GEMM per expert.
+  bool grouped_experts = false;
   double bytes_per_element = 2;  // bf16/fp16 activations and weights
   bool megatron_sp = false;      // Megatron sequence parallelism: norms and dropout over s/tp
   bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp

@@ -42,11 +42,11 @@ using TensorShares = std::vector<std::pair<ParamFamily, double>>;
 // same shapes, so one layer of each kind stands for all of them; this avoids naming every tensor
 // of a 256-expert model on each estimate.
 TensorShares SharesOf(const std::vector<ParamTensor>& tensors, const ParallelSizes& sizes,
-                      VocabSplit vocab, double attention_divisor) {
+                      VocabSplit vocab, double attention_divisor, bool megatron_experts) {
   TensorShares out;
   for (const ParamTensor& p : tensors) {
     out.emplace_back(p.family, static_cast<double>(p.numel()) /
-                                   ShardDivisor(p.family, sizes, vocab, attention_divisor));
+                                   ShardDivisor(p.family, sizes, vocab, attention_divisor, megatron_experts));
   }
   return out;
 }
@@ -60,10 +60,11 @@ const PlanMemo& Shares(const SimInput& in, PlanMemo& local) {
   const ParallelSizes& sizes = in.plan->sizes;
   const VocabSplit vocab = VocabSplitOf(in);
   const double attention = AttentionTpDivisor(in);
-  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab, attention);
+  const bool megatron_experts = in.engine.framework().megatron_moe_options;
+  memo.outside_layers = SharesOf(NonLayerParameterTensors(m), sizes, vocab, attention, megatron_experts);
   for (const ModelSpec::LayerRun& run : m.LayerKinds(0, m.num_hidden_layers)) {
     memo.layer_kinds[m.LayerKind(run.representative)] =
-        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab, attention);
+        SharesOf(LayerParameterTensors(m, run.representative), sizes, vocab, attention, megatron_experts);
   }
   memo.has_shares = true;
   return memo;
@@ -138,6 +139,9 @@ LayerShape BaseShape(const SimInput& in) {
   shape.expert_ffn = m.moe_intermediate_size;
   shape.shared_expert_ffn = m.shared_expert_intermediate_size;
   shape.expert_parallel = s.expert_parallel;
+  shape.fp8_saved_inputs = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTransformerEngine;
+  shape.megatron_experts = s.expert_parallel && in.engine.framework().megatron_moe_options;
+  shape.etp = shape.megatron_experts ? static_cast<int>(std::max<int64_t>(s.etp, 1)) : 1;
   return shape;
 }
 
@@ -198,6 +202,36 @@ double ExpertAllToAllBytes(const LayerShape& moe_shape, double bytes_per_value) 
          static_cast<double>(moe_shape.hidden);
 }
 
+// The GEMM weights FP8 linears cast (TransformerEngine's Megatron layers, torchao's converted
+// nn.Linear): the decoder layers' projections, not embeddings, norms or routers.
+constexpr ParamFamily kFp8LinearFamilies[] = {ParamFamily::kAttention, ParamFamily::kLatentProj,
+                                              ParamFamily::kDenseMlp, ParamFamily::kRoutedExperts,
+                                              ParamFamily::kSharedExperts};
+bool IsFp8Linear(ParamFamily f) { return std::ranges::find(kFp8LinearFamilies, f) != std::end(kFp8LinearFamilies); }
+
+double LinearParams(const StageParams& params) {
+  double linear = 0;
+  for (ParamFamily f : kFp8LinearFamilies) linear += params.count[static_cast<size_t>(f)];
+  return linear;
+}
+
+// TransformerEngine FP8 parameters (--fp8 --fp8-param-gather under megatron-lm): the GEMM weights
+// are Float8Tensors of 1 byte with no 16-bit copy (Megatron-Core fp8_utils.get_fp8_context wraps
+// model construction in fp8_model_init; the distributed optimizer keeps the fp32 masters).
+bool TransformerEngineFp8Params(const SimInput& in) {
+  return in.engine.fp8 && in.engine.fp8_param_gather && in.engine.framework().fp8 == Fp8Linear::kTransformerEngine;
+}
+
+// Bytes per element FSDP2 gathers for the stage's parameters: bf16, or with torchao's FP8
+// all-gather (--fp8 --fp8-param-gather: fsdp_utils.py WeightWithDynamicFloat8CastTensor
+// fsdp_pre_all_gather casts each shard to float8 and gathers its 1-byte data) 1 byte for the linear
+// weights, averaged over the stage's parameters.
+double Fsdp2GatherBytesPerElement(const SimInput& in, const StageParams& params, double stage_params) {
+  const double bpv = in.workload.bytes_per_param;
+  if (!in.engine.fp8 || !in.engine.fp8_param_gather || stage_params <= 0) return bpv;
+  return bpv - (bpv - 1.0) * std::min(1.0, LinearParams(params) / stage_params);
+}
+
 // Model states, family by family; returns the stage's parameter count.
 double AddModelStates(const SimInput& in, const StageParams& params, MemoryReport& r) {
   const MemoryConvention conv = in.workload.convention;
@@ -230,6 +264,10 @@ double AddModelStates(const SimInput& in, const StageParams& params, MemoryRepor
     if (in.engine.framework().gradients == GradientSync::kFsdp2 && zero_stage >= 2 &&
         conv == MemoryConvention::kZeroPaper) {
       st.parameters_bytes = 0;
+    }
+    // TransformerEngine FP8 parameters: the GEMM weights are 1-byte Float8Tensors.
+    if (TransformerEngineFp8Params(in) && IsFp8Linear(f) && conv == MemoryConvention::kZeroPaper) {
+      st.parameters_bytes /= bpv;
     }
     // An fp32 gradient accumulation buffer (BF16Optimizer, Megatron's main_grad) replaces the
     // 16-bit gradients.
@@ -356,31 +394,31 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 // unsharded_accumulated_grad, fp32) all step. Stage 0 is DDP: two 25 MB buckets.
 double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double stage_params) {
   const double bpv = in.workload.bytes_per_param;
+  const double gathered = Fsdp2GatherBytesPerElement(in, params, stage_params);
   const double reduce_bytes = std::max(in.workload.gradient_bytes_per_element, bpv);
   if (in.zero.stage == 0) return 2 * 2.5e7;
   const double block = params.largest_unit;
   const double reduce_buffer = (bpv + reduce_bytes) * block;
   const bool pipeline = in.plan->sizes.pp > 1;
   if (in.zero.stage >= 3 && !pipeline) {
+    // The root group (the output projection) stays bf16: torchao's filter_fqns skip "output".
     const double root = params.count[static_cast<size_t>(ParamFamily::kLmHead)];  // the norm is tiny
-    return bpv * (2 * block + root) + reduce_buffer;
+    return gathered * 2 * block + bpv * root + reduce_buffer;
   }
-  return bpv * stage_params + (pipeline ? reduce_bytes * stage_params : 0.0) + reduce_buffer;
+  return gathered * stage_params + (pipeline ? reduce_bytes * stage_params : 0.0) + reduce_buffer;
 }
 
 // --fp8 under TransformerEngine: each linear weight's fp8 copy and its transpose (the column-wise
 // data Hopper's weight-gradient GEMM reads), cached from the first micro-batch to the step's end
 // (transformer_engine/pytorch/module/linear.py, weight_workspace with is_first_microbatch): 2 bytes
-// per GEMM weight on the rank. torchao's Float8Linear casts on the fly and caches nothing.
+// per GEMM weight on the rank. With FP8 parameters the weight is the fp8 copy and only its transpose
+// is extra (TE 2.2 float8_tensor.py Float8Tensor.update_usage builds _transpose on Hopper): 1 byte.
+// torchao's Float8Linear casts on the fly and caches nothing.
 double Fp8WeightCopyBytes(const SimInput& in, const StageParams& params) {
   if (!in.engine.fp8 || in.engine.framework().fp8 != Fp8Linear::kTransformerEngine) return 0;
-  double linear = 0;
-  for (ParamFamily f : {ParamFamily::kAttention, ParamFamily::kLatentProj, ParamFamily::kDenseMlp,
-                        ParamFamily::kRoutedExperts, ParamFamily::kSharedExperts}) {
-    linear += params.count[static_cast<size_t>(f)];
-  }
-  return 2.0 * linear;
+  return (TransformerEngineFp8Params(in) ? 1.0 : 2.0) * LinearParams(params);
 }
+
 
 // ZeRO's communication buffers and the all-to-all buffers.
 void AddBuffers(const SimInput& in, const StageParams& params, double total_params, MemoryReport& r) {

@@ -45,7 +45,8 @@ double AttentionTpDivisor(const SimInput& in) {
   return static_cast<double>(heads) / heads0;
 }
 
-double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab, double attention_divisor) {
+double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab, double attention_divisor,
+                    bool megatron_experts) {
   const int tp = EffectiveTp(s.tp);
   if (family == ParamFamily::kAttention && attention_divisor > 0) return attention_divisor;
   if (vocab == VocabSplit::kVocabParallel &&
@@ -72,8 +73,9 @@ double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab
       return 1;
     case ParamFamily::kRoutedExperts:
       return s.expert_parallel ? s.ep * s.etp : tp;
+    // Megatron's SharedExpertMLP uses the dense TP group's column/row parallel linears.
     case ParamFamily::kSharedExperts:
-      return s.expert_parallel ? 1 : tp;
+      return s.expert_parallel && !megatron_experts ? 1 : tp;
   }
   return 1;
 }
@@ -86,11 +88,16 @@ double PartitionedParamsPerRank(const SimInput& input) {
   double params = 0;
   for (const auto& [family, count] : counts.by_family) {
     const double per_rank = static_cast<double>(count) /
-                            ShardDivisor(family, plan.sizes, VocabSplitOf(input), AttentionTpDivisor(input)) /
+                            ShardDivisorOf(family, input) /
                             static_cast<double>(plan.sizes.pp);
     params += per_rank / (family == ParamFamily::kRoutedExperts ? expert_group : dense_group);
   }
   return params;
+}
+
+double ShardDivisorOf(ParamFamily family, const SimInput& input) {
+  return ShardDivisor(family, input.plan->sizes, VocabSplitOf(input), AttentionTpDivisor(input),
+                      input.engine.framework().megatron_moe_options);
 }
 
 }  // namespace dsp::sim

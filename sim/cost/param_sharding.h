@@ -20,9 +20,12 @@ VocabSplit VocabSplitOf(const SimInput& input);
 double AttentionTpDivisor(const SimInput& input);
 
 // Ranks that share one copy of `family` before ZeRO (TP split, EP placement); the attention
-// family divides by `attention_divisor` when it is set (AttentionTpDivisor).
+// family divides by `attention_divisor` when it is set (AttentionTpDivisor). `megatron_experts`:
+// Megatron-Core's MoE layout (shared experts TP-split, routed ones over ep x etp), not AutoEP's.
 double ShardDivisor(ParamFamily family, const ParallelSizes& s, VocabSplit vocab = VocabSplit::kNone,
-                    double attention_divisor = 0);
+                    double attention_divisor = 0, bool megatron_experts = false);
+// The same with the plan, engine and model of `input`.
+double ShardDivisorOf(ParamFamily family, const SimInput& input);
 
 // Parameters in one rank's ZeRO partition for one pipeline stage's share of the model: dense
 // families over the ZeRO partition group (dp, or dp x sp with Ulysses), routed experts over edp.

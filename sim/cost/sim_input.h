@@ -95,6 +95,14 @@ struct EngineSettings {
   // --cp-comm-type (megatron-lm): how context parallelism exchanges keys and values; kNone = the
   // framework's default (FrameworkProfile::context_parallel).
   ContextParallel cp_comm = ContextParallel::kNone;
+  // --fp8-param-gather: linear weights all-gathered in FP8 (Megatron-Core's --fp8-param-gather,
+  // TransformerEngine FP8 parameters; torchao's enable_fsdp_float8_all_gather under fsdp2).
+  bool fp8_param_gather = false;
+  // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
+  // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
+  // rank's local experts instead of a loop over them).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  bool moe_grouped_gemm = false;
   ContextParallel context_parallel() const {
     return cp_comm != ContextParallel::kNone ? cp_comm : framework().context_parallel;
   }

@@ -149,7 +149,7 @@ double OptimizerPartitionParams(const SimInput& in) {
   double dense = 0, routed = 0;
   for (const auto& [family, count] : c.by_family) {
     const double share =
-        static_cast<double>(count) / ShardDivisor(family, sizes, VocabSplitOf(in), AttentionTpDivisor(in));
+        static_cast<double>(count) / ShardDivisorOf(family, in);
     (family == ParamFamily::kRoutedExperts && sizes.expert_parallel ? routed : dense) += share;
   }
   const double pp = std::max(sizes.pp, 1);
@@ -171,6 +171,10 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.sp = SequenceShards(in);
   shard.ep = plan.sizes.ep;
   shard.expert_parallel = plan.sizes.expert_parallel;
+  const FrameworkProfile& fw = in.engine.framework();
+  shard.megatron_experts = plan.sizes.expert_parallel && fw.megatron_moe_options;
+  shard.etp = shard.megatron_experts ? static_cast<int>(std::max<int64_t>(plan.sizes.etp, 1)) : 1;
+  shard.grouped_experts = in.engine.hf_eager() || fw.grouped_gemm_experts || in.engine.moe_grouped_gemm;
   shard.bytes_per_element = in.workload.bytes_per_param;
   shard.megatron_sp = in.engine.megatron_sp;
   shard.vocab_parallel = in.engine.framework().megatron_tp();

@@ -69,6 +69,16 @@ enum class ContextParallel {
   kAllToAll,
 };
 
+/// How a MoE layer moves its tokens to the experts' ranks (--moe-token-dispatcher, megatron-lm).
+enum class MoeDispatcher {
+  // Megatron-Core's MoEAlltoAllTokenDispatcher (and AutoEP's, torchtitan's): each assignment's row
+  // all-to-all'd over the EP group, then all-gathered over the expert-tensor-parallel group.
+  kAllToAll,
+  // Megatron-Core's MoEAllGatherTokenDispatcher: every token of the expert TPxEP group all-gathered
+  // to every rank of it, each rank's experts pick theirs; the combine reduce-scatters back.
+  kAllGather,
+};
+
 /// FP8 linear layers (--fp8).
 enum class Fp8Linear {
   kNone,
@@ -113,6 +123,13 @@ struct FrameworkProfile {
   bool deepspeed_checkpointing = false;  // deepspeed.checkpointing (partition/cpu_checkpointing)
   ContextParallel context_parallel = ContextParallel::kNone;  // --cp
   bool expert_parallel_flag = false;  // --ep: expert parallelism from the command line
+  // --etp, --moe-token-dispatcher and --moe-grouped-gemm: Megatron-Core's MoE options.
+  bool megatron_moe_options = false;
+  // A MoE layer's experts always run as grouped GEMMs (torchtitan's GroupedExperts with
+  // use_grouped_mm); otherwise only with --moe-grouped-gemm.
+  bool grouped_gemm_experts = false;
+  // --fp8-param-gather: the FP8 all-gather of linear weights the framework offers.
+  bool fp8_param_gather = false;
   // Tensor parallelism always runs with sequence parallelism in the norm regions (torchtitan's TP
   // plan: SequenceParallel on attention_norm and ffn_norm), --megatron-sp or not.
   bool tp_always_sequence_parallel = false;

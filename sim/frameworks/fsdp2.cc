@@ -43,6 +43,11 @@ const FrameworkProfile& Fsdp2Profile() {
     p.context_parallel = ContextParallel::kAllGatherKv;  // apply_cp: torch context_parallel
     p.expert_parallel_flag = true;  // parallelism.expert_parallel_degree (apply_moe_ep_tp)
     p.fp8 = Fp8Linear::kTorchaoFloat8;  // model.converters = ["float8"]
+    // float8.enable_fsdp_float8_all_gather: torchao's WeightWithDynamicFloat8CastTensor casts each
+    // shard to float8 before FSDP2's all-gather.
+    p.fp8_param_gather = true;
+    // torchtitan/models/moe GroupedExperts (use_grouped_mm): torch._grouped_mm over local experts.
+    p.grouped_gemm_experts = true;
     // Full shard (ZeRO-3: reshard after forward) or shard-grad-op (ZeRO-2: keep the gathered
     // parameters until backward); both run under a pipeline (torchtitan shards every stage).
     p.max_zero_stage = 3;

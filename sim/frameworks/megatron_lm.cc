@@ -33,6 +33,12 @@ const FrameworkProfile& MegatronLmProfile() {
     p.expert_parallel_flag = true;
     // --fp8-format hybrid: TransformerEngine's Linear layers (core/extensions/transformer_engine.py).
     p.fp8 = Fp8Linear::kTransformerEngine;
+    // --fp8-param-gather: TransformerEngine FP8 parameters, all-gathered in FP8 by the distributed
+    // optimizer (NeMo's fp8_params).
+    p.fp8_param_gather = true;
+    // --expert-tensor-parallel-size, --moe-token-dispatcher-type, --moe-grouped-gemm
+    // (core/transformer/moe/token_dispatcher.py, experts.py).
+    p.megatron_moe_options = true;
     // --tp-comm-overlap (megatron/core/extensions/transformer_engine.py initialize_ub; NeMo's
     // recipes turn it on with sequence parallelism).
     p.tp_comm_overlap = true;

@@ -36,6 +36,10 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
           {"fp8", in.fp8},
           {"tp_comm_overlap", in.tp_comm_overlap},
+          {"etp", OptionalInt(in.etp > 0 ? std::optional<int64_t>(in.etp) : std::nullopt)},
+          {"moe_token_dispatcher", in.moe_token_dispatcher},
+          {"moe_grouped_gemm", in.moe_grouped_gemm},
+          {"fp8_param_gather", in.fp8_param_gather},
           {"cp_comm_type", in.cp_comm_type.empty() ? Json(nullptr) : Json(in.cp_comm_type)},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
@@ -233,7 +237,8 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
     }
   }
   // The engine flags (absent from older snapshots: the defaults they ran with).
-  for (auto [key, field] : {std::pair{"engine", &out.engine}, {"attention", &out.attention}}) {
+  for (auto [key, field] : {std::pair{"engine", &out.engine}, {"attention", &out.attention},
+                            {"moe_token_dispatcher", &out.moe_token_dispatcher}}) {
     if (in.contains(key)) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }
@@ -244,13 +249,17 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }
   }
-  std::optional<int64_t> tp, virtual_stages, cp, ep;
+  std::optional<int64_t> tp, virtual_stages, cp, ep, etp;
   if (Status s = ReadOptionalInt(in, "tp", &tp, int64_t{1} << 20); !s.ok()) return s.error();
   if (Status s = ReadOptionalInt(in, "cp", &cp, int64_t{1} << 20); !s.ok()) return s.error();
   if (Status s = ReadOptionalInt(in, "ep", &ep, int64_t{1} << 20); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "etp", &etp, int64_t{1} << 20); !s.ok()) return s.error();
   out.cp = cp.value_or(0);
   out.ep = ep.value_or(0);
-  for (auto [key, field] : {std::pair{"fp8", &out.fp8}, std::pair{"tp_comm_overlap", &out.tp_comm_overlap}}) {
+  out.etp = etp.value_or(0);
+  for (auto [key, field] : {std::pair{"fp8", &out.fp8}, std::pair{"tp_comm_overlap", &out.tp_comm_overlap},
+                            std::pair{"moe_grouped_gemm", &out.moe_grouped_gemm},
+                            std::pair{"fp8_param_gather", &out.fp8_param_gather}}) {
     if (auto f = in.find(key); f != in.end()) {
       if (!f->is_boolean()) return Error{std::string("/inputs/") + key + " must be true or false"};
       *field = f->get<bool>();

@@ -46,6 +46,10 @@ struct PlanSnapshotInputs {
   int64_t ep = 0;                  // --ep (0: not given)
   bool fp8 = false;                // --fp8
   bool tp_comm_overlap = false;    // --tp-comm-overlap
+  int64_t etp = 0;                 // --etp (0: not given)
+  std::string moe_token_dispatcher = "alltoall";  // --moe-token-dispatcher
+  bool moe_grouped_gemm = false;   // --moe-grouped-gemm
+  bool fp8_param_gather = false;   // --fp8-param-gather
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

@@ -79,6 +79,14 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.cp_comm != ContextParallel::kNone && fw.context_parallel != ContextParallel::kRingP2p) {
     return Error{"--cp-comm-type is Megatron-Core's: use it with --engine megatron-lm"};
   }
+  if (k.etp > 0 && !fw.megatron_moe_options) return Error{"--etp needs --engine megatron-lm"};
+  if ((e.moe_grouped_gemm || e.moe_dispatcher != MoeDispatcher::kAllToAll) && !fw.megatron_moe_options) {
+    return Error{"--moe-grouped-gemm and --moe-token-dispatcher are Megatron-Core's: use them with --engine megatron-lm"};
+  }
+  if (e.fp8_param_gather) {
+    if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
+    if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
+  }
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
   // when sequence parallelism is enabled".
   if (e.tp_comm_overlap && !e.megatron_sp) return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
@@ -120,6 +128,15 @@ Status CheckZeroAgainstEngine(const EngineSettings& engine, const ZeroSettings& 
     return Error{"--engine fsdp2 has no ZeRO stage 1: FSDP2 shards parameters, gradients and optimizer states "
                  "together; use stage 2 (no reshard after forward) or 3 (full shard), or 0 (DDP)"};
   }
+  // --fp8-param-gather changes an all-gather of parameters: Megatron's needs the distributed
+  // optimizer or torch FSDP2 (core_v0.13.0 arguments.py validate_args), torchtitan's a sharded
+  // data-parallel dimension (components/quantization/float8.py enables it only with FSDP).
+  if (engine.fp8_param_gather && zero.stage == 0) {
+    return Error{"--fp8-param-gather: ZeRO stage 0 gathers no parameters (" +
+                 std::string(fw.gradients == GradientSync::kFsdp2 ? "FSDP2 shards at stage 2 or 3"
+                                                                   : "Megatron's distributed optimizer is stage 1") +
+                 ")"};
+  }
   if (!fw.offload && (zero.offload_optimizer || zero.offload_param)) {
     return Error{"--engine " + name + ": the config offloads to the host (zero_optimization.offload_*), which "
                  "ds-plan models for DeepSpeed's ZeRO-Offload only"};
@@ -138,10 +155,24 @@ Status CheckCommandLineSizes(const PlanKnobs& knobs, const ModelSpec& model, int
       return Error{"--ep " + std::to_string(knobs.ep) + " does not divide the model's " +
                    std::to_string(model.num_experts) + " experts"};
     }
-    if (knobs.megatron_tp > 1) {
+    const FrameworkProfile& fw = knobs.engine.framework();
+    if (knobs.megatron_tp > 1 && !fw.megatron_moe_options) {
+      return Error{"--ep with --tp " + std::to_string(knobs.megatron_tp) + " under --engine " + std::string(fw.name) +
+                   ": torchtitan's expert-tensor parallelism is not modelled; plan it with --tp 1"};
+    }
+    // megatron/core/transformer/moe/moe_layer.py MoELayer.forward: "During training, performance may
+    // degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism."
+    if (knobs.megatron_tp > 1 && !knobs.engine.megatron_sp) {
       return Error{"--ep with --tp " + std::to_string(knobs.megatron_tp) +
-                   ": expert parallelism beside tensor parallelism (expert-tensor parallelism, the sequence-parallel "
-                   "dispatch) is not modelled yet; plan it with --tp 1"};
+                   " needs --megatron-sp: Megatron-Core's MoELayer raises a ValueError when MoE and tensor "
+                   "parallelism train without sequence parallelism"};
+    }
+  }
+  if (knobs.etp > 0) {
+    if (knobs.ep <= 1) return Error{"--etp is the experts' tensor-parallel size: it needs --ep"};
+    if (model.num_experts > 0 && model.moe_intermediate_size % knobs.etp != 0) {
+      return Error{"--etp " + std::to_string(knobs.etp) + " does not divide the experts' width (" +
+                   std::to_string(model.moe_intermediate_size) + ")"};
     }
   }
   if (knobs.cp > 1 && seq_len % (2 * knobs.cp) != 0) {
@@ -180,6 +211,25 @@ Status EstimatesAreFinite(const MemoryReport& memory, const TimeReport& time) {
   return Status::Ok();
 }
 
+// The plan's sizes beyond the config: world, pipeline, the engine's tp, cp, ep and etp.
+PlanInputs PlanInputsOf(const PlanKnobs& knobs, const ResolvedWorld& world, int64_t mpu_tp) {
+  PlanInputs inputs;
+  inputs.world_size = world.world_size;
+  inputs.gpus_per_node = world.gpus_per_node;
+  inputs.pp = knobs.pp;
+  inputs.mpu_tp = mpu_tp;
+  inputs.cp = knobs.cp > 1 ? knobs.cp : 0;
+  inputs.ep = knobs.ep > 1 ? knobs.ep : 0;
+  // Megatron-Core's --expert-tensor-parallel-size defaults to the tensor-parallel size
+  // (core_v0.12.0 megatron/training/arguments.py validate_args).
+  if (inputs.ep > 0 && knobs.engine.framework().megatron_moe_options) {
+    inputs.etp = knobs.etp > 0 ? knobs.etp : std::max<int64_t>(mpu_tp, 1);
+  }
+  // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
+  inputs.layout = knobs.engine.framework().rank_layout;
+  return inputs;
+}
+
 }  // namespace
 
 bool PlanKnobs::operator==(const PlanKnobs& o) const {
@@ -189,7 +239,9 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
-         megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep &&
+         engine.fp8_param_gather == o.engine.fp8_param_gather &&
+         engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
+         megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&
          attn_implementation == o.attn_implementation;
 }
 
@@ -349,15 +401,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
                        (counts.warnings == 1 ? "" : "s") + ": run ds-plan validate for details");
   }
 
-  PlanInputs inputs;
-  inputs.world_size = e->world_size;
-  inputs.gpus_per_node = world->gpus_per_node;
-  inputs.pp = knobs.pp;
-  inputs.mpu_tp = mpu_tp;
-  inputs.cp = knobs.cp > 1 ? knobs.cp : 0;
-  inputs.ep = knobs.ep > 1 ? knobs.ep : 0;
-  // Megatron lays ranks out tp-dp-pp (its mpu, DeepSpeed's PipelineModule topology alike).
-  inputs.layout = engine.framework().rank_layout;
+  const PlanInputs inputs = PlanInputsOf(knobs, *world, mpu_tp);
   auto plan = BuildPlan(e->config, inputs);
   if (!plan.ok()) return stop(Evaluation::Outcome::kNoPlan, plan.error().message);
   e->plan = std::move(plan).value();

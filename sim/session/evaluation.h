@@ -36,6 +36,7 @@ struct PlanKnobs {
   int64_t megatron_tp = 0;    // Megatron's tensor-model-parallel size (megatron engines, fsdp2)
   int64_t cp = 0;             // --cp: context-parallel size (0: none, or the config's Ulysses)
   int64_t ep = 0;             // --ep: expert-parallel size (0: the config's AutoEP, if any)
+  int64_t etp = 0;            // --etp: expert-tensor-parallel size (0: the engine's default)
   std::string attn_implementation;  // --attn-impl; empty: the model config's
 
   bool operator==(const PlanKnobs& other) const;

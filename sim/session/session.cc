@@ -326,6 +326,10 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "expert_parallel_size", k.ep > 1, k.ep);
   SetOrErase(note, "fp8", k.engine.fp8, true);
   SetOrErase(note, "tp_comm_overlap", k.engine.tp_comm_overlap, true);
+  SetOrErase(note, "expert_tensor_parallel_size", k.etp > 0, k.etp);
+  SetOrErase(note, "moe_token_dispatcher_type", k.engine.moe_dispatcher == MoeDispatcher::kAllGather, "allgather");
+  SetOrErase(note, "moe_grouped_gemm", k.engine.moe_grouped_gemm, true);
+  SetOrErase(note, "fp8_param_gather", k.engine.fp8_param_gather, true);
   if (note.empty()) {
     config.erase("_ds_plan");
   } else {
@@ -445,6 +449,9 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
     k.ep = fw.expert_parallel_flag && plan.ep > 1 ? plan.ep : 0;
     k.engine.fp8 = plan.fp8;
     k.engine.tp_comm_overlap = plan.tp_comm_overlap;
+    k.etp = k.ep > 0 && fw.megatron_moe_options ? plan.etp : 0;
+    k.engine.moe_grouped_gemm = k.ep > 0 && fw.megatron_moe_options;  // tune prices grouped experts
+    k.engine.moe_dispatcher = MoeDispatcher::kAllToAll;
     k.engine.cp_comm = ContextParallel::kNone;  // tune priced the engine's default exchange
   }
   const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +

@@ -39,6 +39,7 @@ std::vector<int64_t> Divisors(int64_t n) {
 // verdict's inputs.
 struct Layout {
   int64_t tp = 1, sp = 1, ep = 1, pp = 1;
+  int64_t etp = 1;  // megatron-lm's expert-tensor-parallel size
 };
 
 // The DeepSpeed config of one candidate. The batch triple uses DeepSpeed's world-size semantics
@@ -101,6 +102,11 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
     if (virtual_stages > 1) note["virtual_pipeline_stages"] = virtual_stages;
     if (context_parallel) note["context_parallel_size"] = l.sp;
     if (l.ep > 1 && fw.expert_parallel_flag) note["expert_parallel_size"] = l.ep;
+    if (l.ep > 1 && fw.megatron_moe_options) {
+      // Always written: without it Megatron (and simulate) would take etp = tp.
+      note["expert_tensor_parallel_size"] = l.etp;
+      note["moe_grouped_gemm"] = true;
+    }
     if (fp8) note["fp8"] = true;
     if (tp_comm_overlap) note["tp_comm_overlap"] = true;
   }
@@ -113,9 +119,9 @@ bool Better(const TunedPlan& a, const TunedPlan& b) {
   if (a.rank_seconds() != b.rank_seconds()) return a.rank_seconds() < b.rank_seconds();
   // Deterministic tie-break: less memory, then the simpler layout.
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  return std::tie(a.engine, a.tp, a.pp, a.sp, a.ep, a.zero_stage, a.micro_batch, a.virtual_stages,
+  return std::tie(a.engine, a.tp, a.pp, a.sp, a.ep, a.etp, a.zero_stage, a.micro_batch, a.virtual_stages,
                   a.torch_autocast, a.cpu_checkpointing, a.fp8, a.tp_comm_overlap) <
-         std::tie(b.engine, b.tp, b.pp, b.sp, b.ep, b.zero_stage, b.micro_batch, b.virtual_stages,
+         std::tie(b.engine, b.tp, b.pp, b.sp, b.ep, b.etp, b.zero_stage, b.micro_batch, b.virtual_stages,
                   b.torch_autocast, b.cpu_checkpointing, b.fp8, b.tp_comm_overlap);
 }
 
@@ -140,6 +146,8 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.engine = o.engine;
   in.engine.flash_attention = o.flash_attention;
   in.engine.deepspeed_version = o.deepspeed_version;
+  // Megatron's MoE layers as its recipes run them: grouped expert GEMMs, the all-to-all dispatcher.
+  in.engine.moe_grouped_gemm = in.engine.framework().megatron_moe_options && model.is_moe();
   in.workload.seq_len = o.seq_len;
   in.workload.convention = o.convention;
   if (!in.precision.torch_autocast && Fp32GradientBuffer(o.engine, true, zero)) in.workload.gradient_bytes_per_element = 4;
@@ -252,6 +260,17 @@ std::vector<Layout> LayoutCandidates(const ModelSpec& model, const TuneOptions& 
         for (int64_t ep : eps) {
           if (world % (tp * sp * pp) != 0 || world % ep != 0) continue;
           if (fw.expert_parallel_flag && (world / pp) % ep != 0) continue;
+          if (ep > 1 && tp > 1 && fw.expert_parallel_flag) {
+            // Megatron-Core: experts over etp = tp (its default) or whole (etp 1, MoE parallel
+            // folding); torchtitan's expert-tensor parallelism is not modelled.
+            if (!fw.megatron_moe_options) continue;
+            for (int64_t etp : {int64_t{1}, tp}) {
+              if ((world / pp) % (ep * etp) == 0 && model.moe_intermediate_size % etp == 0) {
+                layouts.push_back({tp, sp, ep, pp, etp});
+              }
+            }
+            continue;
+          }
           layouts.push_back({tp, sp, ep, pp});
         }
       }
@@ -325,6 +344,8 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
           if (msp && (!fw.megatron_tp() || l.tp == 1)) continue;
           // torchtitan's TP plan always runs the norms sequence-parallel.
           if (!msp && fw.tp_always_sequence_parallel && l.tp > 1) continue;
+          // Megatron-Core's MoELayer refuses MoE with TP but without sequence parallelism.
+          if (!msp && fw.megatron_moe_options && l.ep > 1 && l.tp > 1) continue;
           for (bool f8 : {false, true}) {
             if (f8 && !fp8) continue;
             // Megatron-Core's userbuffers TP overlap needs sequence parallelism.
@@ -402,6 +423,7 @@ void TuneSearch::SearchLayout(const Layout& l) {
   if (fw.megatron_tp()) pin.mpu_tp = l.tp;
   if (context_parallel) pin.cp = l.sp;
   if (l.ep > 1 && fw.expert_parallel_flag) pin.ep = l.ep;
+  if (l.ep > 1 && fw.megatron_moe_options) pin.etp = l.etp;
   Json layout_config = MakeConfig(model_, options_, world_, l, {}, 1, 1, Recompute::kNone, 1, false, false, false);
   auto plan = BuildPlan(layout_config, pin);
   if (!plan.ok()) return;
@@ -469,6 +491,7 @@ std::vector<TunedPlan> TuneSearch::EvaluateConfig(const Plan& plan, const Layout
     p.tp = l.tp;
     p.sp = l.sp;
     p.ep = l.ep;
+    p.etp = l.etp;
     p.pp = l.pp;
     p.dp = plan.derived.dp;
     p.edp = plan.derived.edp;
@@ -527,7 +550,7 @@ std::vector<TunedPlan> TuneSearch::TakeBest() {
   std::sort(kept_.begin(), kept_.end(), Better);
   if (kept_.size() > keep_) kept_.resize(keep_);
   for (auto& p : kept_) {
-    p.config = MakeConfig(model_, options_, world_, {p.tp, p.sp, p.ep, p.pp},
+    p.config = MakeConfig(model_, options_, world_, {p.tp, p.sp, p.ep, p.pp, p.etp},
                           {p.zero_stage, p.offload, p.torch_autocast, p.cpu_checkpointing}, p.micro_batch,
                           p.grad_accum, p.recompute, p.virtual_stages, p.megatron_sp, p.fp8, p.tp_comm_overlap);
   }

@@ -57,6 +57,7 @@ struct TunedPlan {
   Engine engine = Engine::kDeepSpeed;
   // sp: Ulysses under DeepSpeed, context parallelism (--cp) under megatron-lm and fsdp2.
   int64_t tp = 1, sp = 1, ep = 1, dp = 1, edp = 1, pp = 1;
+  int64_t etp = 1;  // megatron-lm: the experts' tensor-parallel size (--etp)
   int virtual_stages = 1;
   bool megatron_sp = false;
   int zero_stage = 0;

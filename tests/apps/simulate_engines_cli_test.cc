@@ -121,8 +121,10 @@ TEST(SimulateEnginesCliTest, ExpertParallelismFromTheCommandLine) {
   const Json j = Simulate(config + " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json"
                                    " --nodes 1 --engine megatron-lm --ep 8");
   EXPECT_EQ(j["layout"]["ep"], 8);
-  // 128 experts: --ep 3 does not divide them; beside --tp the dispatch is not modelled yet.
-  for (const char* flags : {" --engine megatron-lm --ep 3", " --engine megatron-lm --ep 8 --tp 2"}) {
+  // 128 experts: --ep 3 does not divide them; Megatron's MoE with TP needs sequence parallelism;
+  // torchtitan's expert-tensor parallelism is not modelled.
+  for (const char* flags : {" --engine megatron-lm --ep 3", " --engine megatron-lm --ep 8 --tp 2",
+                            " --engine fsdp2 --ep 8 --tp 2"}) {
     auto r = RunCli("simulate " + config + " --model samples/models/qwen3-30b-a3b.json --cluster "
                     "samples/clusters/h100-sxm.json --nodes 2" + std::string(flags));
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
@@ -130,6 +132,62 @@ TEST(SimulateEnginesCliTest, ExpertParallelismFromTheCommandLine) {
   bool dispatch = false;
   for (const Json& c : j["collectives"]) dispatch = dispatch || (c["kind"] == "all_to_all" && c["group"] == "ep");
   EXPECT_TRUE(dispatch);
+}
+
+// Megatron-Core's MoE options (core_v0.12.0): --expert-tensor-parallel-size defaults to the
+// tensor-parallel size (arguments.py validate_args), the dispatchers of token_dispatcher.py, and
+// what the options refuse.
+TEST(SimulateEnginesCliTest, MegatronExpertTensorParallelismAndTokenDispatchers) {
+  const std::string config = Llama8b("1");
+  const std::string moe = " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json"
+                          " --nodes 2 --engine megatron-lm --tp 2 --megatron-sp --ep 8";
+  const Json folded = Simulate(config + moe);
+  EXPECT_EQ(folded["layout"]["etp"], 2);  // the default: --tp
+  EXPECT_EQ(folded["layout"]["edp"], 1);
+  const Json whole = Simulate(config + moe + " --etp 1");
+  EXPECT_EQ(whole["layout"]["etp"], 1);
+  EXPECT_EQ(whole["layout"]["edp"], 2);
+  auto kinds = [](const Json& j, const std::string& group) {
+    std::string out;
+    for (const Json& c : j["collectives"]) {
+      if (c["group"] == group) out += c["kind"].get<std::string>() + " ";
+    }
+    return out;
+  };
+  EXPECT_NE(kinds(folded, "ep").find("all_to_all"), std::string::npos);
+  const Json gathered = Simulate(config + moe + " --moe-token-dispatcher allgather");
+  EXPECT_EQ(kinds(gathered, "ep").find("all_to_all"), std::string::npos) << kinds(gathered, "ep");
+  EXPECT_NE(kinds(gathered, "ep").find("reduce_scatter"), std::string::npos);
+  // 128 experts per rank group of 8: a grouped GEMM pays the wave tail once, never slower.
+  const Json grouped = Simulate(config + moe + " --moe-grouped-gemm");
+  EXPECT_LE(grouped["time"]["compute_seconds"].get<double>(), folded["time"]["compute_seconds"].get<double>());
+  struct Case {
+    std::string flags, says;
+  };
+  for (const Case& c : {Case{" --engine megatron-lm --etp 2", "it needs --ep"},
+                        Case{" --engine fsdp2 --ep 8 --etp 2", "--etp needs --engine megatron-lm"},
+                        Case{" --engine fsdp2 --ep 8 --moe-grouped-gemm", "are Megatron-Core's"},
+                        Case{" --engine megatron-lm --ep 8 --etp 5", "does not divide the experts' width"},
+                        Case{" --engine megatron-lm --fp8-param-gather", "--fp8-param-gather needs --fp8"},
+                        Case{" --engine megatron-deepspeed --fp8-param-gather", "needs --fp8"}}) {
+    auto r = RunCli("simulate " + config + " --model samples/models/qwen3-30b-a3b.json --cluster "
+                    "samples/clusters/h100-sxm.json --nodes 2" + c.flags);
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << "\n" << r.output;
+  }
+  // Megatron's --fp8-param-gather needs the distributed optimizer (stage 1).
+  auto stage0 = RunCli("simulate " + Llama8b("0") + kModel + " --engine megatron-lm --fp8 --fp8-param-gather");
+  EXPECT_EQ(stage0.exit_code, 2) << stage0.output;
+  EXPECT_NE(stage0.output.find("ZeRO stage 0 gathers no parameters"), std::string::npos) << stage0.output;
+}
+
+// NeMo's fp8_params: lighter weights and a lighter parameter all-gather than --fp8 alone.
+TEST(SimulateEnginesCliTest, Fp8ParamGatherLightensMegatronWeights) {
+  const std::string args = Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm --fp8";
+  const Json cached = Simulate(args);
+  const Json fp8_params = Simulate(args + " --fp8-param-gather");
+  EXPECT_LT(fp8_params["memory"]["parameters_bytes"].get<double>(), cached["memory"]["parameters_bytes"].get<double>());
+  EXPECT_LT(fp8_params["memory"]["peak_bytes"].get<double>(), cached["memory"]["peak_bytes"].get<double>());
 }
 
 }  // namespace
@@ -156,6 +214,20 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   EXPECT_EQ(doc["inputs"]["fp8"], true);
   auto checked = RunCli("check " + snapshot + " --format json", false);
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  // Megatron's MoE options and FP8 parameters are recorded and replayed too.
+  const std::string moe = dir + "/moe.plan.json";
+  auto moe_planned = RunCli("plan " + config + " --model samples/models/qwen3-30b-a3b.json --cluster "
+                            "samples/clusters/h100-sxm.json --nodes 2 --engine megatron-lm --tp 2 --megatron-sp "
+                            "--ep 8 --etp 1 --moe-token-dispatcher allgather --moe-grouped-gemm -o " + moe +
+                            " --set zero_optimization.stage=1");
+  ASSERT_EQ(moe_planned.exit_code, 0) << moe_planned.output;
+  const Json moe_doc = Json::parse(*ReadFile(moe));
+  EXPECT_EQ(moe_doc["inputs"]["etp"], 1);
+  EXPECT_EQ(moe_doc["inputs"]["moe_token_dispatcher"], "allgather");
+  EXPECT_EQ(moe_doc["inputs"]["moe_grouped_gemm"], true);
+  EXPECT_EQ(moe_doc["inputs"]["fp8_param_gather"], false);
+  auto moe_checked = RunCli("check " + moe + " --format json", false);
+  EXPECT_EQ(moe_checked.exit_code, 0) << moe_checked.output;
   std::filesystem::remove_all(dir);
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json/document.h"
+#include "core/util/file_io.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/report_schema_util.h"
 
@@ -92,6 +93,40 @@ TEST(TuneEnginesCliTest, AnEmittedPlanOfAnotherEngineSimulatesAsRanked) {
   auto given = RunCli("validate " + out + " --world-size 64 --pp 1");
   EXPECT_EQ(given.output.find(", pp "), std::string::npos) << given.output;
   EXPECT_EQ(given.exit_code, 1) << given.output;
+  std::filesystem::remove_all(dir);
+}
+
+// Megatron MoE plans with TP carry their expert-tensor-parallel size (etp 1 or tp) and grouped
+// experts in _ds_plan: simulate takes them and gives the step tune ranked.
+TEST(TuneEnginesCliTest, AMegatronMoePlanRecordsItsExpertTensorParallelSize) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-moe-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "best.json").string();
+  const std::string moe = " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json"
+                          " --nodes 4 --gpus-per-node 8";
+  auto tuned = RunCli("tune" + moe + " --engine megatron-lm --top 40 --format json --emit-config " + out, false);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  const Json report = Json::parse(tuned.output);
+  EXPECT_EQ(SchemaErrors(schemas::k_tune_report_schema_json, report), "");
+  std::set<int64_t> etps;
+  for (const Json& p : report["plans"]) {
+    if (p["layout"]["tp"].get<int64_t>() > 1 && p["layout"]["ep"].get<int64_t>() > 1) {
+      EXPECT_TRUE(p["megatron_sp"].get<bool>()) << p.dump();  // MoELayer refuses TP without SP
+      etps.insert(p["layout"]["etp"].get<int64_t>());
+    }
+  }
+  EXPECT_FALSE(etps.empty());
+  const Json best = report["plans"][0];
+  const Json config = Json::parse(*ReadFile(out));
+  if (best["layout"]["ep"].get<int64_t>() > 1) {
+    EXPECT_EQ(config["_ds_plan"]["expert_tensor_parallel_size"], best["layout"]["etp"]);
+    EXPECT_EQ(config["_ds_plan"]["moe_grouped_gemm"], true);
+  }
+  auto simulated = RunCli("simulate " + out + moe + " --format json", false);
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
+  const Json sim = Json::parse(simulated.output);
+  EXPECT_EQ(sim["layout"]["etp"], best["layout"]["etp"]);
+  EXPECT_NEAR(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>(), 1e-9);
   std::filesystem::remove_all(dir);
 }
 

@@ -70,5 +70,20 @@ TEST(DataParallelCommTest, MegatronDdpAllReducesTwentyFiveMegabyteBucketsBehindB
   EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, std::ceil(kLlama8b / (2.5e7 / 4)));
 }
 
+// Every trainable parameter has a gradient DeepSpeed reduces (engine.py allreduce_gradients walks
+// all of them): MLA's low-rank projections and their norms (DeepSeek-V2-Lite's kv_a_proj_with_mqa,
+// kv_a_layernorm) and Gated DeltaNet's layers are reduced with the rest.
+TEST(DataParallelCommTest, EveryParameterFamilyIsReduced) {
+  for (const char* model : {"deepseek-v2-lite.json", "qwen3-next-80b-a3b-thinking.json"}) {
+    CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+        "zero_optimization": {"stage": 1, "overlap_comm": true}})",
+               Sizes(8, 8), model);
+    const PlannedCollective* reduce = FindPlanned(c.Run(PlanDataParallel), "dp_grad_reduce");
+    ASSERT_NE(reduce, nullptr) << model;
+    const double total = static_cast<double>(ModelParamCounts(c.input).total);
+    EXPECT_NEAR(reduce->call.bytes_per_call * reduce->calls_per_unit, 2 * total, 1e3) << model;
+  }
+}
+
 }  // namespace
 }  // namespace dsp::sim

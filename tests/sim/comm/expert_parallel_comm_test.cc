@@ -74,5 +74,75 @@ TEST(ExpertParallelCommTest, CommandLineExpertParallelismDispatchesEveryRoutedRo
   }
 }
 
+// Megatron-Core core_v0.12.0 megatron/core/transformer/moe/token_dispatcher.py
+// MoEAlltoAllTokenDispatcher with tp 2 (sequence parallel: s/tp = 2,048 tokens enter each rank's
+// MoE layer) and the default expert-TP size etp = tp (arguments.py validate_args): the all-to-all
+// carries k rows of each local token, then gather_from_sequence_parallel_region over the etp group
+// all-gathers the received rows (variable split sizes), and the combine reduce-scatters them back;
+// preprocess all-gathers the per-expert counts (int64) over tp_ep_group (etp x ep ranks).
+TEST(ExpertParallelCommTest, MegatronAllToAllDispatcherGathersOverTheExpertTensorGroup) {
+  PlanInputs in = testing::Sizes(16, 8, 1, 2, RankLayout::kMegatron);
+  in.ep = 4;
+  in.etp = 2;
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                      "qwen3-30b-a3b.json", Engine::kMegatronLm);
+  c.input.engine.megatron_sp = true;
+  const auto planned = c.Run(PlanExpertParallel);
+  const double rows = 2048.0 * 8;  // top-8 of the rank's 2,048 sequence-parallel tokens
+  const PlannedCollective* dispatch = testing::FindPlanned(planned, "ep_dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_EQ(dispatch->call.group_size, 4);
+  EXPECT_DOUBLE_EQ(dispatch->call.bytes_per_call, rows * 2048 * 2);
+  EXPECT_DOUBLE_EQ(dispatch->calls_per_unit, 48 * 2.0);
+  const PlannedCollective* gather = testing::FindPlanned(planned, "etp_dispatch_all_gather");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(gather->call.kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(gather->call.group_size, 2);
+  EXPECT_DOUBLE_EQ(gather->call.bytes_per_call, rows * 2 * 2048 * 2);  // the gathered output, etp x
+  const PlannedCollective* scatter = testing::FindPlanned(planned, "etp_combine_reduce_scatter");
+  ASSERT_NE(scatter, nullptr);
+  EXPECT_EQ(scatter->call.kind, CollectiveKind::kReduceScatter);
+  const PlannedCollective* counts = testing::FindPlanned(planned, "ep_split_counts");
+  ASSERT_NE(counts, nullptr);
+  EXPECT_EQ(counts->call.kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(counts->call.group_size, 8);                             // etp x ep
+  EXPECT_DOUBLE_EQ(counts->call.bytes_per_call, 8.0 * 128 * 8);     // 128 int64 counts from each of 8
+  EXPECT_DOUBLE_EQ(counts->calls_per_unit, 48.0);                    // forward only
+  // Whole experts (etp 1): no expert-TP collectives.
+  in.etp = 1;
+  testing::CommCase whole(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                          "qwen3-30b-a3b.json", Engine::kMegatronLm);
+  EXPECT_EQ(testing::FindPlanned(whole.Run(PlanExpertParallel), "etp_dispatch_all_gather"), nullptr);
+}
+
+// MoEAllGatherTokenDispatcher (the same file): token_permutation gathers every rank's hidden states,
+// probabilities and routing map over tp_ep_group, token_unpermutation reduce-scatters the weighted
+// expert outputs back; each token travels once, not once per chosen expert.
+TEST(ExpertParallelCommTest, MegatronAllGatherDispatcherGathersEveryTokenOfTheTensorAndExpertGroup) {
+  PlanInputs in = testing::Sizes(16, 8, 1, 2, RankLayout::kMegatron);
+  in.ep = 4;
+  in.etp = 2;
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                      "qwen3-30b-a3b.json", Engine::kMegatronLm);
+  c.input.engine.megatron_sp = true;
+  c.input.engine.moe_dispatcher = MoeDispatcher::kAllGather;
+  const auto planned = c.Run(PlanExpertParallel);
+  EXPECT_EQ(testing::FindPlanned(planned, "ep_dispatch"), nullptr);
+  const double gathered = 2048.0 * 8;  // 2,048 tokens from each of etp x ep = 8 ranks
+  const PlannedCollective* hidden = testing::FindPlanned(planned, "moe_allgather_dispatch");
+  ASSERT_NE(hidden, nullptr);
+  EXPECT_EQ(hidden->call.group_size, 8);
+  EXPECT_DOUBLE_EQ(hidden->call.bytes_per_call, gathered * 2048 * 2);
+  EXPECT_DOUBLE_EQ(hidden->calls_per_unit, 48 * 2.0);  // its backward is a reduce-scatter of the same size
+  const PlannedCollective* map = testing::FindPlanned(planned, "moe_allgather_routing_map");
+  ASSERT_NE(map, nullptr);
+  EXPECT_DOUBLE_EQ(map->call.bytes_per_call, gathered * 128);  // one bool per expert, no backward
+  EXPECT_DOUBLE_EQ(map->calls_per_unit, 48.0);
+  const PlannedCollective* combine = testing::FindPlanned(planned, "moe_reduce_scatter_combine");
+  ASSERT_NE(combine, nullptr);
+  EXPECT_EQ(combine->call.kind, CollectiveKind::kReduceScatter);
+  EXPECT_DOUBLE_EQ(combine->call.bytes_per_call, gathered * 2048 * 2);
+}
+
 }  // namespace
 }  // namespace dsp::sim

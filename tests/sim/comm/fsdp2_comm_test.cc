@@ -104,5 +104,39 @@ TEST(Fsdp2CommTest, MegatronDistributedOptimizerReduceScattersFp32AndGathersBf16
   EXPECT_EQ(FindPlanned(plain, "dist_opt_param_all_gather"), nullptr);
 }
 
+// torchao v0.12.0 float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather: with
+// enable_fsdp_float8_all_gather each linear weight's shard is cast to float8 and its 1-byte data
+// gathered; embeddings, norms and the output projection stay bf16. One amax all-reduce per step
+// (precompute_float8_dynamic_scale_for_fsdp).
+TEST(Fsdp2CommTest, Float8AllGatherMovesLinearWeightsInOneByte) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})",
+             Sizes(8, 8, 1, 1, RankLayout::kMegatron), "llama-3-8b.json", Engine::kFsdp2);
+  c.input.engine.fp8 = true;
+  c.input.engine.fp8_param_gather = true;
+  const auto planned = Fsdp2(c).Run(PlanDataParallel);
+  const PlannedCollective* fwd = FindPlanned(planned, "fsdp_all_gather_fwd");
+  ASSERT_NE(fwd, nullptr);
+  const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
+  EXPECT_NEAR(fwd->call.bytes_per_call * fwd->calls_per_unit, 2 * kLlama8b - linear, 1e3);
+  const PlannedCollective* amax = FindPlanned(planned, "fsdp_float8_amax_all_reduce");
+  ASSERT_NE(amax, nullptr);
+  EXPECT_EQ(amax->schedule, CommSchedule::kStepExposed);
+}
+
+// Megatron-Core --fp8-param-gather (core_v0.13.0 param_and_grad_buffer.py points each Float8Tensor at
+// a uint8 bucket): the distributed optimizer all-gathers the GEMM weights at 1 byte.
+TEST(Fsdp2CommTest, MegatronFp8ParamGatherMovesGemmWeightsInOneByte) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+             Sizes(8, 8, 1, 1, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  c.input.workload.gradient_bytes_per_element = 4;
+  c.input.engine.fp8 = true;
+  c.input.engine.fp8_param_gather = true;
+  const auto planned = c.Run(PlanDataParallel);
+  const PlannedCollective* ag = FindPlanned(planned, "dist_opt_param_all_gather");
+  ASSERT_NE(ag, nullptr);
+  const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
+  EXPECT_NEAR(ag->call.bytes_per_call * ag->calls_per_unit, 2 * kLlama8b - linear, 1e3);
+}
+
 }  // namespace
 }  // namespace dsp::sim

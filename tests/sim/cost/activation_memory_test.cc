@@ -150,6 +150,42 @@ TEST(ActivationMemoryTest, MoeWithoutExpertParallelSplitsExpertWidthByTp) {
                    2 * T * h + 4 * T * 8 + T * 2 * (4 * h + 6 * 14336 / 2));
 }
 
+// Megatron-Core's experts (core_v0.12.0 token_dispatcher.py, experts.py): with tp 2 and sequence
+// parallelism a rank routes its T/2 tokens (fp32 probabilities over them), receives k x that from its
+// EP peers, all-gathered over etp 2 (T·k rows), and runs each expert on half of its width.
+TEST(ActivationMemoryTest, MegatronExpertsTakeSequenceParallelTokensAndSplitOverEtp) {
+  const double T = 4096, h = 4096, f = 14336;
+  LayerShape s = MixtralLayer();
+  s.expert_parallel = true;
+  s.megatron_experts = true;
+  s.tp = 2;
+  s.megatron_sp = true;
+  s.etp = 2;
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T / 2 * 2 * 2);
+  // Block input 2Th/t, probabilities 4·(T/t)·E, per assignment 2h in + 2h out + 3·2·f/etp.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes,
+                   2 * T * h / 2 + 4 * T / 2 * 8 + T * 2 * (4 * h + 6 * f / 2));
+  s.etp = 1;  // whole experts: half the rows, full width
+  EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes,
+                   2 * T * h / 2 + 4 * T / 2 * 8 + T * (4 * h + 6 * f));
+}
+
+// TransformerEngine FP8 (v1.11-v2.2 transformer_engine/pytorch/module/layernorm_linear.py
+// _LayerNormLinear.forward saves ln_out in fp8, linear.py _Linear.forward its fp8 input): the q/k/v
+// input, the MLP input and fc2's input drop to 1 byte; the fused attention keeps its bf16 output and
+// o_proj saves an fp8 copy of it beside; fc1's outputs (SwiGLU's gate and up) stay bf16.
+TEST(ActivationMemoryTest, TransformerEngineFp8SavesEachGemmInputInOneByte) {
+  LayerShape s = Llama8BLayer();
+  const LayerActivations bf16 = LayerActivationBytes(s, Recompute::kSelective);
+  s.fp8_saved_inputs = true;
+  const LayerActivations fp8 = LayerActivationBytes(s, Recompute::kSelective);
+  const double T = 4096, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(bf16.attention_bytes - fp8.attention_bytes, T * h - T * 32 * 128);  // ln_out -1, o_proj copy +1
+  EXPECT_DOUBLE_EQ(bf16.mlp_bytes - fp8.mlp_bytes, T * h + T * f);              // ln_out and fc2's input
+  EXPECT_DOUBLE_EQ(bf16.norm_bytes, fp8.norm_bytes);
+}
+
 TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
   LayerShape s = Llama8BLayer();
   // 4·s·b·h·(1 + V/h) with V = 128256.

@@ -6,6 +6,7 @@
 // (docs/user-guide/features/dist_optimizer.md: bf16 parameters with fp32 gradients, 6 + 12/d bytes
 // per parameter) and TransformerEngine's fp8 weight copies (transformer_engine/pytorch/module/
 // linear.py weight_workspace).
+#include "sim/cost/param_sharding.h"
 #include "tests/sim/cost/memory_test_util.h"
 
 namespace dsp::sim {
@@ -63,6 +64,69 @@ TEST(MemoryModelEnginesTest, TransformerEngineFp8CachesTwoBytesPerLinearWeight) 
   // torchao's Float8Linear casts on the fly: nothing cached.
   c.engine.engine = Engine::kFsdp2;
   EXPECT_DOUBLE_EQ(c.Run().fp8_weight_bytes, 0);
+}
+
+// Megatron-Core --fp8-param-gather (core_v0.13.0 fp8_utils.get_fp8_context wraps model construction
+// in TransformerEngine's fp8_model_init): the GEMM weights are 1-byte Float8Tensors with no bf16
+// copy, and on Hopper a 1-byte transpose beside (TE 2.2 float8_tensor.py Float8Tensor.update_usage).
+TEST(MemoryModelEnginesTest, TransformerEngineFp8ParametersAreOneByteWithATranspose) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kMegatronLm;
+  c.engine.fp8 = true;
+  const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
+  const MemoryReport cached = c.Run();
+  c.engine.fp8_param_gather = true;
+  const MemoryReport fp8_params = c.Run();
+  EXPECT_NEAR(cached.parameters_bytes - fp8_params.parameters_bytes, linear, 1e3);  // 2 -> 1 byte
+  EXPECT_NEAR(fp8_params.fp8_weight_bytes, linear, 1e3);                              // the transpose
+  EXPECT_NEAR(cached.gradients_bytes, fp8_params.gradients_bytes, 1e3);
+}
+
+// torchao float8 with enable_fsdp_float8_all_gather (v0.12.0 fsdp_utils.py
+// WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather / fsdp_post_all_gather): the gathered linear
+// weights are float8, so FSDP2's unsharded groups hold them at 1 byte; the root lm_head stays bf16.
+TEST(MemoryModelEnginesTest, Fsdp2Float8AllGatherHoldsGatheredLinearWeightsInOneByte) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kFsdp2;
+  c.workload.gradient_bytes_per_element = 4;
+  c.engine.fp8 = true;
+  const MemoryReport bf16_gather = c.Run();
+  c.engine.fp8_param_gather = true;
+  const MemoryReport fp8_gather = c.Run();
+  const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
+  // No reshard: the whole stage stays gathered, its linear weights 1 byte lighter each.
+  EXPECT_NEAR(bf16_gather.zero_buffers_bytes - fp8_gather.zero_buffers_bytes, linear, 1e6);
+}
+
+// Megatron-Core's MoE layer (core_v0.12.0 moe_layer.py, experts.py): the shared expert is a
+// SharedExpertMLP on the dense TP group's parallel linears, each routed expert is split over the
+// etp ranks of its EP slot (GroupedMLP weight1 columns / weight2 rows), the router is replicated.
+// AutoEP keeps the shared expert whole on every TP rank (auto_ep_folding.py).
+TEST(MemoryModelEnginesTest, MegatronSplitsTheSharedExpertOverTpAndRoutedExpertsOverEpTimesEtp) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+               8, "qwen2-moe-a2.7b.json");
+  PlanInputs in;
+  in.world_size = 8;
+  in.gpus_per_node = 8;
+  in.mpu_tp = 2;
+  in.ep = 2;
+  in.etp = 2;
+  in.layout = RankLayout::kMegatron;
+  c.plan = BuildPlan(Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}})"), in)
+               .value();
+  c.engine.engine = Engine::kMegatronLm;
+  c.engine.megatron_sp = true;
+  SimInput input;
+  input.plan = &c.plan;
+  input.model = &c.model;
+  input.engine = c.engine;
+  EXPECT_DOUBLE_EQ(ShardDivisorOf(ParamFamily::kSharedExperts, input), 2);  // tp
+  EXPECT_DOUBLE_EQ(ShardDivisorOf(ParamFamily::kRoutedExperts, input), 4);  // ep x etp
+  EXPECT_DOUBLE_EQ(ShardDivisorOf(ParamFamily::kRouter, input), 1);
+  input.engine.engine = Engine::kDeepSpeed;  // AutoEP folding: the shared expert whole
+  EXPECT_DOUBLE_EQ(ShardDivisorOf(ParamFamily::kSharedExperts, input), 1);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // megatron-lm -> --engine megatron-lm, torchtitan / other -> fsdp2, deepspeed -> deepspeed; the ZeRO
 // stage from zero_or_fsdp; --tp/--pp/--virtual-stages/--cp/--ep/--megatron-sp/--fp8 from the row
 // (DeepSpeed takes TP and EP from its config), --tp-comm-overlap where the row's source says TP
-// communication overlap is on (column tp_comm_overlap). Each must give numbers; docs/validation.md "Modern
+// communication overlap is on (column tp_comm_overlap) and --fp8-param-gather where it says FP8 parameters
+// (column fp8_param_gather: NeMo's fp8_params). Each must give numbers; docs/validation.md "Modern
 // runs, every engine" holds the table this test computes and the test fails when it is stale.
 // No accuracy bound yet: that is the cost model's next step.
 #include <gtest/gtest.h>
@@ -101,6 +102,8 @@ Outcome Simulate(const Row& r) {
   if (Int(r, "vp") > 1) k.engine.virtual_stages = Int(r, "vp"), flags << " --virtual-stages " << Int(r, "vp");
   k.engine.fp8 = r.at("precision") == "fp8";
   if (k.engine.fp8) flags << " --fp8";
+  k.engine.fp8_param_gather = k.engine.fp8 && r.at("fp8_param_gather") == "1";
+  if (k.engine.fp8_param_gather) flags << " --fp8-param-gather";
   o.flags = flags.str().empty() ? "" : flags.str().substr(1);
   const Cluster cluster = ParseCluster(Json::parse(Source(ClusterOf(r.at("hardware"))), nullptr, true, true)).value();
   auto model = ParseHfConfig(Json::parse(Source(ModelOf(r.at("model")))));

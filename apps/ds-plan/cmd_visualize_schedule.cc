@@ -25,6 +25,7 @@
 #include "sim/passes/from_config.h"
 #include "sim/render/schedule_svg.h"
 #include "sim/render/schedule_trace.h"
+#include "sim/schedule/engine_program.h"
 #include "sim/schedule/program.h"
 #include "sim/schedule/simulator.h"
 #include "sim/schedule/summary.h"
@@ -123,13 +124,6 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   int code = kExitOk;
   std::unique_ptr<SimSetup> s = PrepareSimulation(args.sim, &code);
   if (!s) return code;
-  // The event simulation follows DeepSpeed's engine (its hooks, streams and buckets); the other
-  // engines have the closed form only, and a DeepSpeed timeline drawn for them would be wrong.
-  if (!s->eval->input.engine.framework().event_schedule) {
-    return UsageError("the schedule simulates DeepSpeed's engine; --engine " + s->effective.engine +
-                      " is modelled by the closed form only: use ds-plan simulate (its collectives table lists "
-                      "what the step issues)");
-  }
   PrintWarnings(s->eval->report);
   // --full simulates every rank, so without --ranks it draws every rank too.
   std::string shown = args.ranks;
@@ -140,16 +134,26 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   auto ranks = ParseRanks(shown, static_cast<int>(s->eval->world_size));
   if (!ranks.ok()) return UsageError(ranks.error().message);
 
-  auto graph = sim::graph::BuildModelGraph(s->model);
-  if (!graph.ok()) return UsageError("--model: " + graph.error().message);
-  auto pipeline = sim::passes::PipelineForConfig({.model = &s->model, .config = &s->eval->config, .plan = &s->eval->plan});
-  if (!pipeline.ok()) return UsageError(pipeline.error().message);
-  if (auto r = pipeline->Run(*graph); !r.ok()) {
-    std::cerr << args.sim.config << ": error: " << r.error().message << "\n";
-    return kExitFindings;
+  // DeepSpeed's engine runs the graph its compiler passes rewrote (hooks, streams, buckets); the
+  // other engines run their planners' collectives around the closed form's kernels.
+  std::optional<sim::graph::Graph> graph;
+  Result<sim::schedule::Program> program = Error{""};
+  if (s->eval->input.engine.framework().event_schedule) {
+    auto built = sim::graph::BuildModelGraph(s->model);
+    if (!built.ok()) return UsageError("--model: " + built.error().message);
+    graph = std::move(built).value();
+    auto pipeline =
+        sim::passes::PipelineForConfig({.model = &s->model, .config = &s->eval->config, .plan = &s->eval->plan});
+    if (!pipeline.ok()) return UsageError(pipeline.error().message);
+    if (auto r = pipeline->Run(*graph); !r.ok()) {
+      std::cerr << args.sim.config << ": error: " << r.error().message << "\n";
+      return kExitFindings;
+    }
+    PrintPassNotes(args.sim.config, pipeline->Notes());
+    program = sim::schedule::BuildProgram(*graph, s->eval->input, {.micro_steps = args.micro_steps});
+  } else {
+    program = sim::schedule::BuildEngineProgram(s->eval->input, {.micro_steps = args.micro_steps});
   }
-  PrintPassNotes(args.sim.config, pipeline->Notes());
-  auto program = sim::schedule::BuildProgram(*graph, s->eval->input, {.micro_steps = args.micro_steps});
   if (!program.ok()) {
     std::cerr << args.sim.config << ": error: " << program.error().message << "\n";
     return kExitFindings;
@@ -180,7 +184,8 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   // cpu_checkpointing: the same step without it, for the memory curve it saves against.
   std::optional<sim::schedule::Program> base_program;
   std::optional<sim::schedule::Schedule> base_schedule;
-  if (s->eval->input.checkpointing.cpu_checkpointing && s->eval->input.workload.recompute == sim::Recompute::kFull) {
+  if (graph && s->eval->input.checkpointing.cpu_checkpointing &&
+      s->eval->input.workload.recompute == sim::Recompute::kFull) {
     sim::SimInput without = s->eval->input;
     without.checkpointing.cpu_checkpointing = false;
     without.checkpointing.async_copy = false;

@@ -7,6 +7,7 @@
 // deepspeed/utils/groups.py for the groups.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "sim/cost/step_time.h"
@@ -33,6 +34,10 @@ struct PlannedCollective {
   double calls_per_unit = 0;    // per micro-step for the per-micro schedules, else per step
   double seconds_per_unit = 0;  // calls_per_unit x seconds of one call
   double floor_seconds = 0;     // never hidden: the first prefetch / the last reduce bucket
+  // On blocks of consecutive ranks (or the ranks at one position of every block, `strided`)
+  // rather than the `call.group` tables (CollectivePlanner::AddOnBlocks); 0: the tables.
+  int64_t block = 0;
+  bool strided = false;
 };
 
 /// Bytes per element DeepSpeed puts on the wire, shared by the closed form and the schedule.

@@ -32,8 +32,13 @@ void CollectivePlanner::AddOnBlocks(std::string_view purpose, CollectiveKind kin
                                     bool strided, double bytes, double calls, CommSchedule schedule,
                                     double extra_seconds) {
   if (bytes <= 0 || calls <= 0) return;
+  const size_t before = out_.size();
   AddOn(Cache().GetBlocks(in_, kind, block, strided), purpose, kind, group, bytes, calls, schedule,
         StageScope::kAll, extra_seconds);
+  if (out_.size() > before) {
+    out_.back().block = block;
+    out_.back().strided = strided;
+  }
 }
 
 void CollectivePlanner::AddBucketed(std::string_view purpose, CollectiveKind kind, GroupKind group,

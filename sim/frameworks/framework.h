@@ -149,7 +149,9 @@ struct FrameworkProfile {
   // With bf16, gradients accumulate in an fp32 buffer up to this ZeRO stage (-1: never):
   // DeepSpeed's BF16Optimizer (ZeRO 0/1 under Megatron-DeepSpeed), Megatron-LM's main_grad.
   int fp32_grad_buffer_max_zero_stage = -1;
-  // sim/schedule's event simulation models this framework's engine (DeepSpeed's hooks and streams).
+  // sim/schedule's graph program models this framework's engine (DeepSpeed's hooks and streams);
+  // the others are simulated over their planners' collectives (sim/schedule/engine_program.h), and
+  // tune re-ranks with the schedule only where this is set.
   bool event_schedule = false;
 
   bool megatron_tp() const { return tensor_parallel == TensorParallelStyle::kMegatron; }

@@ -16,6 +16,12 @@ namespace {
 
 constexpr CollectiveKind kAllKinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
                                         CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll};
+// Every kind a task may carry: context parallelism's KV ring sends over the sp group too (the
+// engine programs, sim/schedule/engine_program.h). A neighbour send prices on the same links as
+// the kinds above, so the rank classes need not tell it apart.
+constexpr CollectiveKind kTaskKinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                         CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
+                                         CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
 
 // Index of the group of each kind that holds each rank.
 std::map<GroupKind, std::vector<int>> GroupIndex(const Plan& plan) {
@@ -230,7 +236,7 @@ Result<Schedule> Simulate(const Program& program, const SimInput& in, const Simu
       for (int r : group) members.insert(s.class_of_rank[static_cast<size_t>(r)]);
       cg.members.assign(members.begin(), members.end());
       cg.size = static_cast<int>(group.size());
-      for (CollectiveKind k : kAllKinds) cg.link[k] = LinkOf(in, kind, k, group);
+      for (CollectiveKind k : kTaskKinds) cg.link[k] = LinkOf(in, kind, k, group);
       cg.inter_node = CrossesNodes(group, in.cluster->gpus_per_node);
     }
   }

@@ -113,16 +113,31 @@ TEST_F(ScheduleCliTest, ExitCodes) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("pp > 1"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(Out("x.svg")));
-  // The event simulation is DeepSpeed's engine: the other engines are refused, not drawn as it.
-  for (const char* engine : {"megatron-lm --tp 2 --set zero_optimization.stage=1", "fsdp2 --cp 2"}) {
-    r = RunCli("visualize schedule samples/configs/zero3-offload.json --model samples/models/llama-3-8b.json "
-               "--cluster samples/clusters/h100-sxm.json --world-size 8 --set zero_optimization.offload_optimizer.device=none "
-               "--set zero_optimization.offload_param.device=none --engine " +
-               std::string(engine) + " -o " + Out("e.svg"));
-    EXPECT_EQ(r.exit_code, 2) << engine << "\n" << r.output;
-    EXPECT_NE(r.output.find("closed form only"), std::string::npos) << r.output;
-  }
-  EXPECT_FALSE(std::filesystem::exists(Out("e.svg")));
+}
+
+// The other engines run their planners' collectives around the closed form's kernels
+// (sim/schedule/engine_program.h): megatron-lm's context-parallel KV ring and TransformerEngine's
+// FP8 casts are drawn as their own tasks, fsdp2's per-block gathers too; the pipeline is refused.
+TEST_F(ScheduleCliTest, MegatronAndFsdp2StepsDrawTheirRingGathersAndCasts) {
+  const std::string base = "visualize schedule samples/configs/zero3-offload.json --model samples/models/llama-3-8b.json "
+                           "--cluster samples/clusters/h100-sxm.json --world-size 16 "
+                           "--set zero_optimization.offload_optimizer.device=none "
+                           "--set zero_optimization.offload_param.device=none --set gradient_accumulation_steps=1 ";
+  auto r = RunCli(base + "--set zero_optimization.stage=1 --engine megatron-lm --tp 2 --megatron-sp --cp 2 --fp8 -o " +
+                  Out("m.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(cost model:"), std::string::npos) << r.output;
+  const std::string trace = Read(Out("m.json"));
+  EXPECT_NE(trace.find("cp_kv_p2p_fwd layer 0"), std::string::npos);
+  EXPECT_NE(trace.find("fwd layers_0_fp8_cast"), std::string::npos);
+  EXPECT_NE(trace.find("dist_opt_param_all_gather"), std::string::npos);
+  r = RunCli(base + "--engine fsdp2 -o " + Out("f.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(Read(Out("f.svg")).find("fsdp_all_gather_fwd layer 1"), std::string::npos);
+  r = RunCli(base + "--set zero_optimization.stage=1 --engine megatron-lm --pp 2 -o " + Out("p.svg"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("pp > 1"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(Out("p.svg")));
 }
 
 // --full draws every rank unless --ranks picks some; the SVG's memory curves carry the HBM line,

@@ -190,7 +190,7 @@ int RunInProcess(const RunArgs& args) {
     model = exec::DefaultTinyModel(plan->sizes.expert_parallel);
     model_label = std::string("built-in tiny ") + model.model_type;
   }
-  auto micro = ConfigView(parsed.doc.root).Int("/train_micro_batch_size_per_gpu");
+  auto micro = ConfigView(parsed.doc.root).IntNullUnset("/train_micro_batch_size_per_gpu");
   // A checkpoint keeps its decoder's layer count (one per stage of the run that saved it, at least
   // 2); an unreadable manifest is left for --load's own error.
   int64_t saved_layers = 0;
@@ -257,7 +257,7 @@ int RunInProcess(const RunArgs& args) {
   o.tolerances = exec::DefaultTolerances(o.dtype);
   o.recompute = args.recompute == "full";
   o.companions = companions;
-  o.grad_accum = ConfigView(parsed.doc.root).Int("/gradient_accumulation_steps").or_default(1);
+  o.grad_accum = ConfigView(parsed.doc.root).IntNullUnset("/gradient_accumulation_steps").or_default(1);
   o.save_dir = args.save_dir;
   o.load_dir = args.load_dir;
   if (!o.save_dir.empty() && o.save_dir == o.load_dir) {

@@ -63,7 +63,7 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
   // With --engines a first column names the framework; "sp" is Ulysses under deepspeed and
   // context parallelism (--cp) under megatron-lm and fsdp2; "fp8" in prec is --fp8.
   out += std::string(engine_column ? "engine              " : "") +
-         "rank   tp     pp  sp  ep    dp  zero  offload           prec      recompute  micro   gas   peak GB   step s  sched s   tokens/s    MFU\n";
+         "rank   tp     pp  sp    ep    dp  zero  offload           prec      recompute  micro   gas   peak GB   step s  sched s   tokens/s    MFU\n";
   int rank = 1;
   for (const auto& p : r.plans) {
     std::string offload(sim::OffloadName(p.offload));
@@ -84,7 +84,7 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
     const std::string shown_rank = p.below_ranking ? "-" : std::to_string(rank);
     ++rank;
     out += Pad(shown_rank, 4) + Pad(tp, 5) + Pad(pp, 7) + Pad(std::to_string(p.sp), 4) +
-           Pad(ep, 4) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
+           Pad(ep, 6) + Pad(std::to_string(p.dp), 6) + Pad(std::to_string(p.zero_stage), 6) +
            "  " + offload + std::string(18 - offload.size(), ' ') + precision +
            std::string(10 - precision.size(), ' ') + recompute +
            std::string(11 - recompute.size(), ' ') + Pad(std::to_string(p.micro_batch), 5) +

@@ -57,6 +57,16 @@ const Json* ConfigView::Get(const std::string& pointer) const {
   }
 }
 
+Setting<int64_t> ConfigView::IntNullUnset(const std::string& pointer) const {
+  const Json* v = Get(pointer);
+  if (v != nullptr && v->is_null()) {
+    Setting<int64_t> s;
+    s.pointer = pointer;
+    return s;  // kAbsent
+  }
+  return Int(pointer);
+}
+
 Setting<int64_t> ConfigView::Int(const std::string& pointer) const {
   const Json* v = Get(pointer);
   auto s = Start<int64_t>(v, pointer);

@@ -42,6 +42,10 @@ class ConfigView {
 
   // Integers accept integral floats (5e8), as pydantic does.
   Setting<int64_t> Int(const std::string& pointer) const;
+  // The same, with null read as absent: the batch keys (train_batch_size,
+  // train_micro_batch_size_per_gpu, gradient_accumulation_steps) are read by get_scalar_param with
+  // a None default (runtime/constants.py), and _set_batch_related_parameters derives a None one.
+  Setting<int64_t> IntNullUnset(const std::string& pointer) const;
   Setting<double> Number(const std::string& pointer) const;
   Setting<bool> Bool(const std::string& pointer) const;
   Setting<std::string> String(const std::string& pointer) const;

@@ -60,8 +60,10 @@ Result<Plan> BuildPlan(const Json& config, const PlanInputs& inputs) {
   auto derived = Derive(s);
   if (!derived.ok()) {
     if (inputs.cp > 0 || inputs.ep > 0) {
-      return Error{derived.error().message + " (--cp and --ep stand for sequence_parallel_size and "
-                   "expert_parallel.autoep_size here)"};
+      return Error{derived.error().message + " (--cp, --ep and --etp stand for sequence_parallel_size, "
+                   "expert_parallel.autoep_size and expert_tensor_parallel_size here" +
+                   (inputs.etp > 1 ? std::string("; --etp defaults to --tp under megatron-lm: try --etp 1") : "") +
+                   ")"};
     }
     return derived.error();
   }

@@ -84,7 +84,7 @@ void CheckContiguousCount(RuleContext& ctx) {
   // 1F1B: the first stage runs min(pp, accumulation steps) forwards before its first backward.
   int64_t in_flight = 1;
   if (pp > 1) {
-    Setting<int64_t> gas = v.Int("/gradient_accumulation_steps");
+    Setting<int64_t> gas = v.IntNullUnset("/gradient_accumulation_steps");
     in_flight = gas.present() && gas.value >= 1 ? std::min(pp, gas.value) : pp;
   }
   const int64_t needed = per_stage * in_flight;

@@ -44,7 +44,7 @@ std::vector<int64_t> ConsistentSizes(std::optional<int64_t> b, std::optional<int
 
 void CheckBatch(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
-  auto b = v.Int(kBatch), m = v.Int(kMicro), g = v.Int(kGas);
+  auto b = v.IntNullUnset(kBatch), m = v.IntNullUnset(kMicro), g = v.IntNullUnset(kGas);
 
   std::vector<std::string> deferred;
   for (const auto* s : {&b, &m, &g}) {

@@ -402,6 +402,26 @@ Json StripAutoValues(const Json& root) {
   return root;
 }
 
+namespace {
+
+// Whether AutoEP may be on: `enabled` true, or a value pydantic's lax bool could read as true
+// (its default is false: absent, false, 0 and "false"/"no"/"off"/"0" are off).
+bool ExpertParallelEnabled(const Json& root) {
+  if (!root.is_object() || !root.contains("expert_parallel") || !root["expert_parallel"].is_object()) return false;
+  const Json& section = root["expert_parallel"];
+  if (!section.contains("enabled")) return false;
+  const Json& e = section["enabled"];
+  if (e.is_boolean()) return e.get<bool>();
+  if (e.is_number()) return e.get<double>() != 0;
+  if (e.is_string()) {
+    const std::string v = e.get<std::string>();
+    return v != "false" && v != "no" && v != "off" && v != "0" && v != "f" && v != "n";
+  }
+  return true;  // anything else: let the errors stand
+}
+
+}  // namespace
+
 void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
   const CompiledSchema& compiled = Compiled();
   Json target = StripAutoValues(doc.root);
@@ -466,6 +486,14 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
     if (d.hint.empty() && node != nullptr && node->contains("description")) {
       d.hint = node->value("description", "");
       if (node->contains("default")) d.hint += " Default: " + (*node)["default"].dump() + ".";
+    }
+    // AutoEP's settings are read only when it is enabled (runtime/config.py reads the section's
+    // fields after its `enabled` check): with it off, a value DeepSpeed would reject is ignored.
+    if (d.severity == Severity::kError && pointer.starts_with("/expert_parallel/") &&
+        pointer != "/expert_parallel/enabled" && !ExpertParallelEnabled(doc.root)) {
+      d.severity = Severity::kWarning;
+      d.message += " (ignored while expert_parallel.enabled is not true: DeepSpeed reads the section only when "
+                   "AutoEP is on, and would reject it then)";
     }
     out->push_back(std::move(d));
   }

@@ -29,16 +29,21 @@ RankParams CountRankParams(const SimInput& in) {
                                                     : family(ParamFamily::kSharedExperts) / tp;
   const double attention_tp = AttentionTpDivisor(in) > 0 ? AttentionTpDivisor(in) : tp;
   r.embedding = (family(ParamFamily::kEmbedding) + family(ParamFamily::kLmHead)) / vocab_split;
-  // MLA's down projections and Gated DeltaNet's layers stay whole on every TP rank (param_sharding.cc).
+  // MLA's down projections and Gated DeltaNet's layers stay whole on every TP rank (param_sharding.cc);
+  // the FP8 linears are the memory model's kFp8LinearFamilies (no Gated DeltaNet).
   r.linear = family(ParamFamily::kAttention) / attention_tp + family(ParamFamily::kDenseMlp) / tp + shared +
-             family(ParamFamily::kLatentProj) + family(ParamFamily::kLinearAttention);
-  r.dense = r.linear + family(ParamFamily::kNorm) + family(ParamFamily::kRouter) + r.embedding;
+             family(ParamFamily::kLatentProj);
+  r.dense = r.linear + family(ParamFamily::kLinearAttention) + family(ParamFamily::kNorm) +
+            family(ParamFamily::kRouter) + r.embedding;
   const double expert_split = megatron_experts ? ep * static_cast<double>(std::max<int64_t>(sizes.etp, 1)) : ep;
   const double routed = autoep ? family(ParamFamily::kRoutedExperts) / expert_split : family(ParamFamily::kRoutedExperts) / tp;
   if (autoep) {
     r.routed = routed;
   } else {
     r.dense += routed;
+    // The experts' GEMM weights, split like a dense MLP: FP8 under TransformerEngine, not torchtitan's
+    // GroupedExperts (torchao converts nn.Linear only).
+    if (in.engine.framework().fp8 != Fp8Linear::kTorchaoFloat8) r.linear += routed;
   }
   if (autoep && tp > 1 && !megatron_experts) {
     r.tp_replicated = family(ParamFamily::kRouter) + family(ParamFamily::kNorm) + family(ParamFamily::kSharedExperts);
@@ -53,6 +58,7 @@ RankParams CountRankParams(const SimInput& in) {
   }
   // Pipeline stages hold about 1/pp of the layers each.
   r.dense /= pp;
+  r.linear /= pp;
   r.routed /= pp;
   r.tp_replicated /= pp;
   r.zero3_persistent /= pp;

@@ -62,7 +62,9 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
   // MixedPrecisionPolicy.param_dtype (bf16), or torchao's float8 all-gather of the linear weights
   // (--fp8-param-gather: fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather).
   const double param_bytes = data_parallel::ParamGatherBytesPerElement(in, g.dense, g.linear, ctx.bytes_per_element);
-  const double expert_param_bytes = data_parallel::ParamGatherBytesPerElement(in, g.routed, g.routed, ctx.bytes_per_element);
+  // torchtitan's GroupedExperts hold 3-D parameters, not nn.Linear: Float8LinearConverter leaves
+  // them bf16, and so does their all-gather.
+  const double expert_param_bytes = ctx.bytes_per_element;
   const double groups = g.layers + g.outside;
   const double moe_groups = ctx.moe_layers;
   // Forward: every group gathered before its forward; once per step when nothing reshards and

@@ -58,7 +58,10 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   // AutoTP splits like an MLP) adds a second. One all-reduce forward (row output), one backward
   // (column input gradient); folded MoE blocks have none. Sequence parallelism turns each
   // all-reduce into an all-gather plus a reduce-scatter of the same S.
-  const double pairs = ctx.layers + ctx.dense_layers + (ctx.autoep ? 0.0 : ctx.moe_layers);
+  // Megatron-Core's shared expert (SharedExpertMLP) is a TP-split MLP beside the routed experts.
+  const bool megatron_shared = ctx.autoep && in.engine.framework().megatron_moe_options &&
+                               m.shared_expert_intermediate_size > 0;
+  const double pairs = ctx.layers + ctx.dense_layers + (ctx.autoep && !megatron_shared ? 0.0 : ctx.moe_layers);
   const double calls = pairs * (ctx.forward_passes + 1.0);
   if (ctx.tp_sequence_parallel && in.engine.tp_comm_overlap && in.engine.framework().tp_comm_overlap) {
     // TransformerEngine's userbuffers (Megatron-Core --tp-comm-overlap): the all-gather before a

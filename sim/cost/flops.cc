@@ -367,8 +367,11 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
 void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
   std::vector<OperatorCost> fp8_ops;
   for (OperatorCost& op : ops) {
-    // The attention core (materialized QK^T and AV) and the router stay in bf16.
+    // The attention core (materialized QK^T and AV) and the router stay in bf16; so do torchtitan's
+    // routed experts (GroupedExperts' 3-D parameters are not nn.Linear: the float8 converter
+    // swaps nn.Linear modules only, torchtitan components/quantization/float8.py).
     if (op.kind != KernelKind::kMatmul || op.attention_core || op.name == "router") continue;
+    if (recipe == Fp8Linear::kTorchaoFloat8 && op.name == "experts") continue;
     op.fp8 = true;
     fp8_ops.push_back(op);
   }

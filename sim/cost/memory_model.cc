@@ -215,6 +215,12 @@ double LinearParams(const StageParams& params) {
   return linear;
 }
 
+// The same without the routed experts: torchao's float8 converter swaps nn.Linear modules only,
+// not torchtitan's GroupedExperts.
+double TorchaoLinearParams(const StageParams& params) {
+  return LinearParams(params) - params.count[static_cast<size_t>(ParamFamily::kRoutedExperts)];
+}
+
 // TransformerEngine FP8 parameters (--fp8 --fp8-param-gather under megatron-lm): the GEMM weights
 // are Float8Tensors of 1 byte with no 16-bit copy (Megatron-Core fp8_utils.get_fp8_context wraps
 // model construction in fp8_model_init; the distributed optimizer keeps the fp32 masters).
@@ -229,7 +235,7 @@ bool TransformerEngineFp8Params(const SimInput& in) {
 double Fsdp2GatherBytesPerElement(const SimInput& in, const StageParams& params, double stage_params) {
   const double bpv = in.workload.bytes_per_param;
   if (!in.engine.fp8 || !in.engine.fp8_param_gather || stage_params <= 0) return bpv;
-  return bpv - (bpv - 1.0) * std::min(1.0, LinearParams(params) / stage_params);
+  return bpv - (bpv - 1.0) * std::min(1.0, TorchaoLinearParams(params) / stage_params);
 }
 
 // Model states, family by family; returns the stage's parameter count.

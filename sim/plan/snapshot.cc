@@ -249,6 +249,9 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
       if (Status s = ReadString(in, key, "/inputs", field); !s.ok()) return s.error();
     }
   }
+  if (out.moe_token_dispatcher != "alltoall" && out.moe_token_dispatcher != "allgather") {
+    return Error{"/inputs/moe_token_dispatcher must be \"alltoall\" or \"allgather\""};
+  }
   std::optional<int64_t> tp, virtual_stages, cp, ep, etp;
   if (Status s = ReadOptionalInt(in, "tp", &tp, int64_t{1} << 20); !s.ok()) return s.error();
   if (Status s = ReadOptionalInt(in, "cp", &cp, int64_t{1} << 20); !s.ok()) return s.error();

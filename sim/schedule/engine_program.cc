@@ -42,12 +42,18 @@ enum class Placement { kLayerChain, kInsideLayer, kAhead, kAfter, kStepEnd };
 // Forward or backward only, by the purpose's name; else both, in proportion to the passes.
 enum class Direction { kForward, kBackward, kBoth };
 Direction DirectionOf(std::string_view purpose) {
-  if (purpose.find("bwd") != std::string_view::npos || purpose.find("backward") != std::string_view::npos ||
-      purpose.find("dkv") != std::string_view::npos) {
-    return Direction::kBackward;
-  }
-  if (purpose.find("fwd") != std::string_view::npos) return Direction::kForward;
+  auto has = [&](std::string_view part) { return purpose.find(part) != std::string_view::npos; };
+  if (has("bwd") || has("backward") || has("dkv")) return Direction::kBackward;
+  // Routing metadata moves once, in forward (token_dispatcher.py: the counts and the routing map
+  // are gathered under no_grad).
+  if (has("fwd") || has("split_counts") || has("routing_map")) return Direction::kForward;
   return Direction::kBoth;
+}
+
+// Collectives of the MoE layers only (dispatch, combine, the experts' own groups).
+bool MoeOnly(std::string_view purpose) {
+  return purpose.starts_with("ep_") || purpose.starts_with("moe_") || purpose.starts_with("etp_") ||
+         purpose.starts_with("fsdp_expert");
 }
 
 bool IsReduction(CollectiveKind kind) {
@@ -86,6 +92,9 @@ class EngineBuilder {
       layer_kernels_.push_back(&it->second);
     }
     forward_passes_ = rc == Recompute::kFull ? 2.0 : 1.0;
+    for (int l = 0; l < layers_; ++l) {
+      moe_ordinal_.push_back(m.IsMoeLayer(l) ? moe_layers_++ : -1);
+    }
     const MemoryReport memory = EstimateMemory(in_);
     program_.static_bytes = memory.parameters_bytes + memory.gradients_bytes + memory.optimizer_states_bytes;
     program_.buffer_bytes = memory.buffers_bytes;
@@ -131,7 +140,9 @@ class EngineBuilder {
   }
 
   Placement PlacementOf(const PlannedCollective& p, bool backward) const {
-    const bool inside = p.call.purpose.starts_with("cp_kv_p2p");
+    // Context parallelism's KV ring, and TransformerEngine's userbuffers TP overlap (the all-gather
+    // and reduce-scatter pipelined with the GEMMs beside them), run inside their layer.
+    const bool inside = p.call.purpose.starts_with("cp_kv_p2p") || p.call.purpose.starts_with("tp_sp_");
     switch (p.schedule) {
       case CommSchedule::kCritical: return Placement::kLayerChain;
       case CommSchedule::kForwardOverlap:
@@ -154,7 +165,13 @@ class EngineBuilder {
       if (reduction) return backward && micro == micro_steps_ - 1 ? p.calls_per_unit : 0;
       return !backward && micro == 0 ? p.calls_per_unit : 0;
     }
-    if (p.schedule == CommSchedule::kForwardOverlap) return backward ? 0 : p.calls_per_unit;
+    if (p.schedule == CommSchedule::kForwardOverlap) {
+      // A forward-overlapped exchange inside the layer runs again in the forward recompute re-runs
+      // inside backward; a gather ahead of the layer is the forward's alone.
+      if (PlacementOf(p, false) != Placement::kInsideLayer) return backward ? 0 : p.calls_per_unit;
+      const double forward = std::round(p.calls_per_unit / forward_passes_);
+      return backward ? p.calls_per_unit - forward : forward;
+    }
     if (p.schedule == CommSchedule::kBackwardOverlap) return backward ? p.calls_per_unit : 0;
     switch (DirectionOf(p.call.purpose)) {
       case Direction::kForward: return backward ? 0 : p.calls_per_unit;
@@ -165,9 +182,16 @@ class EngineBuilder {
     return backward ? p.calls_per_unit - forward : forward;
   }
 
-  // Calls of `total` that land on the i-th layer visited (of layers_): an even spread.
-  int CallsAt(double total, int i) const {
-    const auto at = [&](int k) { return static_cast<int>(std::floor(total * k / layers_ + 1e-9)); };
+  // Calls of `total` that land on `layer`: an even spread over the layers (over the MoE layers for
+  // the experts' collectives).
+  int CallsAt(const PlannedCollective& p, double total, int layer) const {
+    int i = layer, n = layers_;
+    if (MoeOnly(p.call.purpose)) {
+      i = moe_ordinal_[static_cast<size_t>(layer)];
+      n = moe_layers_;
+      if (i < 0 || n <= 0) return 0;
+    }
+    const auto at = [&](int k) { return static_cast<int>(std::floor(total * k / n + 1e-9)); };
     return at(i + 1) - at(i);
   }
 
@@ -191,7 +215,7 @@ class EngineBuilder {
       const int layer = backward ? layers_ - 1 - visit : visit;
       for (const PlannedCollective& p : collectives_) {
         if (PlacementOf(p, backward) != Placement::kAhead) continue;
-        for (int c = CallsAt(CallsIn(p, backward, micro), visit); c > 0; --c) {
+        for (int c = CallsAt(p, CallsIn(p, backward, micro), layer); c > 0; --c) {
           std::vector<int> deps;
           if (last_compute_ >= 0) deps.push_back(last_compute_);
           ahead[static_cast<size_t>(layer)].push_back(Collective(
@@ -225,7 +249,7 @@ class EngineBuilder {
     std::vector<int> inside;
     for (const PlannedCollective& p : collectives_) {
       if (PlacementOf(p, backward) != Placement::kInsideLayer) continue;
-      for (int c = CallsAt(CallsIn(p, backward, micro), visit); c > 0; --c) {
+      for (int c = CallsAt(p, CallsIn(p, backward, micro), layer); c > 0; --c) {
         std::vector<int> deps;
         if (before >= 0) deps.push_back(before);
         inside.push_back(Collective(p, std::string(p.call.purpose) + " layer " + std::to_string(layer), phase, micro,
@@ -246,7 +270,7 @@ class EngineBuilder {
     // Critical collectives on the chain after the layer's kernels: the next layer waits for them.
     for (const PlannedCollective& p : collectives_) {
       if (PlacementOf(p, backward) != Placement::kLayerChain) continue;
-      for (int c = CallsAt(CallsIn(p, backward, micro), visit); c > 0; --c) {
+      for (int c = CallsAt(p, CallsIn(p, backward, micro), layer); c > 0; --c) {
         const int task = Collective(p, std::string(p.call.purpose) + " layer " + std::to_string(layer), phase, micro,
                                     layer, StreamOf(p.call.group), {last_compute_});
         // The compute stream waits: an empty marker keeps the chain in order.
@@ -256,7 +280,7 @@ class EngineBuilder {
     // Reductions after the layer's backward, on their own stream; nothing waits for them but the step.
     for (const PlannedCollective& p : collectives_) {
       if (PlacementOf(p, backward) != Placement::kAfter) continue;
-      for (int c = CallsAt(CallsIn(p, backward, micro), visit); c > 0; --c) {
+      for (int c = CallsAt(p, CallsIn(p, backward, micro), layer); c > 0; --c) {
         reductions_.push_back(Collective(p, std::string(p.call.purpose) + " layer " + std::to_string(layer), phase,
                                          micro, layer, ReduceStreamOf(p.call.group), {last_compute_}));
       }
@@ -286,6 +310,8 @@ class EngineBuilder {
   const ProgramOptions& o_;
   Program program_;
   int layers_ = 1;
+  int moe_layers_ = 0;
+  std::vector<int> moe_ordinal_;  // per layer: its index among the MoE layers, -1 for a dense one
   int micro_steps_ = 1;
   double forward_passes_ = 1;
   double activation_per_layer_ = 0;

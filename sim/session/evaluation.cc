@@ -24,8 +24,8 @@ struct Batch {
 // triple, so only "auto" values (deferred to the Hugging Face Trainer) can be missing here.
 Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t mpu_tp, int64_t cp) {
   ConfigView v(config);
-  auto b = v.Int("/train_batch_size"), m = v.Int("/train_micro_batch_size_per_gpu"),
-       g = v.Int("/gradient_accumulation_steps");
+  auto b = v.IntNullUnset("/train_batch_size"), m = v.IntNullUnset("/train_micro_batch_size_per_gpu"),
+       g = v.IntNullUnset("/gradient_accumulation_steps");
   for (const auto* s : {&b, &m, &g}) {
     if (s->is_auto()) {
       return Error{DottedName(s->pointer) + " is \"auto\": simulate needs the value the Trainer would fill in "
@@ -84,8 +84,8 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     return Error{"--moe-grouped-gemm and --moe-token-dispatcher are Megatron-Core's: use them with --engine megatron-lm"};
   }
   if (e.fp8_param_gather) {
-    if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
+    if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
   }
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
   // when sequence parallelism is enabled".
@@ -156,17 +156,22 @@ Status CheckCommandLineSizes(const PlanKnobs& knobs, const ModelSpec& model, int
                    std::to_string(model.num_experts) + " experts"};
     }
     const FrameworkProfile& fw = knobs.engine.framework();
+    if (knobs.etp > std::max<int64_t>(knobs.megatron_tp, 1)) {
+      return Error{"--etp " + std::to_string(knobs.etp) + " above --tp " + std::to_string(std::max<int64_t>(knobs.megatron_tp, 1)) +
+                   ": experts split over more ranks than the attention is not modelled"};
+    }
     if (knobs.megatron_tp > 1 && !fw.megatron_moe_options) {
       return Error{"--ep with --tp " + std::to_string(knobs.megatron_tp) + " under --engine " + std::string(fw.name) +
                    ": torchtitan's expert-tensor parallelism is not modelled; plan it with --tp 1"};
     }
-    // megatron/core/transformer/moe/moe_layer.py MoELayer.forward: "During training, performance may
-    // degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism."
-    if (knobs.megatron_tp > 1 && !knobs.engine.megatron_sp) {
-      return Error{"--ep with --tp " + std::to_string(knobs.megatron_tp) +
-                   " needs --megatron-sp: Megatron-Core's MoELayer raises a ValueError when MoE and tensor "
-                   "parallelism train without sequence parallelism"};
-    }
+  }
+  // megatron/core/transformer/moe/moe_layer.py MoELayer.forward: "During training, performance may
+  // degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism."
+  if (model.is_moe() && knobs.engine.framework().megatron_moe_options && knobs.megatron_tp > 1 &&
+      !knobs.engine.megatron_sp) {
+    return Error{"a MoE model with --tp " + std::to_string(knobs.megatron_tp) +
+                 " needs --megatron-sp: Megatron-Core's MoELayer raises a ValueError when MoE and tensor "
+                 "parallelism train without sequence parallelism"};
   }
   if (knobs.etp > 0) {
     if (knobs.ep <= 1) return Error{"--etp is the experts' tensor-parallel size: it needs --ep"};

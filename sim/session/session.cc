@@ -450,8 +450,11 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
     k.engine.fp8 = plan.fp8;
     k.engine.tp_comm_overlap = plan.tp_comm_overlap;
     k.etp = k.ep > 0 && fw.megatron_moe_options ? plan.etp : 0;
-    k.engine.moe_grouped_gemm = k.ep > 0 && fw.megatron_moe_options;  // tune prices grouped experts
+    // What tune priced: grouped experts on every Megatron MoE plan, the all-to-all dispatcher, no
+    // FP8 parameters.
+    k.engine.moe_grouped_gemm = fw.megatron_moe_options && model_.is_moe();
     k.engine.moe_dispatcher = MoeDispatcher::kAllToAll;
+    k.engine.fp8_param_gather = false;
     k.engine.cp_comm = ContextParallel::kNone;  // tune priced the engine's default exchange
   }
   const std::string what = "apply tp=" + std::to_string(plan.tp) + " sp=" + std::to_string(plan.sp) +

@@ -102,11 +102,10 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
     if (virtual_stages > 1) note["virtual_pipeline_stages"] = virtual_stages;
     if (context_parallel) note["context_parallel_size"] = l.sp;
     if (l.ep > 1 && fw.expert_parallel_flag) note["expert_parallel_size"] = l.ep;
-    if (l.ep > 1 && fw.megatron_moe_options) {
-      // Always written: without it Megatron (and simulate) would take etp = tp.
-      note["expert_tensor_parallel_size"] = l.etp;
-      note["moe_grouped_gemm"] = true;
-    }
+    // Always written: without it Megatron (and simulate) would take etp = tp.
+    if (l.ep > 1 && fw.megatron_moe_options) note["expert_tensor_parallel_size"] = l.etp;
+    // Tune prices Megatron's MoE layers with grouped experts (CandidateInput).
+    if (model.is_moe() && fw.megatron_moe_options) note["moe_grouped_gemm"] = true;
     if (fp8) note["fp8"] = true;
     if (tp_comm_overlap) note["tp_comm_overlap"] = true;
   }
@@ -345,7 +344,7 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
           // torchtitan's TP plan always runs the norms sequence-parallel.
           if (!msp && fw.tp_always_sequence_parallel && l.tp > 1) continue;
           // Megatron-Core's MoELayer refuses MoE with TP but without sequence parallelism.
-          if (!msp && fw.megatron_moe_options && l.ep > 1 && l.tp > 1) continue;
+          if (!msp && fw.megatron_moe_options && model.is_moe() && l.tp > 1) continue;
           for (bool f8 : {false, true}) {
             if (f8 && !fp8) continue;
             // Megatron-Core's userbuffers TP overlap needs sequence parallelism.

@@ -113,7 +113,7 @@ TEST(SimulateEnginesCliTest, ZeroStagesAndOffloadTheEngineDoesNotHaveAreRefused)
 TEST(SimulateEnginesCliTest, AContextParallelSizeThatDoesNotDivideIsAPlanError) {
   auto r = RunCli("simulate " + Llama8b("1") + kModel + " --engine fsdp2 --cp 16");  // 8 ranks
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("--cp and --ep stand for"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--cp, --ep and --etp stand for"), std::string::npos) << r.output;
 }
 
 TEST(SimulateEnginesCliTest, ExpertParallelismFromTheCommandLine) {
@@ -167,9 +167,11 @@ TEST(SimulateEnginesCliTest, MegatronExpertTensorParallelismAndTokenDispatchers)
   for (const Case& c : {Case{" --engine megatron-lm --etp 2", "it needs --ep"},
                         Case{" --engine fsdp2 --ep 8 --etp 2", "--etp needs --engine megatron-lm"},
                         Case{" --engine fsdp2 --ep 8 --moe-grouped-gemm", "are Megatron-Core's"},
-                        Case{" --engine megatron-lm --ep 8 --etp 5", "does not divide the experts' width"},
+                        Case{" --engine megatron-lm --tp 8 --megatron-sp --ep 8 --etp 5", "does not divide the experts' width"},
                         Case{" --engine megatron-lm --fp8-param-gather", "--fp8-param-gather needs --fp8"},
-                        Case{" --engine megatron-deepspeed --fp8-param-gather", "needs --fp8"}}) {
+                        Case{" --engine megatron-deepspeed --fp8-param-gather", "needs --engine megatron-lm or fsdp2"},
+                        Case{" --engine megatron-lm --ep 8 --etp 2", "above --tp 1"},
+                        Case{" --engine megatron-lm --tp 2", "needs --megatron-sp"}}) {
     auto r = RunCli("simulate " + config + " --model samples/models/qwen3-30b-a3b.json --cluster "
                     "samples/clusters/h100-sxm.json --nodes 2" + c.flags);
     EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.output;

@@ -118,9 +118,9 @@ TEST(TuneEnginesCliTest, AMegatronMoePlanRecordsItsExpertTensorParallelSize) {
   EXPECT_FALSE(etps.empty());
   const Json best = report["plans"][0];
   const Json config = Json::parse(*ReadFile(out));
+  EXPECT_EQ(config["_ds_plan"]["moe_grouped_gemm"], true);  // every Megatron MoE plan is priced grouped
   if (best["layout"]["ep"].get<int64_t>() > 1) {
     EXPECT_EQ(config["_ds_plan"]["expert_tensor_parallel_size"], best["layout"]["etp"]);
-    EXPECT_EQ(config["_ds_plan"]["moe_grouped_gemm"], true);
   }
   auto simulated = RunCli("simulate " + out + moe + " --format json", false);
   ASSERT_EQ(simulated.exit_code, 0) << simulated.output;

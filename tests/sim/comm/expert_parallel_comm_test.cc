@@ -115,6 +115,25 @@ TEST(ExpertParallelCommTest, MegatronAllToAllDispatcherGathersOverTheExpertTenso
   EXPECT_EQ(testing::FindPlanned(whole.Run(PlanExpertParallel), "etp_dispatch_all_gather"), nullptr);
 }
 
+// moe_layer.py: Megatron's SharedExpertMLP is a TP-split MLP (TEColumnParallelLinear,
+// TERowParallelLinear), so each MoE layer with a shared expert keeps one TP pair beside attention's;
+// without a shared expert (Qwen3-MoE) the MoE layer has none.
+TEST(ExpertParallelCommTest, MegatronSharedExpertKeepsItsTensorParallelPair) {
+  PlanInputs in = testing::Sizes(16, 8, 1, 2, RankLayout::kMegatron);
+  in.ep = 4;
+  in.etp = 2;
+  const char* config = R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})";
+  testing::CommCase shared(config, in, "qwen2-moe-a2.7b.json", Engine::kMegatronLm);
+  testing::CommCase routed_only(config, in, "qwen3-30b-a3b.json", Engine::kMegatronLm);
+  for (testing::CommCase* c : {&shared, &routed_only}) c->input.engine.megatron_sp = true;
+  const PlannedCollective* with = testing::FindPlanned(shared.Run(PlanTensorParallel), "tp_sp_all_gather");
+  const PlannedCollective* without = testing::FindPlanned(routed_only.Run(PlanTensorParallel), "tp_sp_all_gather");
+  ASSERT_NE(with, nullptr);
+  ASSERT_NE(without, nullptr);
+  EXPECT_DOUBLE_EQ(with->calls_per_unit, 24 * 2 * 2.0);     // 24 layers: attention + shared expert, fwd + bwd
+  EXPECT_DOUBLE_EQ(without->calls_per_unit, 48 * 1 * 2.0);  // 48 layers: attention only
+}
+
 // MoEAllGatherTokenDispatcher (the same file): token_permutation gathers every rank's hidden states,
 // probabilities and routing map over tp_ep_group, token_unpermutation reduce-scatters the weighted
 // expert outputs back; each token travels once, not once per chosen expert.

@@ -136,6 +136,29 @@ TEST(Fsdp2CommTest, MegatronFp8ParamGatherMovesGemmWeightsInOneByte) {
   ASSERT_NE(ag, nullptr);
   const double linear = 32.0 * (4096.0 * 10240 + 3.0 * 4096 * 14336);
   EXPECT_NEAR(ag->call.bytes_per_call * ag->calls_per_unit, 2 * kLlama8b - linear, 1e3);
+  // Two pipeline stages: each gathers its half, the linear weights still at 1 byte.
+  CommCase staged(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+                  Sizes(16, 8, 2, 1, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  staged.input.workload.gradient_bytes_per_element = 4;
+  staged.input.engine.fp8 = true;
+  staged.input.engine.fp8_param_gather = true;
+  const PlannedCollective* half = FindPlanned(staged.Run(PlanDataParallel), "dist_opt_param_all_gather");
+  ASSERT_NE(half, nullptr);
+  EXPECT_NEAR(half->call.bytes_per_call * half->calls_per_unit, (2 * kLlama8b - linear) / 2, 1e3);
+  // A MoE model without --ep: the routed experts are GEMM weights too, gathered at 1 byte.
+  CommCase moe(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})",
+               Sizes(8, 8, 1, 1, RankLayout::kMegatron), "mixtral-8x7b.json", Engine::kMegatronLm);
+  moe.input.engine.fp8 = true;
+  const auto bf16_planned = moe.Run(PlanDataParallel);
+  moe.input.engine.fp8_param_gather = true;
+  const auto fp8_planned = moe.Run(PlanDataParallel);
+  const PlannedCollective* bf16_moe = FindPlanned(bf16_planned, "dist_opt_param_all_gather");
+  const PlannedCollective* fp8_moe = FindPlanned(fp8_planned, "dist_opt_param_all_gather");
+  ASSERT_NE(bf16_moe, nullptr);
+  ASSERT_NE(fp8_moe, nullptr);
+  const double experts = 32.0 * 8 * 3 * 4096 * 14336;  // Mixtral's routed experts
+  EXPECT_GT(bf16_moe->call.bytes_per_call * bf16_moe->calls_per_unit - fp8_moe->call.bytes_per_call * fp8_moe->calls_per_unit,
+            experts);
 }
 
 }  // namespace

@@ -33,6 +33,12 @@ int CountNamed(const Program& p, const std::string& prefix) {
   return n;
 }
 
+int CountExact(const Program& p, const std::string& name) {
+  int n = 0;
+  for (const Task& t : p.tasks) n += t.name == name ? 1 : 0;
+  return n;
+}
+
 const Task* Named(const Program& p, const std::string& name) {
   for (const Task& t : p.tasks) {
     if (t.name == name) return &t;
@@ -136,6 +142,30 @@ TEST(EngineProgramTest, Fp8CastsAreTasksOfEachLayer) {
   ASSERT_NE(cast, nullptr);
   EXPECT_GT(cast->compute_seconds, 0);
   EXPECT_EQ(CountNamed(*fp8, "bwd layers_31_fp8_cast"), 1);
+}
+
+// Megatron-Core's MoE (token_dispatcher.py MoEAlltoAllTokenDispatcher): the dispatch and combine
+// all-to-alls sit on the MoE layers' chain only (DeepSeek-V2-Lite's first layer is dense), the
+// routing counts move in forward alone, and the simulated step stays near the closed form.
+TEST(EngineProgramTest, MegatronExpertCollectivesRunOnTheMoeLayersOnly) {
+  PlanInputs sizes = Sizes(16, 8, 1, 2, RankLayout::kMegatron);
+  sizes.ep = 8;
+  sizes.etp = 2;
+  CommCase c(kZero1, sizes, "deepseek-v2-lite.json", Engine::kMegatronLm);
+  c.input.engine.megatron_sp = true;
+  c.input.engine.moe_grouped_gemm = true;
+  c.input.workload.gradient_bytes_per_element = 4;
+  auto program = BuildEngineProgram(c.input);
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  EXPECT_EQ(CountExact(*program, "ep_dispatch layer 0"), 0);
+  EXPECT_EQ(CountExact(*program, "ep_dispatch layer 1"), 2);  // forward and backward
+  EXPECT_EQ(CountExact(*program, "etp_dispatch_all_gather layer 1"), 2);
+  for (const Task& t : program->tasks) {
+    if (t.name.starts_with("ep_split_counts")) EXPECT_EQ(t.phase, Phase::kForward) << t.name;
+  }
+  auto schedule = Simulate(*program, c.input);
+  ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+  EXPECT_NEAR(schedule->step_seconds / EstimateStepTime(c.input).step_seconds, 1.0, 0.05);
 }
 
 TEST(EngineProgramTest, PipelinesAreNotSimulated) {

@@ -182,6 +182,13 @@ void CheckZero(RuleContext& ctx, const std::string& type, const OptimizerChoice&
                    "Muon with ZeRO stage 3 and reduce_scatter on (its default): stage3.py raises "
                    "ValueError(\"Muon and reduce scatter cannot be used together\")",
                    "set zero_optimization.reduce_scatter to false");
+    } else if (*stage == 3 && PydanticBool(v, "/zero_optimization/zero_quantized_gradients", false).value_or(false)) {
+      // The next check of the same constructor (stage3.py DeepSpeedZeroOptimizer_Stage3.__init__):
+      // qgZ reduces gradients by all-to-all, which Muon's whole-matrix update cannot take.
+      ctx.ReportIf(kBuilt, "optimizer-param-value", "/zero_optimization/zero_quantized_gradients",
+                   "Muon with ZeRO stage 3 and zero_quantized_gradients: stage3.py raises "
+                   "ValueError(\"Muon and all2all process group cannot be used together\")",
+                   "set zero_optimization.zero_quantized_gradients to false");
     } else if (rs.value_or(true) && OffloadDevice(v, "offload_optimizer") != "none") {
       ctx.ReportIf(kBuilt, "optimizer-param-value", "/optimizer/type",
                    "Muon with ZeRO stage " + std::to_string(*stage) + ", reduce_scatter and optimizer offload: "

@@ -8,7 +8,7 @@ namespace dsp {
 
 const std::vector<RuleSet>& AllRuleSets() {
   static const std::vector<RuleSet> sets = {
-      JsonRules(),           BatchRules(),          ZeroRules(),
+      JsonRules(),           BatchRules(),          ZeroRules(),           ZeroVariantRules(),
       PrecisionRules(),      PrecisionMixRules(),   DictSectionRules(),    GradientRules(),       OptimizerRules(),      SchedulerRules(),      CompileRules(),
       TensorParallelRules(), ExpertParallelRules(), SequenceParallelRules(),
       CheckpointingRules(),  EnvironmentRules(),    ConsumerRules(),

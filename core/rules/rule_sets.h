@@ -9,6 +9,7 @@ namespace dsp {
 RuleSet JsonRules();               // json_rules.cc: parser and schema findings (emitted elsewhere)
 RuleSet BatchRules();              // batch_rules.cc
 RuleSet ZeroRules();               // zero_rules.cc
+RuleSet ZeroVariantRules();        // zero_variant_rules.cc (ZenFlow, hpZ, MiCS)
 RuleSet PrecisionRules();          // precision_rules.cc (fp16/bf16, torch_autocast, comm dtypes)
 RuleSet PrecisionMixRules();       // precision_mix_rules.cc (grad_accum_dtype per ZeRO stage)
 RuleSet DictSectionRules();        // dict_section_rules.cc (amp, progressive_layer_drop, curriculum_learning)

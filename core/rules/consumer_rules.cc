@@ -62,12 +62,29 @@ void FindAuto(const Json& v, const std::string& pointer, std::vector<std::string
   }
 }
 
+// deepspeed/__init__.py initialize reads the raw dict before DeepSpeedConfig drops "auto":
+// `autotp_size = config.get("tensor_parallel", {}).get("autotp_size", 0); if autotp_size and
+// autotp_size > 0:` compares a str with an int. Every launcher that does not refuse it first
+// (Accelerate, the Trainer: CheckAuto) reaches it, so this holds without --consumer too.
+void CheckAutotpSizeAuto(RuleContext& ctx) {
+  const Consumer c = ctx.options().consumer;
+  if (c == Consumer::kHfTrainer || c == Consumer::kAccelerate) return;
+  const Json* v = ctx.view().Get("/tensor_parallel/autotp_size");
+  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>() != "auto") return;
+  ctx.Report("auto-unfilled", "/tensor_parallel/autotp_size",
+             "tensor_parallel.autotp_size is \"auto\": deepspeed.initialize compares it with 0 before the config "
+             "model drops \"auto\" (deepspeed/__init__.py: `autotp_size > 0`) and raises TypeError; no launcher "
+             "fills it (Accelerate raises ValueError first)",
+             "write the tensor-parallel size, or remove tensor_parallel");
+}
+
 void CheckAuto(RuleContext& ctx) {
   Consumer c = ctx.options().consumer;
   std::vector<std::string> autos;
   FindAuto(ctx.view().root(), "", &autos);
   for (const std::string& p : autos) {
     std::string name = DottedName(p);
+    if (p == "/tensor_parallel/autotp_size" && c != Consumer::kHfTrainer && c != Consumer::kAccelerate) continue;
     if (c == Consumer::kHfTrainer || c == Consumer::kAccelerate) {
       const auto& fills = c == Consumer::kHfTrainer ? TrainerFills() : AccelerateFills();
       if (fills.contains(p)) continue;
@@ -159,6 +176,7 @@ RuleSet ConsumerRules() {
        ""},
   };
   set.check = [](RuleContext& ctx) {
+    CheckAutotpSizeAuto(ctx);
     if (ctx.options().consumer == Consumer::kUnspecified) return;
     CheckAuto(ctx);
     CheckSections(ctx);

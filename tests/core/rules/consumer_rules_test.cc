@@ -91,5 +91,22 @@ TEST(ConsumerRulesTest, StrictLoadersFailOnHjson) {
   EXPECT_EQ(Find(Validate(text, As(Consumer::kDeepSpeed)), "json-comment")->severity, Severity::kWarning);
 }
 
+// deepspeed/__init__.py initialize (master @0a1fbe1d): `autotp_size = config.get("tensor_parallel",
+// {}).get("autotp_size", 0); if autotp_size and autotp_size > 0:` runs on the raw dict, before
+// DeepSpeedConfigModel could drop "auto": "auto" > 0 is a TypeError, whoever launches (with or
+// without --consumer); Accelerate refuses it earlier with its own ValueError.
+TEST(ConsumerRulesTest, AutotpSizeAutoIsATypeErrorInDeepspeedInitialize) {
+  const char* config = R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": "auto"}})";
+  for (Consumer c : {Consumer::kUnspecified, Consumer::kDeepSpeed, Consumer::kMegatronDeepSpeed}) {
+    auto r = Validate(config, As(c));
+    const Diagnostic* d = FindAt(r, "auto-unfilled", "/tensor_parallel/autotp_size");
+    ASSERT_NE(d, nullptr) << testing::Dump(r);
+    EXPECT_EQ(d->severity, Severity::kError);
+    EXPECT_TRUE(MessageHas(r, "auto-unfilled", "TypeError"));
+  }
+  auto trainer = Validate(config, As(Consumer::kAccelerate));
+  EXPECT_TRUE(MessageHas(trainer, "auto-unfilled", "not found in kwargs"));
+}
+
 }  // namespace
 }  // namespace dsp

@@ -125,6 +125,51 @@ void CheckMics(RuleContext& ctx, int64_t stage) {
   }
 }
 
+// ZeRO-Offload with an optimizer the script passes: engine.py _configure_optimizer raises
+// ZeRORuntimeException("You are using ZeRO-Offload with a client provided optimizer ...") unless it
+// is DeepSpeedCPUAdam or DeepSpeedCPULion or zero_force_ds_cpu_optimizer is false
+// (zero_use_cpu_optimizer: offload_optimizer.device cpu or nvme). Which optimizer arrives depends on
+// the launcher: the Trainer's create_optimizer (torch AdamW by default) and Accelerate's prepared
+// optimizer when the config has no optimizer section; Megatron-DeepSpeed's own (DeepSpeedCPUAdam only
+// with --cpu-optimizer) whatever the section; a script's own without the section.
+void CheckOffloadClientOptimizer(RuleContext& ctx, int64_t stage) {
+  const ConfigView& v = ctx.view();
+  const std::string device = OffloadDevice(v, "offload_optimizer");
+  if (stage < 1 || (device != "cpu" && device != "nvme")) return;
+  if (!PydanticBool(v, "/zero_force_ds_cpu_optimizer", true).value_or(true)) return;
+  const Consumer c = ctx.options().consumer;
+  const bool section = v.Get("/optimizer") != nullptr;
+  if (section && c != Consumer::kMegatronDeepSpeed) return;  // DeepSpeed builds DeepSpeedCPUAdam itself
+  std::string who;
+  Severity severity = Severity::kWarning;
+  switch (c) {
+    case Consumer::kHfTrainer:
+      who = "the Trainer passes the optimizer its create_optimizer builds (torch AdamW by default)";
+      severity = Severity::kError;
+      break;
+    case Consumer::kAccelerate:
+      who = "Accelerate passes the script's optimizer";
+      severity = Severity::kError;
+      break;
+    case Consumer::kMegatronDeepSpeed:
+      who = "Megatron-DeepSpeed passes its own optimizer (DeepSpeedCPUAdam only with --cpu-optimizer)";
+      break;
+    case Consumer::kDeepSpeed:
+      who = "the script must pass optimizer= (no optimizer section), and only DeepSpeedCPUAdam or DeepSpeedCPULion pass";
+      break;
+    case Consumer::kUnspecified:
+      who = "whoever launches passes the optimizer (no optimizer section): the Trainer's and Accelerate's are torch "
+            "optimizers; pass --consumer to check it for your launcher";
+      break;
+  }
+  ctx.ReportAs(severity, "zero-offload-client-optimizer", "/zero_optimization/offload_optimizer/device",
+               "ZeRO-Offload of the optimizer to " + device + " with a client optimizer: " + who +
+                   ", and engine.py raises ZeRORuntimeException(\"You are using ZeRO-Offload with a client provided "
+                   "optimizer ...\") for anything but DeepSpeedCPUAdam or DeepSpeedCPULion",
+               "add an optimizer section (DeepSpeed then builds DeepSpeedCPUAdam), pass DeepSpeedCPUAdam, or set "
+               "\"zero_force_ds_cpu_optimizer\": false");
+}
+
 }  // namespace
 
 RuleSet ZeroVariantRules() {
@@ -152,6 +197,12 @@ RuleSet ZeroVariantRules() {
        "utils/groups.py _create_zero_param_parallel_group takes min(zero_hpz_partition_size, world) ranks per "
        "secondary group and asserts that it divides the world size (_ensure_divisibility).",
        ""},
+      {"zero-offload-client-optimizer", Severity::kError, "zero", "ZeRO-Offload with a client optimizer",
+       "engine.py _configure_optimizer: with offload_optimizer on cpu or nvme (zero_use_cpu_optimizer) a client "
+       "optimizer that is not DeepSpeedCPUAdam or DeepSpeedCPULion raises ZeRORuntimeException unless "
+       "zero_force_ds_cpu_optimizer is false. Launcher-dependent: an error under --consumer hf-trainer or "
+       "accelerate without an optimizer section, a warning otherwise.",
+       ""},
       {"zero-mics-world", Severity::kError, "zero", "mics_shard_size against the world and the nodes",
        "runtime/zero/mics_utils.py _generate_mics_config asserts that mics_shard_size divides the ranks of a "
        "pipeline stage; the hierarchical all-gather asserts that a shard spans more than one node.",
@@ -163,6 +214,7 @@ RuleSet ZeroVariantRules() {
     CheckZenFlow(ctx, *stage);
     CheckHpz(ctx, *stage);
     CheckMics(ctx, *stage);
+    CheckOffloadClientOptimizer(ctx, *stage);
   };
   return set;
 }

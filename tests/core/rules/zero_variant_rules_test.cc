@@ -93,5 +93,36 @@ TEST(ZeroVariantRulesTest, MuonRefusesQuantizedGradientsAtStageThree) {
   EXPECT_TRUE(MessageHas(rs, "optimizer-param-value", "Muon and reduce scatter cannot be used together"));
 }
 
+// engine.py _configure_optimizer: ZeRO-Offload with a client optimizer that is not DeepSpeedCPUAdam or
+// DeepSpeedCPULion raises ZeRORuntimeException unless zero_force_ds_cpu_optimizer is false. The Trainer
+// passes its create_optimizer's torch AdamW when the config has no optimizer section
+// (transformers integrations/deepspeed.py deepspeed_optim_sched).
+TEST(ZeroVariantRulesTest, OffloadWithAClientOptimizerDependsOnTheLauncher) {
+  const std::string no_section =
+      R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
+  auto trainer = Validate(no_section, testing::As(Consumer::kHfTrainer));
+  const Diagnostic* d = testing::FindAt(trainer, "zero-offload-client-optimizer", "/zero_optimization/offload_optimizer/device");
+  ASSERT_NE(d, nullptr) << testing::Dump(trainer);
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_TRUE(MessageHas(trainer, "zero-offload-client-optimizer", "You are using ZeRO-Offload with a client provided"));
+  // Without --consumer, and under a script or Megatron-DeepSpeed, it depends on what is passed: a warning.
+  for (Consumer c : {Consumer::kUnspecified, Consumer::kDeepSpeed}) {
+    const Diagnostic* w = testing::Find(Validate(no_section, testing::As(c)), "zero-offload-client-optimizer");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->severity, Severity::kWarning);
+  }
+  // An optimizer section: DeepSpeed builds DeepSpeedCPUAdam itself; Megatron-DeepSpeed ignores the section.
+  const std::string section =
+      R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+          "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
+  EXPECT_NO_DIAG(Validate(section, testing::As(Consumer::kHfTrainer)), "zero-offload-client-optimizer");
+  EXPECT_NE(testing::Find(Validate(section, testing::As(Consumer::kMegatronDeepSpeed)), "zero-offload-client-optimizer"),
+            nullptr);
+  // zero_force_ds_cpu_optimizer false lets any optimizer through.
+  EXPECT_NO_DIAG(Validate(R"({"train_batch_size": 8, "zero_force_ds_cpu_optimizer": false,
+      "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})", testing::As(Consumer::kHfTrainer)),
+                 "zero-offload-client-optimizer");
+}
+
 }  // namespace
 }  // namespace dsp

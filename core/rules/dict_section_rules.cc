@@ -51,6 +51,35 @@ void Check(RuleContext& ctx) {
   }
 }
 
+// MoQ, the weight quantization of compression_training (read as a dict by runtime/config.py
+// get_quantize_enabled / get_weight_quantization): engine.py _configure_quantization asserts fp16 when
+// the weights are quantized in the optimizer step (quantize_weight_in_forward false, the default), and
+// get_weight_quantization asserts different_groups when it is enabled.
+void CheckMoq(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  const std::string shared = "/compression_training/weight_quantization/shared_parameters";
+  if (!DictFlag(v, shared + "/enabled")) return;
+  if (v.Get("/compression_training/weight_quantization/different_groups") == nullptr) {
+    ctx.Report("moq-config", "/compression_training/weight_quantization",
+               "weight quantization is enabled without different_groups: get_weight_quantization asserts "
+               "\"Weigh Quantization is enabled, different_groups must be specified\" while DeepSpeed reads the config",
+               "add \"different_groups\" naming the modules and their bits");
+  }
+  if (DictFlag(v, shared + "/quantize_weight_in_forward") || Fp16Enabled(v)) return;
+  // fp16.enabled written as a template placeholder: whatever fills it decides.
+  const Json* fp16 = v.Get("/fp16/enabled");
+  if (fp16 != nullptr && !fp16->is_boolean()) return;
+  // With neither precision section the file leaves precision to whoever launches it (a script may
+  // add fp16 before deepspeed.initialize): a warning; fp16 off or bf16 on is the assert for sure.
+  const bool decided = fp16 != nullptr || v.Get("/bf16") != nullptr || v.Get("/bfloat16") != nullptr;
+  ctx.ReportAs(decided ? Severity::kError : Severity::kWarning, "moq-config", shared + "/enabled",
+               "MoQ quantizes the weights in the optimizer step (quantize_weight_in_forward is false) without fp16: "
+               "engine.py _configure_quantization asserts \"MoQ (quantize in optimization step) weight quantization "
+               "is only supported for FP16\" (an assert: python -O skips it)" +
+                   std::string(decided ? "" : "; the file sets no precision, so this holds unless the script enables fp16"),
+               "enable fp16, or set quantize_weight_in_forward to true");
+}
+
 }  // namespace
 
 RuleSet DictSectionRules() {
@@ -71,7 +100,16 @@ RuleSet DictSectionRules() {
        "truthiness: \"false\" is a non-empty string, so the feature is on.",
        ""},
   };
-  set.check = Check;
+  set.rules.push_back(
+      {"moq-config", Severity::kError, "sections", "compression_training's weight quantization (MoQ) as DeepSpeed builds it",
+       "runtime/config.py get_weight_quantization asserts different_groups when weight quantization is enabled; "
+       "engine.py _configure_quantization asserts fp16 when the weights are quantized in the optimizer step "
+       "(quantize_weight_in_forward false, its default).",
+       ""});
+  set.check = [](RuleContext& ctx) {
+    Check(ctx);
+    CheckMoq(ctx);
+  };
   return set;
 }
 

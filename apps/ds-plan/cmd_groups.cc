@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/sim_setup.h"
 #include "core/schema/schema_check.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/world_options.h"
@@ -24,6 +25,7 @@ struct GroupsArgs {
   std::string expert_layout = "auto";
   std::string format = "table";
   std::vector<std::string> sets;
+  CLI::Option* layout_option = nullptr;  // whether --layout was given
 };
 
 int RunGroups(const GroupsArgs& args) {
@@ -57,6 +59,18 @@ int RunGroups(const GroupsArgs& args) {
   inputs.gpus_per_node = world->gpus_per_node;
   inputs.pp = world->pp;
   inputs.layout = args.layout == "megatron" ? RankLayout::kMegatron : RankLayout::kDeepSpeed;
+  // The layout tune or explore recorded under _ds_plan (pipeline stages, the engine's tp, cp, ep):
+  // the groups of the plan that was emitted, with the engine's rank layout unless --layout is given.
+  std::vector<std::string> notes;
+  if (auto noted = ReadNotedLayout(args.config, parsed.doc.root, args.world, &notes)) {
+    inputs.pp = noted->pp;
+    inputs.mpu_tp = noted->mpu_tp;
+    inputs.cp = noted->cp;
+    inputs.ep = noted->ep;
+    inputs.etp = noted->etp;
+    if (args.layout_option == nullptr || args.layout_option->count() == 0) inputs.layout = noted->framework->rank_layout;
+  }
+  for (const std::string& n : notes) std::cerr << "ds-plan: note: " << n << "\n";
   for (ExpertLayout e : {ExpertLayout::kAuto, ExpertLayout::kExpertsFirst, ExpertLayout::kDataFirst,
                          ExpertLayout::kLaneMajor, ExpertLayout::kFolding, ExpertLayout::kMegatronMpu}) {
     if (ExpertLayoutName(e) == args.expert_layout) inputs.expert_layout = e;
@@ -72,6 +86,8 @@ int RunGroups(const GroupsArgs& args) {
   vopt.world_size = inputs.world_size;
   vopt.gpus_per_node = inputs.gpus_per_node;
   vopt.pp = inputs.pp;
+  if (inputs.mpu_tp > 0) vopt.mpu_tp = inputs.mpu_tp;
+  if (inputs.cp > 1) vopt.context_parallel = inputs.cp;
   FileReport report = ValidateText(args.config, parsed.doc.source.text(), vopt, overrides);
   GroupsView view;
   if (args.rank >= 0) view.rank = args.rank;
@@ -96,7 +112,7 @@ Command AddGroupsCommand(CLI::App& root) {
   app->add_option("config", args->config, "DeepSpeed config file")->required();
   args->world.AddTo(app);
   app->add_option("--rank", args->rank, "show only the groups containing this rank")->check(CLI::NonNegativeNumber);
-  app->add_option("--layout", args->layout, "whose rank layout: DeepSpeed's, or Megatron-core's for comparison")
+  args->layout_option = app->add_option("--layout", args->layout, "whose rank layout: DeepSpeed's, or Megatron-core's for comparison")
       ->check(CLI::IsMember({"deepspeed", "megatron"}));
   app->add_option("--expert-layout", args->expert_layout,
                   "DeepSpeed EP/EDP code path: auto (what the engine builds), e+d, d+e, lane-major, folding, mpu")

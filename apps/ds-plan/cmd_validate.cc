@@ -39,21 +39,14 @@ struct ValidateArgs {
 ValidateOptions OptionsForFile(const std::string& path, const std::string& text, const ValidateArgs& args,
                                ValidateOptions options) {
   const Json root = ParseDeepSpeedConfig(path, text).doc.root;
-  if (!root.is_object() || !root.contains("_ds_plan")) return options;
-  SimArgs planned;
-  planned.world = args.world;  // --pp given on the command line wins
   std::vector<std::string> notes;
-  if (Status note = ApplyPlanNote(root, &planned, &notes); !note.ok()) {
-    std::cerr << "ds-plan: note: " << path << ": " << note.error().message << ": its _ds_plan is not used\n";
-    return options;
-  }
-  const sim::Engine engine = sim::ParseEngineName(planned.engine).value_or(sim::Engine::kDeepSpeed);
-  const sim::FrameworkProfile& fw = sim::FrameworkOf(engine);
-  options.pp = planned.world.pp;
-  if (fw.megatron_tp() && planned.megatron_tp > 0) options.mpu_tp = planned.megatron_tp;
-  if (planned.cp > 1) options.context_parallel = planned.cp;
-  options.pipeline_allows_sharded_zero = fw.pipeline_max_zero_stage >= 2;
-  for (const std::string& n : notes) std::cerr << "ds-plan: note: " << path << ": " << n << "\n";
+  const std::optional<NotedLayout> noted = ReadNotedLayout(path, root, args.world, &notes);
+  for (const std::string& n : notes) std::cerr << "ds-plan: note: " << n << "\n";
+  if (!noted) return options;
+  options.pp = noted->pp;
+  if (noted->mpu_tp > 0) options.mpu_tp = noted->mpu_tp;
+  if (noted->cp > 1) options.context_parallel = noted->cp;
+  options.pipeline_allows_sharded_zero = noted->framework->pipeline_max_zero_stage >= 2;
   return options;
 }
 

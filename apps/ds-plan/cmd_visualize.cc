@@ -166,6 +166,22 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
   options.gpus_per_node = world->gpus_per_node;
   options.pp = world->pp;
   options.model = &*model;
+  // The pipeline stages a tuned config records under _ds_plan (the graph is DeepSpeed's passes:
+  // another engine's layout is named, not drawn).
+  std::vector<std::string> noted_notes;
+  const std::optional<NotedLayout> noted =
+      ReadNotedLayout(args.config, ParseDeepSpeedConfig(args.config, text.value()).doc.root, args.world, &noted_notes);
+  for (const std::string& n : noted_notes) std::cerr << "ds-plan: note: " << n << "\n";
+  if (noted) {
+    options.pp = noted->pp;
+    if (noted->mpu_tp > 0) options.mpu_tp = noted->mpu_tp;
+    if (noted->cp > 1) options.context_parallel = noted->cp;
+    options.pipeline_allows_sharded_zero = noted->framework->pipeline_max_zero_stage >= 2;
+    if (noted->framework->engine != sim::Engine::kDeepSpeed) {
+      std::cerr << "ds-plan: note: the config was planned for --engine " << noted->framework->name
+                << ": the graph shows DeepSpeed's compiler passes, not that engine's\n";
+    }
+  }
   if (!args.attn_impl.empty()) options.attn_implementation = args.attn_impl;
   FileReport report = ValidateText(args.config, text.value(), options);
   if (!report.valid()) {
@@ -181,7 +197,7 @@ int RunVisualizeGraph(const VisualizeGraphArgs& args) {
     PlanInputs inputs;
     inputs.world_size = *world->world_size;
     inputs.gpus_per_node = world->gpus_per_node;
-    inputs.pp = world->pp;
+    inputs.pp = noted ? noted->pp : world->pp;
     auto built = BuildPlan(config_json, inputs);
     if (!built.ok()) {
       std::cerr << args.config << ": error: " << built.error().message << "\n";

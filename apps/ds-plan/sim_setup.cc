@@ -207,6 +207,30 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
   return Status::Ok();
 }
 
+std::optional<NotedLayout> ReadNotedLayout(const std::string& path, const Json& root, const WorldOptions& world,
+                                           std::vector<std::string>* notes) {
+  if (!root.is_object() || !root.contains("_ds_plan")) return std::nullopt;
+  SimArgs planned;
+  planned.world = world;  // --pp given on the command line wins
+  std::vector<std::string> used;
+  if (Status note = ApplyPlanNote(root, &planned, &used); !note.ok()) {
+    notes->push_back(path + ": " + note.error().message + ": its _ds_plan is not used");
+    return std::nullopt;
+  }
+  for (const std::string& u : used) notes->push_back(path + ": " + u);
+  NotedLayout out;
+  out.pp = planned.world.pp;
+  out.framework = &sim::FrameworkOf(sim::ParseEngineName(planned.engine).value_or(sim::Engine::kDeepSpeed));
+  if (out.framework->megatron_tp() && planned.megatron_tp > 0) out.mpu_tp = planned.megatron_tp;
+  if (out.framework->context_parallel != sim::ContextParallel::kNone && planned.cp > 1) out.cp = planned.cp;
+  if (out.framework->expert_parallel_flag && planned.ep > 1) {
+    out.ep = planned.ep;
+    // Megatron-Core's --expert-tensor-parallel-size defaults to the tensor-parallel size.
+    if (out.framework->megatron_moe_options) out.etp = planned.etp > 0 ? planned.etp : std::max<int64_t>(out.mpu_tp, 1);
+  }
+  return out;
+}
+
 void PrintWarnings(const FileReport& report) {
   FileReport warnings = report;
   std::erase_if(warnings.diagnostics, [](const Diagnostic& d) { return d.severity != Severity::kWarning; });

@@ -86,6 +86,18 @@ struct SimSetup {
 // did not give takes the note's value; `notes` says which were taken.
 Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>* notes);
 
+// The layout a config's _ds_plan note records, for the commands without engine flags (validate,
+// groups, visualize graph): the note's pipeline stages unless --pp was given, its engine and that
+// engine's tp, cp, ep and etp. `notes` says which were taken; a note that does not parse is
+// reported there and ignored (nullopt).
+struct NotedLayout {
+  int64_t pp = 1;
+  const sim::FrameworkProfile* framework = nullptr;  // the note's engine (DeepSpeed's without one)
+  int64_t mpu_tp = 0, cp = 0, ep = 0, etp = 0;       // 0: not in the note
+};
+std::optional<NotedLayout> ReadNotedLayout(const std::string& path, const Json& root, const WorldOptions& world,
+                                           std::vector<std::string>* notes);
+
 // Prints the report's warnings (not its notes) to stderr as validate renders them, so a command
 // that draws or schedules a config says what validate would: a fallback DeepSpeed takes, a setting
 // it ignores. Nothing when there are none.

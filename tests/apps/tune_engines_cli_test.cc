@@ -89,6 +89,21 @@ TEST(TuneEnginesCliTest, AnEmittedPlanOfAnotherEngineSimulatesAsRanked) {
   auto validated = RunCli("validate " + out + " --world-size 64");
   EXPECT_EQ(validated.exit_code, 0) << validated.output;
   EXPECT_NE(validated.output.find("from the config's _ds_plan"), std::string::npos) << validated.output;
+  // groups builds the emitted plan's groups (Megatron's layout, its tp and pp) and visualize graph
+  // validates it the same way; both say what they took from the note.
+  auto groups = RunCli("groups " + out + " --world-size 64 --format json", false);
+  ASSERT_EQ(groups.exit_code, 0) << groups.output;
+  const Json g = Json::parse(groups.output);
+  EXPECT_EQ(g["rank_layout"], "megatron") << g.dump();
+  const Json simulated_layout = Json::parse(RunCli("simulate " + out + kLlama70b + " --format json", false).output)["layout"];
+  EXPECT_EQ(g["layout"]["tp"], simulated_layout["tp"]);
+  EXPECT_EQ(g["layout"]["pp"], simulated_layout["pp"]);
+  auto noted = RunCli("groups " + out + " --world-size 64");
+  EXPECT_NE(noted.output.find("from the config's _ds_plan"), std::string::npos) << noted.output;
+  auto graph = RunCli("visualize graph " + out + " --model samples/models/llama-3-70b.json --world-size 64 -o " +
+                      (dir / "g.json").string());
+  EXPECT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_NE(graph.output.find("not that engine's"), std::string::npos) << graph.output;
   // A --pp given on the command line wins over the note (and then the batch no longer adds up).
   auto given = RunCli("validate " + out + " --world-size 64 --pp 1");
   EXPECT_EQ(given.output.find(", pp "), std::string::npos) << given.output;

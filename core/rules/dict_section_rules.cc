@@ -80,6 +80,30 @@ void CheckMoq(RuleContext& ctx) {
                "enable fp16, or set quantize_weight_in_forward to true");
 }
 
+// elasticity, read as a dict by elasticity/config.py ElasticityConfig.__init__ when enabled (types
+// and ranges are the schema's): max_train_batch_size and micro_batch_sizes are required, and
+// max_gpus may not be below min_gpus; each raises ElasticityConfigError while DeepSpeed reads the config.
+void CheckElasticity(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  if (!DictFlag(v, "/elasticity/enabled")) return;
+  for (const char* key : {"max_train_batch_size", "micro_batch_sizes"}) {
+    if (v.Get(std::string("/elasticity/") + key) != nullptr) continue;
+    ctx.Report("elasticity-config", "/elasticity",
+               std::string("elasticity is enabled without ") + key +
+                   ": ElasticityConfig raises ElasticityConfigError(\"Elasticity config missing " + key + "\")",
+               std::string("add \"") + key + "\"");
+  }
+  auto min_gpus = v.Int("/elasticity/min_gpus"), max_gpus = v.Int("/elasticity/max_gpus");
+  const int64_t lo = min_gpus.or_default(1), hi = max_gpus.or_default(10000);  // elasticity/constants.py defaults
+  if ((min_gpus.present() || max_gpus.present()) && lo >= 1 && hi >= 1 && hi < lo) {
+    ctx.Report("elasticity-config", max_gpus.present() ? max_gpus.pointer : min_gpus.pointer,
+               "elasticity max_gpus " + std::to_string(hi) + " is below min_gpus " + std::to_string(lo) +
+                   ": ElasticityConfig raises ElasticityConfigError(\"Elasticity min_gpus cannot be greater than "
+                   "max_gpus ...\")",
+               "make max_gpus at least min_gpus");
+  }
+}
+
 }  // namespace
 
 RuleSet DictSectionRules() {
@@ -106,9 +130,16 @@ RuleSet DictSectionRules() {
        "engine.py _configure_quantization asserts fp16 when the weights are quantized in the optimizer step "
        "(quantize_weight_in_forward false, its default).",
        ""});
+  set.rules.push_back(
+      {"elasticity-config", Severity::kError, "sections", "elasticity's own checks when enabled",
+       "elasticity/config.py ElasticityConfig.__init__ (built when elasticity is enabled) requires "
+       "max_train_batch_size and micro_batch_sizes and raises ElasticityConfigError when max_gpus is below "
+       "min_gpus; the list, positivity and range checks are the schema's.",
+       ""});
   set.check = [](RuleContext& ctx) {
     Check(ctx);
     CheckMoq(ctx);
+    CheckElasticity(ctx);
   };
   return set;
 }

@@ -35,5 +35,17 @@ TEST(DictSectionRulesTest, MoqNeedsFp16AndItsGroups) {
       {"weight_quantization": {"shared_parameters": {"enabled": true}, )" + groups + "}}}"), "moq-config");
 }
 
+// elasticity/config.py ElasticityConfig.__init__: the two required keys and min_gpus <= max_gpus.
+TEST(DictSectionRulesTest, ElasticityChecksItsOwnSection) {
+  auto missing = Validate(R"({"elasticity": {"enabled": true, "micro_batch_sizes": [2, 4]}})");
+  EXPECT_TRUE(MessageHas(missing, "elasticity-config", "Elasticity config missing max_train_batch_size"));
+  auto swapped = Validate(R"({"elasticity": {"enabled": true, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4],
+      "min_gpus": 8, "max_gpus": 4}})");
+  EXPECT_DIAG(swapped, "elasticity-config", "/elasticity/max_gpus");
+  EXPECT_NO_DIAG(Validate(R"({"elasticity": {"enabled": true, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4],
+      "min_gpus": 4, "max_gpus": 8}})"), "elasticity-config");
+  EXPECT_NO_DIAG(Validate(R"({"train_batch_size": 8, "elasticity": {"enabled": false}})"), "elasticity-config");
+}
+
 }  // namespace
 }  // namespace dsp

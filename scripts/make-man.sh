@@ -37,5 +37,8 @@ section() {
   printf '[SEE ALSO]\nThe documentation in the ds-plan source tree: README.md and docs/.\n'
 } > "$include"
 
-help2man --no-info --no-discard-stderr --section 1 --include "$include" --output "$out.tmp" "$bin"
+# The page names the release, not the commit --version adds (the page stays the same across commits).
+version=$("$bin" --version | head -n 1 | cut -d ' ' -f 1-2)
+help2man --no-info --no-discard-stderr --section 1 --version-string "$version" --include "$include" \
+  --output "$out.tmp" "$bin"
 mv "$out.tmp" "$out"

@@ -8,12 +8,17 @@
 
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
+#include "core/config/deepspeed_version.h"
 #include "core/util/text.h"
+#include "git_version.h"
 
 int main(int argc, char** argv) {
   using namespace dsp::app;
   CLI::App app{"ds-plan: check, lay out and simulate DeepSpeed parallel training before launch", "ds-plan"};
-  app.set_version_flag("--version", std::string("ds-plan ") + kVersion);
+  // The version, the commit it was built from and the DeepSpeed tree its rules follow.
+  app.set_version_flag("--version", std::string("ds-plan ") + kVersion + " (commit " + kGitCommit + ")\n" +
+                                        "validate rules: " + dsp::kDeepSpeedRulesSource +
+                                        "; --deepspeed-version X.Y.Z for a release's verdicts");
   app.require_subcommand(1);
   // Global: accepted before or after the command name (fallthrough hands it to the root).
   std::string color = "auto";

@@ -25,6 +25,11 @@ struct DeepSpeedVersion {
   static std::optional<DeepSpeedVersion> Parse(std::string_view text);
 };
 
+// The DeepSpeed tree the rules were read from and its newest behaviour follows: not a release (the
+// newest tag is v0.19.5); 0.19.6 is that commit's version.txt.
+inline constexpr const char* kDeepSpeedRulesSource =
+    "deepspeedai/DeepSpeed main at edaa7221 (2026-08-22, version.txt 0.19.6)";
+
 // Releases where behaviour ds-plan checks changed: the first release tag containing each PR
 // (`git tag --contains` in deepspeedai/DeepSpeed). The single source of these numbers.
 namespace ds_release {

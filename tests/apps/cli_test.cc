@@ -338,5 +338,13 @@ TEST(CliTest, RuleCatalogueDocIsCurrent) {
       << "regenerate: build/release/ds-plan rules --format markdown > docs/rules.md";
 }
 
+// --version names the release, the commit it was built from and the DeepSpeed tree the rules follow.
+TEST(CliTest, VersionNamesTheCommitAndTheRulesSource) {
+  auto r = RunCli("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ds-plan 0.1.0 (commit "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("validate rules: deepspeedai/DeepSpeed main at edaa7221"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace dsp

@@ -2,24 +2,41 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what ds-plan needs on Debian 12 (as root), then configures and builds it.
 # Idempotent: packages already present are not touched, and an unchanged tree rebuilds in seconds.
-# Arguments go to `cmake --build`: scripts/setup.sh --target ds-plan builds only the tool (and
-# ds-plan-exec, which it runs), not the test suite and benchmarks; with none, everything.
+#
+#   scripts/setup.sh                  everything: ds-plan, ds-plan-exec (LibTorch), tests, benchmarks
+#   scripts/setup.sh --planner-only   ds-plan alone (preset "planner", build/planner/ds-plan): no
+#                                     LibTorch, Gloo, python3-torch, GoogleTest or Google Benchmark
+#
+# Other arguments go to `cmake --build`: scripts/setup.sh --target ds-plan builds only the tool (and
+# ds-plan-exec, which it runs), not the test suite and benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev help2man zsh
-          libgtest-dev libgmock-dev libbenchmark-dev libgraphviz-dev libpcre2-dev)
+preset=release
+if [ "${1:-}" = "--planner-only" ]; then
+  preset=planner
+  shift
+fi
+
+# What the planner (ds-plan) builds with: the compiler and CMake, CLI11, nlohmann/json, PCRE2 (the
+# Python `re` patterns of AutoTP/AutoEP), Graphviz (visualize), help2man (the man page).
+packages=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev help2man
+          libgraphviz-dev libpcre2-dev)
 # dtl (header-only) for `visualize graph --diff --dump-after`'s unified diff of the graph text.
 packages+=(libdtl-dev)
 # zlib for `ds-plan compare`'s gzip-compressed PyTorch profiler traces.
 packages+=(zlib1g-dev)
 # `ds-plan explore`: ncurses for the full-screen UI, libedit (BSD) for the line mode's editing,
-# history and completion; tmux drives the full-screen UI in the tests.
-packages+=(libncurses-dev libedit-dev tmux)
-# help2man generates the man page from --help; zsh checks the generated zsh completion in the tests.
-# `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
-# headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.
-packages+=(libtorch-dev libgloo-dev python3-torch)
+# history and completion.
+packages+=(libncurses-dev libedit-dev)
+if [ "$preset" = release ]; then
+  # The tests and benchmarks: GoogleTest, Google Benchmark; tmux drives explore's full-screen UI and
+  # zsh checks the generated zsh completion.
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev tmux zsh)
+  # `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
+  # headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.
+  packages+=(libtorch-dev libgloo-dev python3-torch)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,7 +60,7 @@ if [ ! -f .deps/valijson/usr/share/cmake/valijson/valijsonConfig.cmake ] &&
   dpkg -x .deps/download/libvalijson-dev_*.deb .deps/valijson
 fi
 
-if [ ! -f build/release/build.ninja ]; then
-  cmake --preset release >/dev/null
+if [ ! -f "build/$preset/build.ninja" ]; then
+  cmake --preset "$preset" >/dev/null
 fi
-cmake --build --preset release "$@"
+cmake --build --preset "$preset" "$@"

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/calibrate_steps.h"
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
@@ -183,7 +184,9 @@ Command AddCalibrateCommand(CLI::App& root) {
   app->add_option("runs", args->runs,
                   "TSV of measured runs (samples/runs/published-runs.tsv); with --trace, the DeepSpeed "
                   "config of the traced step")->required();
-  app->add_option("--cluster", args->cluster, "cluster description to start from")->required();
+  app->add_option("--cluster", args->cluster, "cluster description to start from (a file or a preset name)")
+      ->required()
+      ->transform(PresetFile("clusters"));
   app->add_option("-o,--output", args->output, "write the fitted cluster file here (- for standard output)");
   app->add_option("--fit", args->fit,
                   "figures to fit, in this order (default: efficiency.matmul efficiency.memory "
@@ -195,7 +198,8 @@ Command AddCalibrateCommand(CLI::App& root) {
   app->add_option("--trace", args->trace,
                   "fit efficiency.memory, .matmul and .attention to this PyTorch profiler trace of one "
                   "step of RUNS (a DeepSpeed config), class by class");
-  app->add_option("--model", args->sim.model_path, "with --trace: Hugging Face config.json of the model");
+  app->add_option("--model", args->sim.model_path, "with --trace: " + std::string(kModelHelp))
+      ->transform(PresetFile("models"));
   app->add_option("--steps", args->steps,
                   "fit the efficiencies to every traced step and host.* to the host times of this sweep "
                   "of measured one-GPU steps (scripts/gpu-ground-truth.py's steps.tsv), RUNS being the "

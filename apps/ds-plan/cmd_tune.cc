@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
@@ -237,8 +238,8 @@ int RunTune(const TuneArgs& args) {
 Command AddTuneCommand(CLI::App& root) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* app = root.add_subcommand("tune", "search every valid plan for a model on a cluster and rank them");
-  app->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
-  app->add_option("--cluster", args->cluster_path, "cluster description (samples/clusters/*.json)")->required();
+  app->add_option("--model", args->model_path, kModelHelp)->required()->transform(PresetFile("models"));
+  app->add_option("--cluster", args->cluster_path, kClusterHelp)->required()->transform(PresetFile("clusters"));
   args->world.AddTo(app, /*with_pp=*/false);  // tune searches the stages itself
   app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app->add_option("--global-batch", args->global_batch, "sequences per optimizer step (default: 4M tokens)")

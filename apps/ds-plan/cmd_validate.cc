@@ -4,6 +4,7 @@
 #include <memory>
 #include <tuple>
 
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
@@ -132,7 +133,7 @@ Command AddValidateCommand(CLI::App& root) {
   CLI::App* app = root.add_subcommand("validate", "check DeepSpeed config files before launch");
   app->add_option("files", args->files, "DeepSpeed config files (- for stdin)")->required();
   args->world.AddTo(app);
-  app->add_option("--model", args->model_path, "Hugging Face config.json of the model");
+  app->add_option("--model", args->model_path, kModelHelp)->transform(PresetFile("models"));
   app->add_option("--seq-len", args->seq_len, "training sequence length")->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app->add_option("--set", args->sets,
                   "KEY=VALUE override (JSON pointer or dotted key; fills \"auto\" values); repeatable");

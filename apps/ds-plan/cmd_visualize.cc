@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/command.h"
 #include "core/schema/schema_check.h"
 #include "apps/ds-plan/terminal_color.h"
@@ -307,7 +308,7 @@ Command AddVisualizeCommand(CLI::App& root) {
   Command schedule = AddVisualizeScheduleCommand(*app);
   CLI::App* graph = app->add_subcommand("graph", "the forward graph of one training step, as built from the model");
   graph->add_option("config", args->config, "DeepSpeed config file")->required();
-  graph->add_option("--model", args->model_path, "Hugging Face config.json of the model")->required();
+  graph->add_option("--model", args->model_path, kModelHelp)->required()->transform(PresetFile("models"));
   args->world.AddTo(graph);
   graph->add_option("--layers", args->layers,
                     "decoder layers drawn in full, e.g. 0-1, or all; the rest collapse to one node (default: 0)");
@@ -331,7 +332,8 @@ Command AddVisualizeCommand(CLI::App& root) {
   graph->add_option("--cluster", args->cluster,
                     "cluster description: with DeepCompile ZeRO-3, draw the step after WARMUP, when "
                     "prefetch and selective_gather have rewritten the graph (ds-plan's memory and "
-                    "gather-time estimates stand in for DeepSpeed's profile)");
+                    "gather-time estimates stand in for DeepSpeed's profile; a file or a preset name)")
+      ->transform(PresetFile("clusters"));
   graph->add_option("--seq-len", args->seq_len, "sequence length for --cluster's memory estimate (default: the model's)");
   graph->add_flag("--force", args->force, "replace OUT if it exists");
   graph->add_option("-o,--output", args->output, "output file: .svg, .dot or .json (- for standard output, with --format)");

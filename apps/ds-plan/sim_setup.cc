@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/model_input.h"
 #include "core/json/hjson_parser.h"
@@ -18,8 +19,8 @@ namespace {
 
 void SimArgs::AddTo(CLI::App* app) {
   app->add_option("config", config, "DeepSpeed config file")->required();
-  app->add_option("--model", model_path, "Hugging Face config.json of the model")->required();
-  app->add_option("--cluster", cluster_path, "cluster description (samples/clusters/*.json)")->required();
+  app->add_option("--model", model_path, kModelHelp)->required()->transform(PresetFile("models"));
+  app->add_option("--cluster", cluster_path, kClusterHelp)->required()->transform(PresetFile("clusters"));
   AddPlanFlags(app);
 }
 

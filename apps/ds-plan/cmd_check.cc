@@ -26,7 +26,7 @@ namespace dsp::app {
 namespace {
 
 struct CheckArgs {
-  std::string plan;
+  std::vector<std::string> plans;
   double tolerance = 1.0;  // percent
   std::string format = "text";
 };
@@ -73,20 +73,20 @@ Status RecordedPathInside(const std::string& path) {
   return Status::Ok();
 }
 
-int RunCheck(const CheckArgs& args) {
-  if (!std::isfinite(args.tolerance) || args.tolerance < 0) return UsageError("--tolerance must be a percentage >= 0");
-  auto recorded = ReadSnapshot(args.plan);
+// Checks one snapshot; the JSON report goes to *json (format json), the text one to stdout.
+int CheckOne(const std::string& plan, const CheckArgs& args, Json* json) {
+  auto recorded = ReadSnapshot(plan);
   if (!recorded.ok()) return UsageError(recorded.error().message);
   auto inputs = sim::ReadSnapshotInputs(*recorded);
-  if (!inputs.ok()) return UsageError(args.plan + ": " + inputs.error().message);
+  if (!inputs.ok()) return UsageError(plan + ": " + inputs.error().message);
   static const std::set<std::string> kRecompute = {"none", "selective", "full"};
   static const std::set<std::string> kConvention = {"zero-paper", "deepspeed"};
   if (!kRecompute.contains(inputs->recompute) || !kConvention.contains(inputs->convention)) {
-    return UsageError(args.plan + ": /inputs/recompute or /inputs/convention has an unknown value");
+    return UsageError(plan + ": /inputs/recompute or /inputs/convention has an unknown value");
   }
 
   sim::PlanCheckResult result;
-  result.plan_path = args.plan;
+  result.plan_path = plan;
   result.tolerance_percent = args.tolerance;
   result.recorded_version = inputs->ds_plan_version;
   result.current_version = kVersion;
@@ -94,17 +94,17 @@ int RunCheck(const CheckArgs& args) {
   for (auto [name, file] : {std::pair{"config", &inputs->config}, {"model", &inputs->model},
                             {"cluster", &inputs->cluster}}) {
     if (Status inside = RecordedPathInside(file->path); !inside.ok()) {
-      return UsageError(args.plan + ": recorded " + name + " path " + inside.error().message +
+      return UsageError(plan + ": recorded " + name + " path " + inside.error().message +
                         ": check reads only files inside the directory it runs in");
     }
     // Regular files only: a FIFO would block the read for ever, a device never ends.
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file->path, ec)) {
-      return UsageError(args.plan + ": recorded " + name + " " + EscapeControl(file->path.substr(0, 200)) +
+      return UsageError(plan + ": recorded " + name + " " + EscapeControl(file->path.substr(0, 200)) +
                         " is not a regular file: check reads only the config, model and cluster files a snapshot records");
     }
     auto bytes = ReadFile(file->path);
-    if (!bytes.ok()) return UsageError(args.plan + ": recorded " + name + ": " + bytes.error().message);
+    if (!bytes.ok()) return UsageError(plan + ": recorded " + name + ": " + bytes.error().message);
     std::string now = Sha256Hex(bytes.value());
     if (now == file->sha256) continue;
     result.changed_inputs.push_back({name, file->path, file->sha256, now});
@@ -125,12 +125,30 @@ int RunCheck(const CheckArgs& args) {
   result.recomputed = fresh.has_value();
   if (fresh) result.comparison = sim::ComparePlanSnapshots(*recorded, *fresh, args.tolerance);
   if (args.format == "json") {
-    std::cout << sim::PlanCheckToJson(result).dump(2) << "\n";
+    *json = sim::PlanCheckToJson(result);
   } else {
     std::cout << sim::RenderPlanCheckText(result);
   }
   if (!fresh) return code;
   return result.ok() ? kExitOk : kExitFindings;
+}
+
+// Several snapshots (a pre-commit hook passes every changed one): each is checked in turn; the exit
+// code is the worst (2 could not check one, 1 one changed, 0 all hold). JSON: one plan's report as
+// an object, several as an array in the order given.
+int RunCheck(const CheckArgs& args) {
+  if (!std::isfinite(args.tolerance) || args.tolerance < 0) return UsageError("--tolerance must be a percentage >= 0");
+  int worst = kExitOk;
+  Json reports = Json::array();
+  for (const std::string& plan : args.plans) {
+    Json json;
+    worst = std::max(worst, CheckOne(plan, args, &json));
+    if (!json.is_null()) reports.push_back(std::move(json));
+  }
+  if (args.format == "json" && !reports.empty()) {
+    std::cout << (args.plans.size() == 1 ? reports.front() : reports).dump(2) << "\n";
+  }
+  return worst;
 }
 
 }  // namespace
@@ -139,7 +157,7 @@ Command AddCheckCommand(CLI::App& root) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* app = root.add_subcommand(
       "check", "recompute a plan snapshot from its recorded inputs and fail when the plan changed");
-  app->add_option("plan", args->plan, "snapshot written by ds-plan plan")->required();
+  app->add_option("plans", args->plans, "snapshots written by ds-plan plan (each checked in turn)")->required();
   app->add_option("--tolerance", args->tolerance,
                   "largest accepted relative change of a floating-point value, in percent (default 1)");
   app->add_option("--format", args->format, "output format")->check(CLI::IsMember({"text", "json"}));

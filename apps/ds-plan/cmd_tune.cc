@@ -265,7 +265,7 @@ Command AddTuneCommand(CLI::App& root) {
       ->check(CLI::IsMember({"flash", "materialized"}));
   app->add_flag("--no-pipeline", args->no_pipeline, "search pp = 1 only");
   app->add_option("--deepspeed-version", args->deepspeed_version,
-                  "DeepSpeed release to plan for (default the newest)");
+                  "DeepSpeed to plan for (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221)");
   return Command{app, [args] { return RunTune(*args); }};
 }
 

@@ -141,7 +141,9 @@ Command AddValidateCommand(CLI::App& root) {
       ->check(CLI::IsMember({"text", "json", "sarif", "github"}));
   app->add_flag("--werror", args->werror, "treat warnings as errors for the exit code");
   app->add_option("--deepspeed-version", args->deepspeed_version,
-                  "DeepSpeed release to check against (default: newest known, 0.19.6)");
+                  "DeepSpeed to check against: a release (X.Y or X.Y.Z, e.g. 0.19.5), or master (main after "
+                  "edaa7221 with PRs #8213, #8266, #8274, #8326, #8359, #8380); default 0.19.6, which is no "
+                  "release but main at edaa7221 (2026-08-22), the tree the rules were read from");
   app->add_option("--consumer", args->consumer,
                   "who launches with this config: deepspeed (the script calls deepspeed.initialize "
                   "and lets it build the optimizer), hf-trainer, accelerate or megatron-deepspeed; "

@@ -90,8 +90,8 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                   "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; default: "
                   "the model config's _attn_implementation): the autosp pass needs sdpa");
   app->add_option("--deepspeed-version", deepspeed_version,
-                  "DeepSpeed release the run uses (X.Y or X.Y.Z; default the newest): decides how "
-                  "ZeRO-3 issues its collectives and the release's rules");
+                  "DeepSpeed the run uses (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221): decides "
+                  "how ZeRO-3 issues its collectives and the release's rules");
 }
 
 namespace {

@@ -16,12 +16,18 @@ namespace dsp {
 struct DeepSpeedVersion {
   int major = 0;
   int minor = 19;
-  int patch = 6;  // the newest behaviour ds-plan knows (DeepSpeed main of 2026-08-22)
+  int patch = 6;  // the default target: DeepSpeed main at edaa7221 (2026-08-22)
+  // DeepSpeed master after edaa7221: the PRs merged since that change what ds-plan checks
+  // (kMasterPrs), newer than every release and than the default target.
+  bool master = false;
 
   auto operator<=>(const DeepSpeedVersion&) const = default;
+  // "0.19.6", or "master".
   std::string ToString() const;
+  // The default target (edaa7221); Master() is newer still.
   static DeepSpeedVersion Newest() { return {}; }
-  // "0.18", "0.18.3", "v0.19.4"; nullopt when malformed.
+  static constexpr DeepSpeedVersion Master() { return {0, 19, 6, true}; }
+  // "0.18", "0.18.3", "v0.19.4", "master"; nullopt when malformed.
   static std::optional<DeepSpeedVersion> Parse(std::string_view text);
 };
 
@@ -29,6 +35,8 @@ struct DeepSpeedVersion {
 // newest tag is v0.19.5); 0.19.6 is that commit's version.txt.
 inline constexpr const char* kDeepSpeedRulesSource =
     "deepspeedai/DeepSpeed main at edaa7221 (2026-08-22, version.txt 0.19.6)";
+// What --deepspeed-version master adds on top: the merged pull requests read from their diffs.
+inline constexpr const char* kMasterPrs = "#8213, #8266, #8274, #8326, #8359, #8380";
 
 // Releases where behaviour ds-plan checks changed: the first release tag containing each PR
 // (`git tag --contains` in deepspeedai/DeepSpeed). The single source of these numbers.
@@ -60,6 +68,14 @@ inline constexpr DeepSpeedVersion kAutoTpGradAllreduce{0, 19, 6};     // PR #820
 inline constexpr DeepSpeedVersion kGradientAllreduceOp{0, 19, 6};     // PR #8232: gradient_allreduce_op
 inline constexpr DeepSpeedVersion kAsyncCpuCheckpointing{0, 19, 6};   // PR #8282: async cpu_checkpointing
 inline constexpr DeepSpeedVersion kOffloadPinMemoryDefault{0, 19, 5}; // PR #8207: offload pin_memory defaults to true
+inline constexpr DeepSpeedVersion kOneCycleGroupLists{0, 19, 6};      // PR #8201: OneCycle lists, one per param group
+// Merged after edaa7221: --deepspeed-version master.
+inline constexpr DeepSpeedVersion kReduceBucketPositive = DeepSpeedVersion::Master();  // PR #8266: gt=0 at read
+inline constexpr DeepSpeedVersion kAutoEpDeepEp = DeepSpeedVersion::Master();          // PR #8213: comm_backend "deepep"
+inline constexpr DeepSpeedVersion kAutoEpFusedCombine = DeepSpeedVersion::Master();    // PR #8326: fused_weighted_sum
+inline constexpr DeepSpeedVersion kAutoEpAsyncSplitPlan = DeepSpeedVersion::Master();  // PR #8359: async_split_plan
+inline constexpr DeepSpeedVersion kCompileAutoEpNonMoe = DeepSpeedVersion::Master();   // PR #8380: compile.autoep_non_moe
+inline constexpr DeepSpeedVersion kZenFlowStrictBounds = DeepSpeedVersion::Master();   // PR #8274: topk_ratio, update_interval
 }  // namespace ds_release
 
 // The releases at which a behaviour ds-plan models changes (the ds_release constants), oldest
@@ -67,8 +83,8 @@ inline constexpr DeepSpeedVersion kOffloadPinMemoryDefault{0, 19, 5}; // PR #820
 std::vector<DeepSpeedVersion> BehaviourChanges();
 
 // --deepspeed-version as the commands take it: X.Y or X.Y.Z between 0.1.0 (DeepSpeed's first
-// release) and the newest ds-plan knows. Anything else is an error that says which versions the
-// rules know and where their behaviour changes.
+// release) and 0.19.6 (the default, main at edaa7221), or "master". Anything else is an error that
+// says which versions the rules know and where their behaviour changes.
 Result<DeepSpeedVersion> ParseKnownDeepSpeedVersion(std::string_view text);
 
 }  // namespace dsp

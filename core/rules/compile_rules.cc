@@ -232,6 +232,60 @@ void CheckDispatch(RuleContext& ctx, const std::vector<std::string>& passes) {
   }
 }
 
+// compile.autoep_non_moe (master, PR #8380): engine.compile() compiles the regions around AutoEP's
+// MoE layers with plain torch.compile and refuses, in this order, DeepCompile, a comm_backend other
+// than "comm", AutoEP+AutoTP folding, sequence and pipeline parallelism, ZeRO-3 and offload
+// (DeepSpeedEngine.compile); compile_autoep_non_moe_regions (runtime/compiler.py) needs an
+// AutoEPMoELayer. The releases' CompileConfig forbids the unknown key.
+void CheckAutoEpNonMoe(RuleContext& ctx) {
+  constexpr const char* kKey = "/compile/autoep_non_moe";
+  const ConfigView& v = ctx.view();
+  if (!v.Has(kKey)) return;
+  if (ctx.version() < ds_history::kCompileAutoEpNonMoe) {
+    ctx.ReportKey("compile-autoep-non-moe", kKey,
+                  "compile.autoep_non_moe does not exist in DeepSpeed " + ctx.version().ToString() +
+                      ": it arrived on master (PR #8380), and the compile section rejects unknown keys (pydantic: "
+                      "extra inputs are not permitted)",
+                  "remove the key, or target master (--deepspeed-version master)");
+    return;
+  }
+  if (!CompileFlag(v, "autoep_non_moe")) return;
+  const ParallelConfig& pc = ctx.parallel();
+  const Json* backend = v.Get("/expert_parallel/comm_backend");
+  const auto stage = EffectiveZeroStage(ctx);
+  auto offloaded = [&](const char* section) {
+    std::string device = OffloadDevice(v, section);
+    return !device.empty() && device != "none";
+  };
+  std::string refusal;
+  if (pc.deepcompile) {
+    refusal = "uses vanilla torch.compile and cannot be combined with DeepCompile";
+  } else if (backend != nullptr && *backend != Json("comm")) {
+    refusal = "supports only expert_parallel.comm_backend='comm'";
+  } else if (pc.tp > 1) {
+    refusal = "does not support AutoEP+AutoTP folding yet";
+  } else if (pc.sp > 1) {
+    refusal = "does not support sequence parallelism yet";
+  } else if (ctx.options().pp > 1) {
+    refusal = "does not support pipeline parallelism yet";
+  } else if (stage && *stage == 3) {
+    refusal = "does not support ZeRO Stage 3 yet";
+  } else if (offloaded("offload_optimizer") || offloaded("offload_param")) {
+    refusal = "does not support optimizer or parameter offload yet";
+  }
+  if (!refusal.empty()) {
+    ctx.Report("compile-autoep-non-moe", kKey,
+               "engine.compile() raises ValueError(\"compile.autoep_non_moe=True " + refusal +
+                   ".\") (DeepSpeedEngine.compile, master PR #8380)",
+               "remove autoep_non_moe, or drop what it refuses");
+  } else if (!pc.autoep_enabled) {
+    ctx.Report("compile-autoep-non-moe", kKey,
+               "compile.autoep_non_moe without AutoEP (expert_parallel.enabled is not true): "
+               "compile_autoep_non_moe_regions finds no AutoEPMoELayer and raises ValueError",
+               "enable expert_parallel, or remove autoep_non_moe");
+  }
+}
+
 }  // namespace
 
 RuleSet CompileRules() {
@@ -301,6 +355,14 @@ RuleSet CompileRules() {
        "stage 1/2 concerns a custom schedule passed to engine.compile(schedule=...), not the "
        "config.",
        ""},
+      {"compile-autoep-non-moe", Severity::kError, "compile",
+       "compile.autoep_non_moe where engine.compile() refuses it, or in a release",
+       "master (PR #8380): DeepSpeedEngine.compile() compiles the non-MoE regions with plain torch.compile and "
+       "raises ValueError with DeepCompile, a comm_backend other than comm, AutoTP folding, sequence or pipeline "
+       "parallelism, ZeRO-3, or optimizer/parameter offload (also a DeepCompile schedule and compiled autograd, "
+       "which are engine.compile() arguments); without AutoEP compile_autoep_non_moe_regions raises. Releases: "
+       "CompileConfig forbids the unknown key.",
+       "master only (PR #8380)."},
       {"compile-offload-conflict", Severity::kError, "compile",
        "DeepCompile ZeRO-3 offload options that exclude each other",
        "init_z3 raises ValueError for compile.offload_opt_states with ZeRO optimizer offload to "
@@ -311,6 +373,7 @@ RuleSet CompileRules() {
        ""},
   };
   set.check = [](RuleContext& ctx) {
+    CheckAutoEpNonMoe(ctx);
     if (!CheckPassNames(ctx)) return;
     std::vector<std::string> usable;
     std::vector<std::string> known = KnownPasses(ctx.version());

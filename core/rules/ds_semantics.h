@@ -28,6 +28,7 @@ using ds_release::kCompilePasses;
 using ds_release::kCompileAutoTp;
 using ds_release::kGradientAllreduceOp;
 using ds_release::kAsyncCpuCheckpointing;
+using ds_release::kCompileAutoEpNonMoe;
 }  // namespace ds_history
 
 namespace ds_semantics {

@@ -59,8 +59,10 @@ void CheckFields(RuleContext& ctx, const EpFacts& f) {
     const char* key;
     std::vector<std::string> values;
   };
-  for (const Choice& c : {Choice{"score_apply", {"auto", "pre", "post"}},
-                          Choice{"combine_impl", {"auto", "weighted_sum", "legacy_bmm"}},
+  // PR #8326 (master) adds fused_weighted_sum to combine_impl's Literal.
+  std::vector<std::string> combine = {"auto", "weighted_sum", "legacy_bmm"};
+  if (ctx.version() >= ds_release::kAutoEpFusedCombine) combine.insert(combine.begin() + 2, "fused_weighted_sum");
+  for (const Choice& c : {Choice{"score_apply", {"auto", "pre", "post"}}, Choice{"combine_impl", combine},
                           Choice{"score_func", {"auto", "softmax", "sigmoid"}}}) {
     const Json* j = v.Get(Key(c.key));
     if (j == nullptr) continue;

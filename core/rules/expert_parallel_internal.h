@@ -55,4 +55,9 @@ void CheckFields(RuleContext& ctx, const EpFacts& f);
 void CheckFolding(RuleContext& ctx, const EpFacts& f);
 std::vector<RuleInfo> FoldingRuleInfos();
 
+// The keys of DeepSpeed master after edaa7221 (expert_parallel_comm.cc): unknown to the releases,
+// checked on master (PRs #8213, #8326, #8359).
+void CheckMasterKeys(RuleContext& ctx, const EpFacts& f);
+std::vector<RuleInfo> MasterKeyRuleInfos();
+
 }  // namespace dsp::autoep

@@ -294,6 +294,7 @@ void Check(RuleContext& ctx) {
   if (!section->is_object() || section->empty()) return;
   CheckSection(ctx, *section);
   EpFacts f = autoep::ReadFacts(ctx);
+  autoep::CheckMasterKeys(ctx, f);
   if (!f.enabled) return;
   CheckEngine(ctx, f);
   autoep::CheckFolding(ctx, f);
@@ -346,7 +347,8 @@ RuleSet ExpertParallelRules() {
        ""},
       {"ep-invalid-choice", Severity::kError, "expert_parallel",
        "score_apply, combine_impl or score_func outside its choices",
-       "score_apply in (auto, pre, post), combine_impl in (auto, weighted_sum, legacy_bmm), "
+       "score_apply in (auto, pre, post), combine_impl in (auto, weighted_sum, legacy_bmm; master adds "
+       "fused_weighted_sum, PR #8326), "
        "score_func in (auto, softmax, sigmoid); anything else, null included, is a ValueError.",
        ""},
       {"ep-group-counts", Severity::kError, "expert_parallel", "group-limited routing counts",
@@ -434,6 +436,7 @@ RuleSet ExpertParallelRules() {
        "AutoEP finds no MoE layer to replace and does nothing; no error is raised.", ""},
   };
   for (const auto& info : autoep::FoldingRuleInfos()) set.rules.push_back(info);
+  for (const auto& info : autoep::MasterKeyRuleInfos()) set.rules.push_back(info);
   set.check = Check;
   return set;
 }

@@ -387,6 +387,38 @@ void CheckAutocast(RuleContext& ctx) {
   }
 }
 
+// runtime/engine.py DeepSpeedEngine._do_sanity_check: `if self.bfloat16_enabled() and not
+// get_accelerator().is_bf16_supported(): raise ValueError("Type bf16 is not supported on your
+// device.")`. CUDA_Accelerator.is_bf16_supported calls torch.cuda.is_bf16_supported(), which before
+// torch 2.4 answers False below compute capability 8.0 (pytorch/pytorch#124996: False on a V100 with
+// torch 2.2.2); from 2.4 its including_emulation=True default answers True wherever a bf16 tensor can
+// be created, so DeepSpeed starts and runs bf16 emulated, without bf16 tensor cores.
+void CheckBf16Hardware(RuleContext& ctx) {
+  const ValidateOptions& o = ctx.options();
+  if (o.gpu_compute_capability == 0 || o.gpu_compute_capability >= 80 || !Bf16Enabled(ctx.view())) return;
+  const std::string gpu = (o.gpu_name.empty() ? std::string("the GPU") : o.gpu_name) + " (compute capability " +
+                          std::to_string(o.gpu_compute_capability / 10) + "." +
+                          std::to_string(o.gpu_compute_capability % 10) + ")";
+  const auto torch24 = PackageVersion::Parse("2.4");
+  const bool old_torch = o.torch_version && *o.torch_version < *torch24;
+  const std::string pointer = ctx.view().Has("/bf16/enabled") ? "/bf16/enabled" : "/bf16";
+  if (old_torch) {
+    ctx.Report("precision-bf16-unsupported-gpu", pointer,
+               "bf16 on " + gpu + " with torch " + o.torch_version->text +
+                   ": torch.cuda.is_bf16_supported() is False below compute capability 8.0, and "
+                   "DeepSpeedEngine._do_sanity_check raises ValueError(\"Type bf16 is not supported on your device.\")",
+               "use fp16 (\"fp16\": {\"enabled\": true}) on this GPU");
+    return;
+  }
+  ctx.ReportAs(Severity::kWarning, "precision-bf16-unsupported-gpu", pointer,
+               "bf16 on " + gpu + ", which has no bf16 tensor cores: with torch >= 2.4 "
+                   "torch.cuda.is_bf16_supported() counts emulation and DeepSpeed starts, running every bf16 "
+                   "matmul emulated, far slower than fp16; with an older torch DeepSpeedEngine._do_sanity_check "
+                   "raises ValueError(\"Type bf16 is not supported on your device.\")" +
+                   (o.torch_version ? "" : " (give --torch-version to decide)"),
+               "use fp16 on this GPU");
+}
+
 }  // namespace
 
 RuleSet PrecisionRules() {
@@ -486,6 +518,13 @@ RuleSet PrecisionRules() {
        "bf16.enabled with torch_autocast).",
        "0.17.2 (PR #6993) added the assertions with torch.autocast support; 0.18.3 (PR #7700, "
        "low-precision master params/grads/optimizer states) removed them."},
+      {"precision-bf16-unsupported-gpu", Severity::kError, "precision", "bf16 on a GPU without bf16 (V100, T4)",
+       "With a cluster file (simulate, plan): DeepSpeedEngine._do_sanity_check (runtime/engine.py) raises "
+       "ValueError(\"Type bf16 is not supported on your device.\") when torch.cuda.is_bf16_supported() is False, "
+       "which torch before 2.4 answers below compute capability 8.0. From torch 2.4 the function counts "
+       "emulation and returns True, so DeepSpeed starts and bf16 runs emulated (a warning). Without "
+       "--torch-version the finding is a warning naming both.",
+       ""},
       {"autocast-comm-dtype", Severity::kError, "precision",
        "torch_autocast with a 16-bit communication_data_type on 0.17.2 <= DeepSpeed < 0.17.6",
        "The first torch.autocast integration asserted \"Communication data type must be float32 "
@@ -499,6 +538,7 @@ RuleSet PrecisionRules() {
     CheckCommDtypes(ctx);
     CheckAmp(ctx);
     CheckAutocast(ctx);
+    CheckBf16Hardware(ctx);
   };
   return set;
 }

@@ -39,6 +39,10 @@ struct ValidateOptions {
   // --attn-impl: the attention implementation transformers runs ("sdpa", "flash_attention_2",
   // "eager", ...); unset: the model config's _attn_implementation, else unknown.
   std::optional<std::string> attn_implementation;
+  // The GPU the job runs on (simulate and plan's --cluster): its name and CUDA compute capability
+  // as major * 10 + minor (80 for "8.0"); 0 when not known.
+  std::string gpu_name;
+  int gpu_compute_capability = 0;
 };
 
 class RuleContext {

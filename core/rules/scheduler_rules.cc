@@ -106,8 +106,42 @@ void CheckPositiveInt(RuleContext& ctx, const Json& params, const std::string& k
   }
 }
 
+// OneCycle's four bounds as per-param-group lists (lr_schedules.py OneCycle._initialize_lr,
+// _initialize_momentum). Before PR #8201 (0.19.6) they broadcast the whole list into every param
+// group and the first optimizer.step() raises TypeError; since, _format_param takes one value per
+// group and raises ValueError on another length, so lists of different lengths cannot all fit.
+void CheckOneCycleLists(RuleContext& ctx, const Json& params) {
+  std::vector<std::pair<std::string, size_t>> lists;
+  for (const char* key : {"cycle_min_lr", "cycle_max_lr", "cycle_min_mom", "cycle_max_mom"}) {
+    if (params.contains(key) && params[key].is_array()) lists.emplace_back(key, params[key].size());
+  }
+  if (lists.empty()) return;
+  if (ctx.version() < ds_release::kOneCycleGroupLists) {
+    for (const auto& [key, n] : lists) {
+      ctx.ReportIf(kBuilt, "scheduler-onecycle-group-lists", At(key.c_str()),
+                   key + " is a list: OneCycle in DeepSpeed " + ctx.version().ToString() +
+                       " writes the whole list into every param group (_initialize_lr / _initialize_momentum), "
+                       "and the first optimizer.step() raises TypeError (unsupported operand type(s) for -: "
+                       "'int' and 'list'); per-group lists arrived in 0.19.6 (PR #8201)",
+                   "give one number, or target DeepSpeed >= 0.19.6 (--deepspeed-version)");
+    }
+    return;
+  }
+  for (const auto& [key, n] : lists) {
+    if (n == lists.front().second) continue;
+    ctx.ReportIf(kBuilt, "scheduler-onecycle-group-lists", At(key.c_str()),
+                 key + " has " + std::to_string(n) + " entries and " + lists.front().first + " " +
+                     std::to_string(lists.front().second) + ": OneCycle takes one per param group and "
+                     "_format_param raises ValueError(\"expected <groups> values for " + key + ", got " +
+                     std::to_string(n) + "\") for every length but the optimizer's number of param groups",
+                 "give every list one entry per optimizer param group");
+    return;
+  }
+}
+
 void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params) {
   const std::string name(cls.name);
+  if (name == "OneCycle") CheckOneCycleLists(ctx, params);
   if (name.starts_with("Warmup") && ctx.version() >= ds_release::kWarmupStepsValidated) {
     CheckPositiveInt(ctx, params, "warmup_num_steps",
                      name + " raises ValueError(\"warmup_num_steps must be a positive integer\") (lr_schedules.py, since 0.19.3)");
@@ -370,6 +404,14 @@ RuleSet SchedulerRules() {
        "With --consumer hf-trainer or accelerate, warmup_num_steps \"auto\" becomes 0 unless warm-up "
        "steps are given, which fails (warning).",
        "0.19.3 (PR #8126) added the warmup_num_steps check; 0.19.4 (PR #8166) the step-size checks."},
+      {"scheduler-onecycle-group-lists", Severity::kError, "scheduler",
+       "OneCycle bounds given as lists the targeted release cannot take",
+       "OneCycle's cycle_min_lr, cycle_max_lr, cycle_min_mom and cycle_max_mom are documented as "
+       "per-param-group lists. Before 0.19.6 (PR #8201) _initialize_lr and _initialize_momentum copy "
+       "the whole list into every param group and the first optimizer.step() raises TypeError; "
+       "from 0.19.6 each list needs one entry per param group (_format_param raises ValueError), so "
+       "lists of different lengths always fail. Only when DeepSpeed builds the scheduler.",
+       "0.19.6 (PR #8201) implemented the lists."},
       {"scheduler-warmup-type-fallback", Severity::kWarning, "scheduler", "warmup_type is neither log nor linear",
        "WarmupLR and WarmupCosineLR log \"Using unknown warmup_type\" and use log; the names are case-sensitive.",
        ""},

@@ -398,8 +398,15 @@ void CheckMisc(RuleContext& ctx, std::optional<int64_t> stage) {
   // (independent_gradient_partition_epilogue); DeepSpeed issue #8260. PR #8266 (after edaa722)
   // rejects it when the config is read.
   // The crash is confirmed from 0.19.1 (issue #8260); older releases are not verified: a warning.
-  if (auto bucket = v.Int(ZeroKey("reduce_bucket_size")); bucket.present() && bucket.value == 0 && stage &&
-      *stage >= 1) {
+  if (auto bucket = v.Int(ZeroKey("reduce_bucket_size"));
+      bucket.present() && bucket.value == 0 && ctx.version() >= ds_release::kReduceBucketPositive) {
+    // PR #8266: DeepSpeedZeroConfig.reduce_bucket_size is gt=0, read at every stage.
+    ctx.Report("zero-reduce-bucket-zero", bucket.pointer,
+               "reduce_bucket_size is 0: DeepSpeed master (PR #8266) rejects it when it reads the config "
+               "(DeepSpeedZeroConfig.reduce_bucket_size must be > 0, pydantic \"Input should be greater than 0\"), "
+               "at every ZeRO stage; the releases accept it and fail in the first backward instead",
+               "give a positive bucket size in elements (the default is 5e8)");
+  } else if (bucket.present() && bucket.value == 0 && stage && *stage >= 1) {
     const bool confirmed = ctx.version() >= DeepSpeedVersion{0, 19, 1};
     ctx.ReportAs(confirmed ? Severity::kError : Severity::kWarning, "zero-reduce-bucket-zero", bucket.pointer,
                  "reduce_bucket_size is 0: DeepSpeed " + ctx.version().ToString() +
@@ -552,7 +559,8 @@ RuleSet ZeroRules() {
       {"zero-reduce-bucket-zero", Severity::kError, "zero", "reduce_bucket_size of 0",
        "zero/config.py accepts reduce_bucket_size >= 0, and the ZeRO optimizers divide by it when "
        "they report the first gradient bucket (report_ipg_memory_usage): ZeroDivisionError in the "
-       "first backward at stages 1-3 (DeepSpeed issue #8260). PR #8266 makes the field positive.",
+       "first backward at stages 1-3 (DeepSpeed issue #8260). PR #8266 (master) makes the field "
+       "positive, so master rejects 0 when it reads the config, at every stage.",
        ""},
       {"zero-overlap-comm-default", Severity::kNote, "zero",
        "overlap_comm's stage-dependent default",

@@ -18,6 +18,45 @@ constexpr const char* kZenFlow = "/zero_optimization/zenflow";
 
 std::string ZenKey(const std::string& key) { return std::string(kZenFlow) + "/" + key; }
 
+// ZenFlowConfig's bounds (runtime/zenflow/zenflow_config.py), checked by pydantic whenever the
+// section is read, at any stage. Master (PR #8274) narrowed topk_ratio from [0, 1] to (0, 1) and
+// requires a numeric update_interval >= 1; the releases take both and fail later or never.
+void CheckZenFlowBounds(RuleContext& ctx) {
+  const ConfigView& v = ctx.view();
+  const Json* section = v.Get(kZenFlow);
+  if (section == nullptr || !section->is_object()) return;
+  const bool master = ctx.version() >= ds_release::kZenFlowStrictBounds;
+  const Json* ratio = v.Get(ZenKey("topk_ratio"));
+  if (ratio != nullptr && (ratio->is_number() || ratio->is_boolean())) {
+    const double r = ratio->is_boolean() ? double(ratio->get<bool>()) : ratio->get<double>();
+    if (r == 0.0 || r == 1.0) {
+      ctx.ReportAs(master ? Severity::kError : Severity::kNote, "zero-zenflow-bounds", ZenKey("topk_ratio"),
+                   "zenflow.topk_ratio is " + ShowValue(*ratio) +
+                       (master ? ": DeepSpeed master (PR #8274) requires 0 < topk_ratio < 1 and pydantic rejects the "
+                                 "config when it reads it (\"Input should be " +
+                                     std::string(r == 0.0 ? "greater than 0" : "less than 1") + "\")"
+                               : ": DeepSpeed " + ctx.version().ToString() +
+                                     " accepts it (ge=0, le=1), but master (PR #8274) rejects it: " +
+                                     (r == 0.0 ? "no gradient column is ever selected" : "every column is selected, which is no selection")),
+                   "use a ratio strictly between 0 and 1 (the default is 0.1)");
+    }
+  }
+  const Json* update = v.Get(ZenKey("update_interval"));
+  if (update != nullptr && (update->is_number_integer() || update->is_boolean())) {
+    const int64_t n = update->is_boolean() ? int64_t(update->get<bool>()) : update->get<int64_t>();
+    if (n < 1) {
+      ctx.ReportAs(master ? Severity::kError : Severity::kWarning, "zero-zenflow-bounds", ZenKey("update_interval"),
+                   "zenflow.update_interval is " + ShowValue(*update) +
+                       (master ? ": DeepSpeed master (PR #8274) requires an update_interval of at least 1 and rejects "
+                                 "the config when it reads it"
+                               : ": DeepSpeed " + ctx.version().ToString() +
+                                     " accepts it, and ZenFlow then sets gradient_accumulation_steps to it "
+                                     "(configure_zenflow); master (PR #8274) rejects it when it reads the config"),
+                   "use \"auto\" or a number of steps >= 1");
+    }
+  }
+}
+
 // ZenFlow runs when zero_optimization.zenflow is an object (DeepSpeedZeroConfig.zenflow:
 // Optional[ZenFlowConfig] = None); at stages 1 and 2 the engine builds ZenFlowZeroOptimizer.
 void CheckZenFlow(RuleContext& ctx, int64_t stage) {
@@ -203,12 +242,19 @@ RuleSet ZeroVariantRules() {
        "zero_force_ds_cpu_optimizer is false. Launcher-dependent: an error under --consumer hf-trainer or "
        "accelerate without an optimizer section, a warning otherwise.",
        ""},
+      {"zero-zenflow-bounds", Severity::kError, "zero", "zenflow.topk_ratio or update_interval out of range",
+       "runtime/zenflow/zenflow_config.py ZenFlowConfig: master (PR #8274) declares topk_ratio with gt=0 and lt=1 "
+       "and requires an update_interval of at least 1, so pydantic rejects 0 or 1 and an interval below 1 when "
+       "it reads the config (at any ZeRO stage). Releases up to 0.19.6 accept both bounds (a note) and an "
+       "interval below 1 (a warning: ZenFlow sets gradient_accumulation_steps to it).",
+       "master (PR #8274) made them errors."},
       {"zero-mics-world", Severity::kError, "zero", "mics_shard_size against the world and the nodes",
        "runtime/zero/mics_utils.py _generate_mics_config asserts that mics_shard_size divides the ranks of a "
        "pipeline stage; the hierarchical all-gather asserts that a shard spans more than one node.",
        ""},
   };
   set.check = [](RuleContext& ctx) {
+    CheckZenFlowBounds(ctx);
     const auto stage = EffectiveZeroStage(ctx);
     if (!stage) return;
     CheckZenFlow(ctx, *stage);

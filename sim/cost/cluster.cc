@@ -13,6 +13,8 @@
 #include "core/util/text.h"
 #include "sim/cost/cluster.h"
 
+#include <algorithm>
+
 namespace dsp::sim {
 namespace {
 
@@ -217,6 +219,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   Cluster c;
   c.efficiency = {kDefaultMatmulEfficiency, kDefaultMemoryEfficiency};
   std::string error;
+  std::string compute_capability;
   ObjectReader root(json, "", &error);
   root.String("name", &c.name);
   root.Object("gpu", true, [&](ObjectReader& r) {
@@ -226,6 +229,7 @@ Result<Cluster> ParseCluster(const Json& json) {
     r.Number("hbm_bytes", &c.gpu.hbm_bytes, true);
     r.Number("hbm_bytes_per_second", &c.gpu.hbm_bytes_per_second, true);
     r.Integer("sm_count", &c.gpu.sm_count, 100000, /*required=*/false);
+    r.String("compute_capability", &compute_capability);
     r.NonNegative("kernel_overhead_seconds", &c.gpu.kernel_overhead_seconds);
   });
   root.Integer("gpus_per_node", &c.gpus_per_node, 1024);
@@ -252,6 +256,18 @@ Result<Cluster> ParseCluster(const Json& json) {
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};
+  if (!compute_capability.empty()) {
+    // NVIDIA's notation: "8.0", "9.0", "10.0" (major.minor, one minor digit).
+    const size_t dot = compute_capability.find('.');
+    const bool digits = dot != std::string::npos && dot > 0 && dot <= 2 && dot + 2 == compute_capability.size() &&
+                        std::all_of(compute_capability.begin(), compute_capability.end(),
+                                    [](char ch) { return ch == '.' || (ch >= '0' && ch <= '9'); });
+    if (!digits) {
+      return Error{"/gpu/compute_capability: \"" + compute_capability.substr(0, 20) +
+                   "\" is not a CUDA compute capability (major.minor, such as \"8.0\" for A100 or \"9.0\" for H100)"};
+    }
+    c.gpu.compute_capability = std::stoi(compute_capability.substr(0, dot)) * 10 + (compute_capability[dot + 1] - '0');
+  }
   if (Status ranges = CheckRanges(json, c); !ranges.ok()) return ranges.error();
   return c;
 }

@@ -16,6 +16,9 @@ struct GpuSpec {
   double hbm_bytes = 0;                  // usable device memory
   double hbm_bytes_per_second = 0;       // HBM bandwidth
   int sm_count = 0;                      // streaming multiprocessors: GEMM wave quantization (0 = off)
+  // CUDA compute capability as major * 10 + minor ("8.0" -> 80; 0 = not given): bf16 tensor cores
+  // need 8.0 (Ampere), and torch before 2.4 reports bf16 unsupported below it.
+  int compute_capability = 0;
   double kernel_overhead_seconds = 0;    // fixed cost of every kernel (launch, ramp-up, tail)
   // Dense FP8 tensor-core peak (H100/H200 SXM 1979 TFLOP/s, B200 4500). 0: the GPU has no FP8
   // tensor cores (A100, V100) and --fp8 is refused; absent (-1): twice the bf16 peak, Hopper's and

@@ -393,6 +393,12 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   options.version = engine.deepspeed_version;
   options.model = &model;
   if (!knobs.attn_implementation.empty()) options.attn_implementation = knobs.attn_implementation;
+  // DeepSpeed's engine checks the GPU's bf16 support (_do_sanity_check); FSDP2 and Megatron do not.
+  const Engine e_kind = engine.framework().engine;
+  if (e_kind == Engine::kDeepSpeed || e_kind == Engine::kMegatronDeepSpeed) {
+    options.gpu_name = e->cluster.gpu.name;
+    options.gpu_compute_capability = e->cluster.gpu.compute_capability;
+  }
   // ValidateText keeps no document: parse the same text again and apply the overrides the same way.
   ParsedJson parsed = ParseDeepSpeedConfig(config_path, text);
   for (const auto& o : overrides) ApplyOverride(parsed.doc.root, o);

@@ -158,16 +158,20 @@ TEST(CliTest, AnUnknownDeepSpeedVersionSaysWhichVersionsAreKnown) {
     auto newer = RunCli(command + " --deepspeed-version 0.25");
     EXPECT_EQ(newer.exit_code, 2) << command;
     EXPECT_NE(newer.output.find("0.25.0 is newer than any release the rules know: ds-plan knows DeepSpeed 0.1.0 to "
-                                "0.19.6 (behaviour it checks changes at 0.3.16, "),
+                                "0.19.6 (main at edaa7221) and master (PRs #8213, #8266, #8274, #8326, #8359, "
+                                "#8380); behaviour it checks changes at 0.3.16, "),
               std::string::npos)
         << newer.output;
     auto malformed = RunCli(command + " --deepspeed-version 0.x");
     EXPECT_EQ(malformed.exit_code, 2) << command;
-    EXPECT_NE(malformed.output.find("\"0.x\" is not a version (X.Y or X.Y.Z): ds-plan knows DeepSpeed"),
+    EXPECT_NE(malformed.output.find("\"0.x\" is not a version (X.Y, X.Y.Z or master): ds-plan knows DeepSpeed"),
               std::string::npos)
         << malformed.output;
   }
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version 0.0.9").exit_code, 2);
+  // master, spelled exactly so, is a target of its own (newer than the default 0.19.6).
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version master").exit_code, 0);
+  EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version MASTER").exit_code, 2);
   EXPECT_EQ(RunCli(std::string("validate ") + kFolding + " --world-size 8 --deepspeed-version v0.19.3").exit_code, 0);
 }
 

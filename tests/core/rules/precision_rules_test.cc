@@ -175,5 +175,35 @@ TEST(PrecisionRulesTest, AutocastCommDtypeBefore0176) {
                  "autocast-comm-dtype");
 }
 
+// runtime/engine.py DeepSpeedEngine._do_sanity_check raises ValueError("Type bf16 is not supported on
+// your device.") when accelerator/cuda_accelerator.py is_bf16_supported() (torch.cuda.is_bf16_supported)
+// is False: below compute capability 8.0 before torch 2.4 (pytorch/pytorch#124996); from 2.4 the
+// including_emulation default makes it True and bf16 runs emulated.
+TEST(PrecisionRulesTest, Bf16OnAGpuWithoutBf16) {
+  const char* bf16 = R"({"train_batch_size": 8, "bf16": {"enabled": true}})";
+  ValidateOptions v100;
+  v100.gpu_name = "V100 SXM2 32GB";
+  v100.gpu_compute_capability = 70;
+  auto unknown_torch = Validate(bf16, v100);
+  const Diagnostic* d = FindAt(unknown_torch, "precision-bf16-unsupported-gpu", "/bf16/enabled");
+  ASSERT_NE(d, nullptr) << testing::Dump(unknown_torch);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_TRUE(MessageHas(unknown_torch, "precision-bf16-unsupported-gpu", "V100 SXM2 32GB (compute capability 7.0)"));
+  v100.torch_version = PackageVersion::Parse("2.2.2");
+  auto old_torch = Validate(bf16, v100);
+  ASSERT_NE(Find(old_torch, "precision-bf16-unsupported-gpu"), nullptr);
+  EXPECT_EQ(Find(old_torch, "precision-bf16-unsupported-gpu")->severity, Severity::kError);
+  EXPECT_TRUE(MessageHas(old_torch, "precision-bf16-unsupported-gpu", "Type bf16 is not supported on your device."));
+  v100.torch_version = PackageVersion::Parse("2.6.0+cu124");
+  EXPECT_EQ(Find(Validate(bf16, v100), "precision-bf16-unsupported-gpu")->severity, Severity::kWarning);
+  // fp16 on the V100, bf16 on an A100, and no cluster: nothing.
+  EXPECT_EQ(Find(Validate(R"({"train_batch_size": 8, "fp16": {"enabled": true}})", v100), "precision-bf16-unsupported-gpu"),
+            nullptr);
+  ValidateOptions a100;
+  a100.gpu_compute_capability = 80;
+  EXPECT_EQ(Find(Validate(bf16, a100), "precision-bf16-unsupported-gpu"), nullptr);
+  EXPECT_EQ(Find(Validate(bf16), "precision-bf16-unsupported-gpu"), nullptr);
+}
+
 }  // namespace
 }  // namespace dsp

@@ -14,12 +14,16 @@ std::vector<fs::path> DataDirs() {
   if (const char* env = std::getenv("DSP_DATA_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
   std::error_code ec;
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  if (ec) return dirs;
-  dirs.push_back(exe_dir / ".." / "share" / "ds-plan");
+  if (!ec) {
+    dirs.push_back(exe_dir / ".." / "share" / "ds-plan");
 #if defined(DSP_BUILD_TREE_DIR) && defined(DSP_SOURCE_SAMPLES_DIR)
-  // A binary in its own build tree (not installed, not copied elsewhere) reads the source's samples.
-  if (fs::equivalent(exe_dir, DSP_BUILD_TREE_DIR, ec) && !ec) dirs.emplace_back(DSP_SOURCE_SAMPLES_DIR);
+    // A binary in its own build tree (not installed, not copied elsewhere) reads the source's samples.
+    if (fs::equivalent(exe_dir, DSP_BUILD_TREE_DIR, ec) && !ec) dirs.emplace_back(DSP_SOURCE_SAMPLES_DIR);
 #endif
+  }
+  // Without /proc (a bare chroot) the executable's folder is unknown: the usual install prefixes.
+  dirs.emplace_back("/usr/local/share/ds-plan");
+  dirs.emplace_back("/usr/share/ds-plan");
   return dirs;
 }
 

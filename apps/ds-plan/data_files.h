@@ -21,6 +21,7 @@ inline constexpr const char* kClusterHelp =
 //   <folder of the executable>/../share/ds-plan (an install under any prefix, or a .deb unpacked
 //   with `dpkg -x` anywhere);
 //   the source tree's samples/, only for a binary running from the build tree it was built in.
+//   /usr/local/share/ds-plan and /usr/share/ds-plan (where /proc is not mounted).
 // Each holds clusters/*.json and models/*.json.
 std::vector<std::filesystem::path> DataDirs();
 

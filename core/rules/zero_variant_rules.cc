@@ -168,9 +168,12 @@ void CheckMics(RuleContext& ctx, int64_t stage) {
 // ZeRORuntimeException("You are using ZeRO-Offload with a client provided optimizer ...") unless it
 // is DeepSpeedCPUAdam or DeepSpeedCPULion or zero_force_ds_cpu_optimizer is false
 // (zero_use_cpu_optimizer: offload_optimizer.device cpu or nvme). Which optimizer arrives depends on
-// the launcher: the Trainer's create_optimizer (torch AdamW by default) and Accelerate's prepared
-// optimizer when the config has no optimizer section; Megatron-DeepSpeed's own (DeepSpeedCPUAdam only
-// with --cpu-optimizer) whatever the section; a script's own without the section.
+// the launcher: Megatron-DeepSpeed's own (DeepSpeedCPUAdam only with --cpu-optimizer) whatever the
+// section; a script's own without the section. The Trainer (which prepares through Accelerate) and
+// Accelerate never reach the exception: Accelerator._prepare_deepspeed (accelerate/accelerator.py)
+// replaces a client optimizer with DeepSpeedCPUAdam(param_groups, lr, weight_decay) whenever
+// offload_optimizer.device is not "none" and zero_force_ds_cpu_optimizer is true, so the script's
+// choice of optimizer is silently replaced by CPU Adam (a note).
 void CheckOffloadClientOptimizer(RuleContext& ctx, int64_t stage) {
   const ConfigView& v = ctx.view();
   const std::string device = OffloadDevice(v, "offload_optimizer");
@@ -183,13 +186,16 @@ void CheckOffloadClientOptimizer(RuleContext& ctx, int64_t stage) {
   Severity severity = Severity::kWarning;
   switch (c) {
     case Consumer::kHfTrainer:
-      who = "the Trainer passes the optimizer its create_optimizer builds (torch AdamW by default)";
-      severity = Severity::kError;
-      break;
     case Consumer::kAccelerate:
-      who = "Accelerate passes the script's optimizer";
-      severity = Severity::kError;
-      break;
+      ctx.ReportAs(Severity::kNote, "zero-offload-client-optimizer", "/zero_optimization/offload_optimizer/device",
+                   std::string("ZeRO-Offload of the optimizer to ") + device + " without an optimizer section: " +
+                       (c == Consumer::kHfTrainer ? "the Trainer builds its optimizer (create_optimizer, AdamW unless "
+                                                    "--optim says otherwise) and prepares it through Accelerate, whose"
+                                                  : "Accelerate's") +
+                       " Accelerator._prepare_deepspeed replaces it with DeepSpeedCPUAdam (keeping lr and weight_decay), "
+                       "so DeepSpeed accepts it, and whatever optimizer the script chose trains as CPU Adam",
+                   "to train another optimizer with offload, set \"zero_force_ds_cpu_optimizer\": false (slow on the CPU)");
+      return;
     case Consumer::kMegatronDeepSpeed:
       who = "Megatron-DeepSpeed passes its own optimizer (DeepSpeedCPUAdam only with --cpu-optimizer)";
       break;
@@ -197,8 +203,9 @@ void CheckOffloadClientOptimizer(RuleContext& ctx, int64_t stage) {
       who = "the script must pass optimizer= (no optimizer section), and only DeepSpeedCPUAdam or DeepSpeedCPULion pass";
       break;
     case Consumer::kUnspecified:
-      who = "whoever launches passes the optimizer (no optimizer section): the Trainer's and Accelerate's are torch "
-            "optimizers; pass --consumer to check it for your launcher";
+      who = "whoever launches passes the optimizer (no optimizer section): a script's own torch optimizer fails, "
+            "while the Trainer and Accelerate swap theirs for DeepSpeedCPUAdam first; pass --consumer to check it "
+            "for your launcher";
       break;
   }
   ctx.ReportAs(severity, "zero-offload-client-optimizer", "/zero_optimization/offload_optimizer/device",
@@ -239,8 +246,10 @@ RuleSet ZeroVariantRules() {
       {"zero-offload-client-optimizer", Severity::kError, "zero", "ZeRO-Offload with a client optimizer",
        "engine.py _configure_optimizer: with offload_optimizer on cpu or nvme (zero_use_cpu_optimizer) a client "
        "optimizer that is not DeepSpeedCPUAdam or DeepSpeedCPULion raises ZeRORuntimeException unless "
-       "zero_force_ds_cpu_optimizer is false. Launcher-dependent: an error under --consumer hf-trainer or "
-       "accelerate without an optimizer section, a warning otherwise.",
+       "zero_force_ds_cpu_optimizer is false. Launcher-dependent: Accelerate (and the Trainer, which prepares "
+       "through it) replaces a client optimizer with DeepSpeedCPUAdam first (Accelerator._prepare_deepspeed), a "
+       "note that the script's optimizer is replaced; Megatron-DeepSpeed and scripts without an optimizer section "
+       "reach the exception unless they pass DeepSpeedCPUAdam (a warning: it depends on the script).",
        ""},
       {"zero-zenflow-bounds", Severity::kError, "zero", "zenflow.topk_ratio or update_interval out of range",
        "runtime/zenflow/zenflow_config.py ZenFlowConfig: master (PR #8274) declares topk_ratio with gt=0 and lt=1 "

@@ -33,6 +33,9 @@ if [ "$preset" = release ]; then
   # The tests and benchmarks: GoogleTest, Google Benchmark; tmux drives explore's full-screen UI and
   # zsh checks the generated zsh completion.
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev tmux zsh)
+  # pre-commit runs the hooks of .pre-commit-hooks.yaml in the tests (offline: they are language:
+  # system), in a scratch git repository.
+  packages+=(pre-commit git)
   # `ds-plan run` (the LibTorch executor, optional at build time): LibTorch 1.13 with c10d, the Gloo
   # headers that ProcessGroupGloo.hpp includes (libtorch-dev does not ship them), and torchrun.
   packages+=(libtorch-dev libgloo-dev python3-torch)

@@ -415,7 +415,7 @@ void CheckBf16Hardware(RuleContext& ctx) {
                    "torch.cuda.is_bf16_supported() counts emulation and DeepSpeed starts, running every bf16 "
                    "matmul emulated, far slower than fp16; with an older torch DeepSpeedEngine._do_sanity_check "
                    "raises ValueError(\"Type bf16 is not supported on your device.\")" +
-                   (o.torch_version ? "" : " (give --torch-version to decide)"),
+                   (o.torch_version ? "" : " (which of the two depends on the torch version)"),
                "use fp16 on this GPU");
 }
 

@@ -342,6 +342,24 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   }
 }
 
+// The config's warnings as notes: validate's own are counted (ds-plan validate shows them); the
+// ones that need the cluster, which validate does not have (bf16 on a GPU without it), are shown whole.
+void NoteWarnings(const FileReport& report, std::vector<std::string>* notes) {
+  int plain = 0;
+  for (const Diagnostic& d : report.diagnostics) {
+    if (d.severity != Severity::kWarning) continue;
+    if (d.rule_id == "precision-bf16-unsupported-gpu") {
+      notes->push_back(d.message + " [" + d.rule_id + "]");
+    } else {
+      ++plain;
+    }
+  }
+  if (plain > 0) {
+    notes->push_back("the config has " + std::to_string(plain) + " warning" + (plain == 1 ? "" : "s") +
+                     ": run ds-plan validate for details");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& given_cluster,
@@ -407,10 +425,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   e->report = ValidateText(config_path, std::move(text), options, overrides);
   const DiagnosticCounts counts = Count(e->report.diagnostics);
   if (counts.errors > 0) return stop(Evaluation::Outcome::kConfigErrors, "");
-  if (counts.warnings > 0) {
-    e->notes.push_back("the config has " + std::to_string(counts.warnings) + " warning" +
-                       (counts.warnings == 1 ? "" : "s") + ": run ds-plan validate for details");
-  }
+  NoteWarnings(e->report, &e->notes);
 
   const PlanInputs inputs = PlanInputsOf(knobs, *world, mpu_tp);
   auto plan = BuildPlan(e->config, inputs);

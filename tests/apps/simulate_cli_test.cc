@@ -284,6 +284,34 @@ TEST(SimulateCliTest, AConfigOnStandardInputIsReadOnce) {
   EXPECT_NE(r.output.find("verdict: FITS"), std::string::npos) << r.output;
 }
 
+// bf16 on a GPU without bf16 tensor cores (issue 33 item 7): the cluster file's compute_capability
+// reaches validate's precision-bf16-unsupported-gpu, and simulate shows the finding itself (validate
+// alone has no cluster). runtime/engine.py DeepSpeedEngine._do_sanity_check.
+TEST(SimulateCliTest, Bf16OnAGpuWithoutBf16IsShown) {
+  const std::string dir = ::testing::TempDir() + "/bf16_v100";
+  std::filesystem::create_directories(dir);
+  std::string cluster = ReadFile(std::string(DSP_SOURCE_DIR) + "/samples/clusters/a100-80gb.json").value();
+  const size_t at = cluster.find("\"compute_capability\": \"8.0\"");
+  ASSERT_NE(at, std::string::npos);
+  cluster.replace(at, std::string("\"compute_capability\": \"8.0\"").size(), "\"compute_capability\": \"7.0\"");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/v100.json", cluster).ok());
+  const std::string run = "simulate samples/configs/zero3-offload.json --model samples/models/llama-3.2-1b.json --world-size 8 --cluster ";
+  auto v100 = RunCli(run + dir + "/v100.json");
+  EXPECT_EQ(v100.exit_code, 0) << v100.output;
+  EXPECT_NE(v100.output.find("note: bf16 on A100 SXM4 80GB (compute capability 7.0), which has no bf16 tensor cores"),
+            std::string::npos)
+      << v100.output;
+  auto a100 = RunCli(run + "samples/clusters/a100-80gb.json");
+  EXPECT_EQ(a100.output.find("precision-bf16-unsupported-gpu"), std::string::npos) << a100.output;
+  // A malformed capability is refused with its pointer.
+  cluster.replace(cluster.find("\"7.0\""), 5, "\"sm70\"");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/bad.json", cluster).ok());
+  auto bad = RunCli(run + dir + "/bad.json");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("/gpu/compute_capability: \"sm70\" is not a CUDA compute capability"), std::string::npos)
+      << bad.output;
+}
+
 // DeepSpeed's pydantic sections coerce "stage": "3" to 3 and "autotp_size": "2" to 2 (validate
 // warns: write them as integers); simulate, plan and groups plan what DeepSpeed then runs, not
 // ZeRO-0 and tp 1 (issue 36: 1,498.84 GB instead of 515.29 GB for Llama-3-70B on 8 GPUs).

@@ -15,6 +15,7 @@
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
 #include "apps/ds-plan/world_options.h"
+#include "sim/report/error_band.h"
 #include "core/util/file_io.h"
 #include "sim/tune/tune.h"
 
@@ -50,7 +51,16 @@ std::string Pad(std::string s, size_t width) {
   return s;
 }
 
-std::string Text(const sim::TuneResult& r, bool engine_column) {
+// The engines of the shown plans, in the order they first appear.
+std::vector<sim::Engine> EnginesShown(const sim::TuneResult& r) {
+  std::vector<sim::Engine> engines;
+  for (const auto& p : r.plans) {
+    if (std::find(engines.begin(), engines.end(), p.engine) == engines.end()) engines.push_back(p.engine);
+  }
+  return engines;
+}
+
+std::string Text(const sim::TuneResult& r, bool engine_column, const sim::GpuSpec& gpu) {
   // The search time goes to a terminal only (see RunTune), so the report itself is deterministic.
   std::string out = "evaluated " + std::to_string(r.evaluated) + " plans (" + std::to_string(r.fitting) +
                     " fit in memory; the validate rules checked the " + std::to_string(r.validated) +
@@ -95,11 +105,16 @@ std::string Text(const sim::TuneResult& r, bool engine_column) {
            Pad(Fixed(p.tokens_per_second, 0), 11) +
            Pad(Fixed(100 * p.mfu, 1) + "%", 7) + "\n";
   }
+  // How far to trust the ranked numbers: the validation band of each engine on this GPU.
+  for (sim::Engine engine : EnginesShown(r)) {
+    const sim::Accuracy a = sim::AccuracyFor(engine, gpu);
+    out += "accuracy (" + a.engine + "): step " + sim::BandText(a, false) + "; peak " + sim::BandText(a, true) + "\n";
+  }
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
 
-Json ToJson(const sim::TuneResult& r) {
+Json ToJson(const sim::TuneResult& r, const sim::GpuSpec& gpu) {
   Json plans = Json::array();
   for (const auto& p : r.plans) {
     plans.push_back({{"engine", sim::EngineName(p.engine)},
@@ -122,9 +137,11 @@ Json ToJson(const sim::TuneResult& r) {
                      {"tokens_per_second", p.tokens_per_second},
                      {"mfu", p.mfu}});
   }
+  Json accuracy = Json::array();
+  for (sim::Engine engine : EnginesShown(r)) accuracy.push_back(sim::AccuracyToJson(sim::AccuracyFor(engine, gpu)));
   return {{"schema_version", 5}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
-          {"notes", r.notes}, {"rescheduled", r.rescheduled}};
+          {"notes", r.notes}, {"rescheduled", r.rescheduled}, {"accuracy", accuracy}};
 }
 
 // One search per engine, each in its own space with its own validity rules; the plans of all of
@@ -220,9 +237,9 @@ int RunTune(const TuneArgs& args) {
   const bool config_to_stdout = args.emit_config == "-";
   std::ostream& report = config_to_stdout ? std::cerr : std::cout;
   if (args.format == "json") {
-    report << ToJson(*result).dump(2) << "\n";
+    report << ToJson(*result, cluster->gpu).dump(2) << "\n";
   } else {
-    report << Text(*result, args.engines.size() > 1);
+    report << Text(*result, args.engines.size() > 1, cluster->gpu);
   }
   if (!args.emit_config.empty()) {
     if (result->plans.empty()) return UsageError("no plan fits, so there is no config to emit");

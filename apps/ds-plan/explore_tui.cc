@@ -13,6 +13,7 @@
 
 #include "apps/ds-plan/explore_frontends.h"
 #include "core/report/groups_report.h"
+#include "sim/report/error_band.h"
 #include "sim/session/dials.h"
 #include "sim/session/session_text.h"
 #include "sim/report/simulate_report.h"
@@ -148,7 +149,8 @@ struct Ui {
                 " | " + Fmt("%.0f tok/s", e.time.tokens_per_second) +
                 Delta(e.time.tokens_per_second, base, nullptr,
                       base && base->has_numbers() ? base->time.tokens_per_second : 0) +
-                " | MFU " + Fmt("%.1f%%", 100 * e.time.mfu);
+                " | MFU " + Fmt("%.1f%%", 100 * e.time.mfu) + " | accuracy " +
+                sim::BandShort(sim::AccuracyFor(e.input.engine.engine, e.cluster.gpu), false);
       attr |= COLOR_PAIR(e.memory.fits ? kPairGood : kPairBad);
     }
     Put(2, 0, verdict, COLS, attr);

@@ -200,6 +200,7 @@ Json PlanSnapshotToJson(const PlanSnapshot& s) {
   root["memory"] = MemoryToJson(s.memory);
   root["time"] = TimeToJson(s.time);
   root["collectives"] = CollectivesToJson(s.time);
+  if (!s.accuracy.is_null()) root["accuracy"] = s.accuracy;
   return root;
 }
 

@@ -70,6 +70,9 @@ struct PlanSnapshot {
   int64_t samples_per_step = 0;
   MemoryReport memory;
   TimeReport time;
+  // How close validation came for this engine on this GPU (AccuracyToJson); informative, never
+  // compared by check. Null: not written.
+  Json accuracy;
 };
 
 Json PlanSnapshotToJson(const PlanSnapshot& snapshot);

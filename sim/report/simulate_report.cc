@@ -3,6 +3,8 @@
 // cluster file and GPU datasheets are; seconds switch to ms / us so small collectives stay legible.
 #include "sim/report/simulate_report.h"
 
+#include "sim/report/error_band.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -153,13 +155,18 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
     out << "\n  verdict: DOES NOT FIT: peak " << Gb(m.peak_bytes) << " GB" << allowance << " exceeds "
         << Gb(hbm) << " GB HBM by " << Gb(needed - hbm) << " GB\n";
   }
+  if (r.cluster != nullptr) {
+    out << "  accuracy " << BandText(AccuracyFor(r.engine.engine, r.cluster->gpu), true) << "\n";
+  }
 }
 
 void RenderTime(const SimulateResult& r, std::ostringstream& out) {
   const TimeReport& t = r.time;
   out << "\nStep time\n";
   out << "  step " << HumanSeconds(t.step_seconds) << ", " << Printf("%.0f", t.tokens_per_second)
-      << " tokens/s, MFU " << Percent(t.mfu) << "\n\n";
+      << " tokens/s, MFU " << Percent(t.mfu) << "\n";
+  if (r.cluster != nullptr) out << "  accuracy " << BandText(AccuracyFor(r.engine.engine, r.cluster->gpu), false) << "\n";
+  out << "\n";
   out << "  " << Left("breakdown", 28) << Right("seconds", 12) << Right("share", 10) << "\n";
   auto row = [&](const std::string& label, double s) {
     double share = t.step_seconds > 0 ? s / t.step_seconds : 0;
@@ -311,6 +318,7 @@ Json SimulateToJson(const SimulateResult& r) {
                      {"seconds", c.seconds}});
   }
   root["collectives"] = std::move(calls);
+  if (r.cluster != nullptr) root["accuracy"] = AccuracyToJson(AccuracyFor(r.engine.engine, r.cluster->gpu));
   return root;
 }
 

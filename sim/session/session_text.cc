@@ -7,6 +7,7 @@
 #include "core/report/groups_report.h"
 #include "core/report/validate_report.h"
 #include "sim/comm/collectives.h"
+#include "sim/report/error_band.h"
 #include "sim/report/simulate_report.h"
 
 namespace dsp::sim {
@@ -75,6 +76,8 @@ std::string RenderSummary(const Session& s) {
            ", micro batch " + std::to_string(shown->micro_batch) + " x " + std::to_string(shown->grad_accum) +
            " micro-steps, recompute " + std::string(RecomputeName(shown->input.workload.recompute)) +
            (shown != &e ? "  [last valid plan]" : "") + "\n";
+    const Accuracy accuracy = AccuracyFor(shown->input.engine.engine, shown->cluster.gpu);
+    out += "accuracy step " + BandText(accuracy, false) + "; peak " + BandText(accuracy, true) + "\n";
   }
   for (const std::string& note : e.notes) out += "note     " + note + "\n";
   if (s.baseline() != nullptr) out += "baseline " + LayoutLine(*s.baseline()) + " (pinned; `diff` compares)\n";

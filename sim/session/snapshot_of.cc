@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/session/snapshot_of.h"
 
+#include "sim/report/error_band.h"
+
 namespace dsp::sim {
 
 PlanSnapshot SnapshotOf(const Evaluation& e, PlanSnapshotInputs inputs) {
@@ -16,6 +18,7 @@ PlanSnapshot SnapshotOf(const Evaluation& e, PlanSnapshotInputs inputs) {
   snap.samples_per_step = e.samples_per_step();
   snap.memory = e.memory;
   snap.time = e.time;
+  snap.accuracy = AccuracyToJson(AccuracyFor(e.input.engine.engine, e.cluster.gpu));
   return snap;
 }
 

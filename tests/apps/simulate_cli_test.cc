@@ -312,6 +312,30 @@ TEST(SimulateCliTest, Bf16OnAGpuWithoutBf16IsShown) {
       << bad.output;
 }
 
+// Every prediction carries the validation band of its engine and GPU class (issue 32 item 5,
+// sim/report/error_band.cc), in the text and in the JSON; tune and plan carry it too.
+TEST(SimulateCliTest, PredictionsCarryTheirErrorBand) {
+  const std::string run = "samples/configs/autosp-sp4.json --model samples/models/llama-3-8b.json --world-size 8";
+  auto text = RunCli("simulate " + run + kH100);
+  EXPECT_NE(text.output.find("  accuracy \u00b1"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("measured deepspeed runs on H100; worst"), std::string::npos) << text.output;
+  auto json = RunCli("simulate " + run + kH100 + " --format json", false);
+  const Json acc = Json::parse(json.output)["accuracy"];
+  EXPECT_EQ(acc["engine"], "deepspeed");
+  EXPECT_EQ(acc["gpu_class"], "H100");
+  EXPECT_EQ(acc["validated"], true);
+  EXPECT_GT(acc["step_time"]["runs"].get<int>(), 0);
+  EXPECT_GT(acc["step_time"]["mean_abs_error"].get<double>(), 0);
+  // No measured run on a B200: said so, not a number.
+  auto b200 = RunCli("simulate " + run + " --cluster samples/clusters/b200.json --format json", false);
+  EXPECT_EQ(Json::parse(b200.output)["accuracy"]["validated"], false);
+  EXPECT_TRUE(Json::parse(b200.output)["accuracy"]["step_time"].is_null());
+  auto plan = RunCli("plan " + run + kH100 + " -o -", false);
+  EXPECT_EQ(Json::parse(plan.output)["accuracy"]["gpu_class"], "H100");
+  auto tune = RunCli("tune --model samples/models/llama-3-8b.json --world-size 8 --format json" + std::string(kH100), false);
+  EXPECT_EQ(Json::parse(tune.output)["accuracy"][0]["engine"], "deepspeed") << tune.output.substr(0, 300);
+}
+
 // DeepSpeed's pydantic sections coerce "stage": "3" to 3 and "autotp_size": "2" to 2 (validate
 // warns: write them as integers); simulate, plan and groups plan what DeepSpeed then runs, not
 // ZeRO-0 and tp 1 (issue 36: 1,498.84 GB instead of 515.29 GB for Llama-3-70B on 8 GPUs).

@@ -15,7 +15,11 @@ finish() {
   exit 0
 }
 
-read -ra patterns <<< "${FILES:-}"
+# Patterns and flags may span lines (a YAML block): split on any whitespace, without globbing yet.
+set -f
+patterns=(${FILES:-})
+extra=(${ARGS:-})
+set +f
 files=()
 for pattern in "${patterns[@]}"; do
   for f in $pattern; do files+=("$f"); done
@@ -24,7 +28,6 @@ if ((${#files[@]} == 0)); then
   echo "::error title=ds-plan::no file matches files: '${FILES:-}'"
   finish 2
 fi
-read -ra extra <<< "${ARGS:-}"
 
 case "${FORMAT:-github}" in
   github)
@@ -33,6 +36,10 @@ case "${FORMAT:-github}" in
     ;;
   sarif)
     sarif="${SARIF_FILE:-ds-plan.sarif}"
+    if ! : > "$sarif.tmp"; then
+      echo "::error title=ds-plan::cannot write $sarif"
+      finish 2
+    fi
     # Written beside its final name and moved into place, so a partly written file is never uploaded.
     ds-plan validate --format sarif "${extra[@]}" "${files[@]}" > "$sarif.tmp"
     rc=$?

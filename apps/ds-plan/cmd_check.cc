@@ -12,6 +12,7 @@
 #include <set>
 
 #include "apps/ds-plan/command.h"
+#include "apps/ds-plan/data_files.h"
 #include "apps/ds-plan/plan_setup.h"
 #include "core/json/hjson_parser.h"
 #include "core/schema/schema_check.h"
@@ -73,6 +74,15 @@ Status RecordedPathInside(const std::string& path) {
   return Status::Ok();
 }
 
+// A model or cluster recorded by its preset name (plan --cluster h100-sxm): ds-plan's own bundled
+// file (apps/ds-plan/data_files.h), trusted like the binary itself. Empty when the recorded path is
+// a file here, or names no preset.
+std::string BundledPreset(const char* kind, const std::string& recorded) {
+  std::error_code ec;
+  if (recorded.find('/') != std::string::npos || std::filesystem::exists(recorded, ec)) return "";
+  return FindPreset(kind, recorded).string();
+}
+
 // Checks one snapshot; the JSON report goes to *json (format json), the text one to stdout.
 int CheckOne(const std::string& plan, const CheckArgs& args, Json* json) {
   auto recorded = ReadSnapshot(plan);
@@ -93,7 +103,10 @@ int CheckOne(const std::string& plan, const CheckArgs& args, Json* json) {
   // Missing inputs are IO errors (exit 2): the check could not run, which is not a finding.
   for (auto [name, file] : {std::pair{"config", &inputs->config}, {"model", &inputs->model},
                             {"cluster", &inputs->cluster}}) {
-    if (Status inside = RecordedPathInside(file->path); !inside.ok()) {
+    const std::string bundled =
+        file == &inputs->config ? "" : BundledPreset(file == &inputs->model ? "models" : "clusters", file->path);
+    if (!bundled.empty()) file->path = bundled;
+    if (Status inside = bundled.empty() ? RecordedPathInside(file->path) : Status::Ok(); !inside.ok()) {
       return UsageError(plan + ": recorded " + name + " path " + inside.error().message +
                         ": check reads only files inside the directory it runs in");
     }

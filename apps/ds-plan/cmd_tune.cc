@@ -139,7 +139,7 @@ Json ToJson(const sim::TuneResult& r, const sim::GpuSpec& gpu) {
   }
   Json accuracy = Json::array();
   for (sim::Engine engine : EnginesShown(r)) accuracy.push_back(sim::AccuracyToJson(sim::AccuracyFor(engine, gpu)));
-  return {{"schema_version", 5}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
+  return {{"schema_version", 6}, {"evaluated", r.evaluated}, {"valid", r.valid}, {"validated", r.validated}, {"fitting", r.fitting},
           {"global_batch", r.global_batch}, {"seconds", r.seconds}, {"plans", plans},
           {"notes", r.notes}, {"rescheduled", r.rescheduled}, {"accuracy", accuracy}};
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -14,16 +15,19 @@ std::vector<fs::path> DataDirs() {
   if (const char* env = std::getenv("DSP_DATA_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
   std::error_code ec;
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  if (!ec) {
+  const bool exe_known = !ec;
+  if (exe_known) {
     dirs.push_back(exe_dir / ".." / "share" / "ds-plan");
 #if defined(DSP_BUILD_TREE_DIR) && defined(DSP_SOURCE_SAMPLES_DIR)
     // A binary in its own build tree (not installed, not copied elsewhere) reads the source's samples.
     if (fs::equivalent(exe_dir, DSP_BUILD_TREE_DIR, ec) && !ec) dirs.emplace_back(DSP_SOURCE_SAMPLES_DIR);
 #endif
   }
-  // Without /proc (a bare chroot) the executable's folder is unknown: the usual install prefixes.
-  dirs.emplace_back("/usr/local/share/ds-plan");
-  dirs.emplace_back("/usr/share/ds-plan");
+  if (!exe_known) {
+    // Without /proc (a bare chroot) the executable's folder is unknown: the usual install prefixes.
+    dirs.emplace_back("/usr/local/share/ds-plan");
+    dirs.emplace_back("/usr/share/ds-plan");
+  }
   return dirs;
 }
 
@@ -50,6 +54,18 @@ std::vector<std::string> PresetNames(const std::string& kind) {
   return {names.begin(), names.end()};
 }
 
+namespace {
+std::map<std::string, std::string>& ResolvedPresets() {
+  static std::map<std::string, std::string> resolved;  // path -> the name it was given as
+  return resolved;
+}
+}  // namespace
+
+std::string PresetNameGivenFor(const std::string& path) {
+  auto it = ResolvedPresets().find(path);
+  return it == ResolvedPresets().end() ? std::string() : it->second;
+}
+
 CLI::Validator PresetFile(const std::string& kind) {
   return CLI::Validator(
       [kind](std::string& value) -> std::string {
@@ -57,6 +73,7 @@ CLI::Validator PresetFile(const std::string& kind) {
         if (value == "-" || fs::exists(value, ec) || value.find('/') != std::string::npos) return {};
         fs::path preset = FindPreset(kind, value);
         if (!preset.empty()) {
+          ResolvedPresets()[preset.string()] = fs::path(value).stem().string();
           value = preset.string();
           return {};
         }

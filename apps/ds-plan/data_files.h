@@ -36,4 +36,9 @@ std::vector<std::string> PresetNames(const std::string& kind);
 // such file becomes the preset's path, or a usage error that lists the presets.
 CLI::Validator PresetFile(const std::string& kind);
 
+// The preset name a --cluster or --model argument was given as, when PresetFile turned it into
+// `path` in this process; empty for a file named by its path. plan records the name, so check finds
+// the preset again wherever ds-plan is installed.
+std::string PresetNameGivenFor(const std::string& path);
+
 }  // namespace dsp::app

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "apps/ds-plan/plan_setup.h"
 
+#include "apps/ds-plan/data_files.h"
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -52,7 +54,10 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
       *exit_code = UsageError(bytes.error().message);
       return std::nullopt;
     }
-    *file = {RecordablePath(*path), Sha256Hex(bytes.value())};
+    // A preset given by its name (--cluster h100-sxm) is recorded by that name, which check finds
+    // again on any machine with ds-plan installed.
+    const std::string preset = file == &in.config ? "" : PresetNameGivenFor(*path);
+    *file = {preset.empty() ? RecordablePath(*path) : preset, Sha256Hex(bytes.value())};
     if (file == &in.config) in.config_content = ParseDeepSpeedConfig(*path, std::move(bytes).value()).doc.root;
   }
   in.world_size = GivenOrAbsent(args.world.world_size);

@@ -519,11 +519,12 @@ RuleSet PrecisionRules() {
        "0.17.2 (PR #6993) added the assertions with torch.autocast support; 0.18.3 (PR #7700, "
        "low-precision master params/grads/optimizer states) removed them."},
       {"precision-bf16-unsupported-gpu", Severity::kError, "precision", "bf16 on a GPU without bf16 (V100, T4)",
-       "With a cluster file (simulate, plan): DeepSpeedEngine._do_sanity_check (runtime/engine.py) raises "
+       "With a cluster file (simulate, plan, which print it as a note): DeepSpeedEngine._do_sanity_check (runtime/engine.py) raises "
        "ValueError(\"Type bf16 is not supported on your device.\") when torch.cuda.is_bf16_supported() is False, "
        "which torch before 2.4 answers below compute capability 8.0. From torch 2.4 the function counts "
-       "emulation and returns True, so DeepSpeed starts and bf16 runs emulated (a warning). Without "
-       "--torch-version the finding is a warning naming both.",
+       "emulation and returns True, so DeepSpeed starts and bf16 runs emulated (a warning). Without a "
+       "torch version (simulate and plan take none) the finding is a warning naming both; an error only "
+       "where the options carry a torch below 2.4.",
        ""},
       {"autocast-comm-dtype", Severity::kError, "precision",
        "torch_autocast with a 16-bit communication_data_type on 0.17.2 <= DeepSpeed < 0.17.6",

@@ -112,7 +112,11 @@ void CheckPositiveInt(RuleContext& ctx, const Json& params, const std::string& k
 // group and raises ValueError on another length, so lists of different lengths cannot all fit.
 void CheckOneCycleLists(RuleContext& ctx, const Json& params) {
   std::vector<std::pair<std::string, size_t>> lists;
+  // The momentum bounds are read only when cycle_momentum holds (OneCycle.__init__: `if
+  // cycle_momentum: self._initialize_momentum(...)`; it defaults to True).
+  const bool momentum = !params.contains("cycle_momentum") || PyTruthy(params["cycle_momentum"]);
   for (const char* key : {"cycle_min_lr", "cycle_max_lr", "cycle_min_mom", "cycle_max_mom"}) {
+    if (!momentum && std::string_view(key).ends_with("_mom")) continue;
     if (params.contains(key) && params[key].is_array()) lists.emplace_back(key, params[key].size());
   }
   if (lists.empty()) return;

@@ -42,7 +42,7 @@ void CheckZenFlowBounds(RuleContext& ctx) {
     }
   }
   const Json* update = v.Get(ZenKey("update_interval"));
-  if (update != nullptr && (update->is_number_integer() || update->is_boolean())) {
+  if (update != nullptr && ((update->is_number_integer() && !update->is_number_unsigned()) || update->is_boolean())) {
     const int64_t n = update->is_boolean() ? int64_t(update->get<bool>()) : update->get<int64_t>();
     if (n < 1) {
       ctx.ReportAs(master ? Severity::kError : Severity::kWarning, "zero-zenflow-bounds", ZenKey("update_interval"),

@@ -47,6 +47,29 @@ double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
 
 }  // namespace
 
+// torchtitan's op-level selective AC on a dense layer (models/llama3/infra/parallelize.py
+// _custom_policy): the checkpointed block's input, and the outputs of the ops in _save_list except
+// every second aten.mm. Its Llama block runs wq, wk, wv, wo, w1, w3, w2 in that order, so q, v, the
+// gate (w1) and the down projection (w2) are kept, k, o and up (w3) recomputed; the fused SDPA keeps
+// its output and logsumexp. Under TP the column-parallel outputs are 1/t, the row-parallel w2's
+// partial sums whole (before its reduce-scatter), the block input 1/t with sequence parallelism.
+namespace {
+LayerActivations OpSacBytes(const LayerShape& shape) {
+  const double tokens = LocalTokens(shape);
+  const double h = static_cast<double>(shape.hidden);
+  const int t = std::max(shape.tp, 1);
+  const int replicated = shape.megatron_sp ? t : 1;
+  const double d = static_cast<double>(shape.head_dim);
+  const double a = static_cast<double>(shape.heads), g = static_cast<double>(shape.kv_heads);
+  LayerActivations out;
+  out.checkpoint_bytes = Div(kActivationBytes * tokens * h, replicated);
+  out.attention_bytes = Div(kActivationBytes * tokens * (a * d + g * d + a * d) + 4.0 * a * tokens, t);
+  const double gate = shape.gated_mlp ? Div(static_cast<double>(shape.ffn), t) : 0;
+  out.mlp_bytes = kActivationBytes * tokens * (gate + h);
+  return out;
+}
+}  // namespace
+
 double LocalTokens(const LayerShape& shape) {
   return Div(static_cast<double>(shape.seq_len) * static_cast<double>(shape.micro_batch),
              shape.ulysses_sp);
@@ -70,6 +93,10 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   const double mask = shape.dropout ? kMaskBytes : 0;
 
   LayerActivations out;
+  if (recompute == Recompute::kSelective && shape.op_sac && shape.num_experts <= 0 && shape.linear_value_cols <= 0 &&
+      shape.latent_cols <= 0 && shape.flash_attention) {
+    return OpSacBytes(shape);
+  }
   if (recompute == Recompute::kFull) {
     // Korthikanti §4.3: only the input of each layer is checkpointed, 2sbh (2sbh/t with SP).
     out.checkpoint_bytes = Div(kActivationBytes * tokens * h, replicated);

@@ -48,6 +48,11 @@ struct LayerShape {
   // pre-activation fc1 output stays bf16 (transformer_engine/pytorch/module/linear.py _Linear,
   // layernorm_linear.py _LayerNormLinear, v1.11-v2.2).
   bool fp8_saved_inputs = false;
+  // torchtitan's op-level selective activation checkpointing under --recompute selective
+  // (FrameworkProfile::op_level_sac): a dense layer keeps its input, the outputs of every other
+  // matmul (q_proj, v_proj, the gate projection, the down projection) and the fused attention's
+  // output and statistics; the rest is recomputed in backward (sim/cost/recompute_policy.h).
+  bool op_sac = false;
 
   // Per-layer attention shape where it is not plain (G)QA; 0 means "as heads x head_dim".
   int64_t qk_head_dim = 0;      // MLA: nope + rope (192 for DeepSeek-V3); q and k widths per head

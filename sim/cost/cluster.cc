@@ -256,12 +256,15 @@ Result<Cluster> ParseCluster(const Json& json) {
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};
-  if (!compute_capability.empty()) {
-    // NVIDIA's notation: "8.0", "9.0", "10.0" (major.minor, one minor digit).
-    const size_t dot = compute_capability.find('.');
-    const bool digits = dot != std::string::npos && dot > 0 && dot <= 2 && dot + 2 == compute_capability.size() &&
-                        std::all_of(compute_capability.begin(), compute_capability.end(),
-                                    [](char ch) { return ch == '.' || (ch >= '0' && ch <= '9'); });
+  const Json* gpu_json = json.contains("gpu") ? &json["gpu"] : nullptr;
+  if (gpu_json != nullptr && gpu_json->is_object() && gpu_json->contains("compute_capability")) {
+    // NVIDIA's notation: "8.0", "9.0", "10.0": one or two digits, a dot, one digit.
+    const std::string& cc = compute_capability;
+    const size_t dot = cc.find('.');
+    auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+    const bool digits = dot != std::string::npos && dot > 0 && dot <= 2 && dot + 2 == cc.size() &&
+                        std::all_of(cc.begin(), cc.begin() + static_cast<std::ptrdiff_t>(dot), digit) &&
+                        digit(cc[dot + 1]);
     if (!digits) {
       return Error{"/gpu/compute_capability: \"" + compute_capability.substr(0, 20) +
                    "\" is not a CUDA compute capability (major.minor, such as \"8.0\" for A100 or \"9.0\" for H100)"};

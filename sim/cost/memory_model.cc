@@ -123,6 +123,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.flash_attention = in.engine.flash_attention;
   // DeepSpeed trains the transformers model as written; the Megatron engines run Megatron's.
   shape.hf_eager = in.engine.hf_eager();
+  shape.op_sac = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;
   shape.rms_norm = !m.layer_norm;
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.framework().megatron_tp();
@@ -342,6 +343,9 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
     if (!k.done) {
       const LayerShape shape = ShapeOfLayer(in, base_shape, layer);
       k.saved = LayerActivationBytes(shape, in.workload.recompute).total_bytes();
+      // Op-level AC replays a layer's forward in its backward: what it did not keep of that layer
+      // is live again for the layer's backward, as under full recompute.
+      if (shape.op_sac) k.working = std::max(0.0, LayerActivationBytes(shape, Recompute::kNone).total_bytes() - k.saved);
       if (in.workload.recompute == Recompute::kFull) {
         k.working = LayerActivationBytes(shape, Recompute::kNone).total_bytes();
         // partition_activations: each TP rank keeps 1/tp of the checkpointed input

@@ -6,6 +6,8 @@
 // 1F1B, and the optimizer step. docs/cost-model.md "Step time" states each formula's source.
 #include "sim/cost/step_time.h"
 
+#include "sim/cost/recompute_policy.h"
+
 #include <algorithm>
 #include <map>
 #include <cmath>
@@ -62,8 +64,9 @@ void WaitForHost(PassTime& t, const HostLaunch& host) {
 }
 
 PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, Recompute recompute,
-                   bool recomputable) {
+                   bool op_sac, bool recomputable) {
   PassTime p;
+  RecomputePolicy policy(recompute, op_sac, recomputable);
   for (const OperatorCost& op : ops) {
     const KernelTime f = KernelTimeOf(op, r, false), b = KernelTimeOf(op, r, true);
     p.forward += f.seconds;
@@ -74,11 +77,9 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
     p.hardware_flops += (1.0 + kBackwardFlopsPerForward) * op.flops;
     double& kind = p.by_kind[static_cast<int>(op.kind)];
     kind += f.seconds + b.seconds;
-    // Full recompute re-runs the layer's forward; selective (Korthikanti et al.) the attention
-    // core: scores, softmax, dropout and the context.
-    const bool again = recomputable && (recompute == Recompute::kFull ||
-                                        (recompute == Recompute::kSelective && op.attention_core));
-    if (again) {
+    // Full recompute re-runs the layer's forward; selective the attention core (Korthikanti et
+    // al.) or, under op-level AC, the operators whose outputs are not kept (recompute_policy.h).
+    if (policy.Again(op)) {
       kind += f.seconds;
       p.backward += f.seconds;
       p.recompute_launches += f.launches;
@@ -95,6 +96,7 @@ std::vector<PassTime> StageCompute(const SimInput& in) {
   const ShardShape shard = ShardShapeOf(in);
   const KernelRates rates = KernelRatesOf(*in.cluster);
   const Recompute rc = in.workload.recompute;
+  const bool op_sac = in.engine.framework().op_level_sac;
 
   // Layers of one kind (MoE or dense, attention kind) cost the same: cost one of each, once.
   std::map<int, PassTime> by_kind;
@@ -103,12 +105,12 @@ std::vector<PassTime> StageCompute(const SimInput& in) {
     auto it = by_kind.find(kind);
     if (it == by_kind.end()) {
       it = by_kind.emplace(kind, TimeOfOps(LayerForwardOperators(m, representative, shard), rates,
-                                           rc, true)).first;
+                                           rc, op_sac, true)).first;
     }
     return it->second;
   };
-  const PassTime embedding = TimeOfOps(EmbeddingForwardOperators(m, shard), rates, rc, false);
-  const PassTime head = TimeOfOps(HeadForwardOperators(m, shard), rates, rc, false);
+  const PassTime embedding = TimeOfOps(EmbeddingForwardOperators(m, shard), rates, rc, op_sac, false);
+  const PassTime head = TimeOfOps(HeadForwardOperators(m, shard), rates, rc, op_sac, false);
 
   const int pp = std::max(in.plan->sizes.pp, 1);
   const int64_t layers = m.num_hidden_layers;

@@ -153,6 +153,10 @@ struct FrameworkProfile {
   // the others are simulated over their planners' collectives (sim/schedule/engine_program.h), and
   // tune re-ranks with the schedule only where this is set.
   bool event_schedule = false;
+  // --recompute selective is torchtitan's op-level selective activation checkpointing
+  // (activation_checkpoint.selective_ac_option "op"): saves the outputs of every other matmul and of
+  // the fused attention, recomputes the rest in backward (sim/cost/recompute_policy.h).
+  bool op_level_sac = false;
 
   bool megatron_tp() const { return tensor_parallel == TensorParallelStyle::kMegatron; }
 };

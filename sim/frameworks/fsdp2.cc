@@ -58,6 +58,9 @@ const FrameworkProfile& Fsdp2Profile() {
     // (training.mixed_precision_reduce "float32").
     p.fp32_grad_buffer_max_zero_stage = 3;
     p.event_schedule = false;
+    // torchtitan's "selective" activation checkpointing with selective_ac_option "op" (its Llama 3
+    // train configs): models/llama3/infra/parallelize.py _apply_ac_to_transformer_block.
+    p.op_level_sac = true;
     return p;
   }();
   return profile;

@@ -251,7 +251,7 @@ std::string RenderSimulateText(const SimulateResult& result) {
 
 Json SimulateToJson(const SimulateResult& r) {
   Json root = Json::object();
-  root["schema_version"] = 4;
+  root["schema_version"] = 5;
   root["layout"] = LayoutToJson(r.layout);
   root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
                     {"megatron_sp", r.engine.megatron_sp},

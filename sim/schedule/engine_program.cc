@@ -11,6 +11,7 @@
 #include "sim/cost/flops.h"
 #include "sim/cost/kernel_time.h"
 #include "sim/cost/memory_model.h"
+#include "sim/cost/recompute_policy.h"
 #include "sim/cost/step_time.h"
 
 namespace dsp::sim::schedule {
@@ -24,13 +25,12 @@ struct Kernel {
 
 // The closed form's kernels and prices (sim/cost/step_time.cc TimeOfOps), one entry per operator.
 std::vector<Kernel> KernelsOf(const std::vector<OperatorCost>& ops, const KernelRates& rates, Recompute recompute,
-                              bool recomputable) {
+                              bool op_sac, bool recomputable) {
   std::vector<Kernel> out;
+  RecomputePolicy policy(recompute, op_sac, recomputable);
   for (const OperatorCost& op : ops) {
     Kernel k{std::string(op.name), KernelTimeOf(op, rates, false).seconds, KernelTimeOf(op, rates, true).seconds};
-    if (recomputable && (recompute == Recompute::kFull || (recompute == Recompute::kSelective && op.attention_core))) {
-      k.backward += k.forward;
-    }
+    if (policy.Again(op)) k.backward += k.forward;
     out.push_back(std::move(k));
   }
   return out;
@@ -82,12 +82,13 @@ class EngineBuilder {
                                       : static_cast<int>(std::max<int64_t>(in_.workload.grad_accum, 1));
     const ShardShape shard = ShardShapeOf(in_);
     const Recompute rc = in_.workload.recompute;
-    embedding_ = KernelsOf(EmbeddingForwardOperators(m, shard), rates, rc, false);
-    head_ = KernelsOf(HeadForwardOperators(m, shard), rates, rc, false);
+    const bool op_sac = in_.engine.framework().op_level_sac;
+    embedding_ = KernelsOf(EmbeddingForwardOperators(m, shard), rates, rc, op_sac, false);
+    head_ = KernelsOf(HeadForwardOperators(m, shard), rates, rc, op_sac, false);
     for (int l = 0; l < layers_; ++l) {
       auto it = by_kind_.find(m.LayerKind(l));
       if (it == by_kind_.end()) {
-        it = by_kind_.emplace(m.LayerKind(l), KernelsOf(LayerForwardOperators(m, l, shard), rates, rc, true)).first;
+        it = by_kind_.emplace(m.LayerKind(l), KernelsOf(LayerForwardOperators(m, l, shard), rates, rc, op_sac, true)).first;
       }
       layer_kernels_.push_back(&it->second);
     }

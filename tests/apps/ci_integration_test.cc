@@ -43,7 +43,8 @@ class CiIntegrationTest : public ::testing::Test {
     Write(repo_ / "configs/package.json", "{\"name\": \"not a DeepSpeed config\", \"version\": 3}\n");
     env_ = "cd " + ShellQuote(repo_.string()) + " && export PATH=" + ShellQuote(fs::path(DSP_BINARY).parent_path().string()) +
            ":\"$PATH\" PRE_COMMIT_HOME=" + ShellQuote((repo_ / ".pre-commit-home").string()) +
-           " GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com && ";
+           " GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com"
+           " GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 && ";
   }
   void TearDown() override { fs::remove_all(repo_); }
   std::string Run(const std::string& command) { return RunShell(env_ + command + " 2>&1; echo \"rc=$?\""); }
@@ -52,7 +53,12 @@ class CiIntegrationTest : public ::testing::Test {
   std::string TryHook(const std::string& hook) {
     return Run("pre-commit try-repo " + ShellQuote(DSP_SOURCE_DIR) + " " + hook + " --all-files --verbose");
   }
-  static bool HavePreCommit() { return RunShell("command -v pre-commit && command -v git") .find("git") != std::string::npos; }
+  // pre-commit, git, and a source tree that is a git checkout (try-repo clones it).
+  static bool HavePreCommit() {
+    return RunShell("command -v pre-commit && command -v git && git -C " + ShellQuote(DSP_SOURCE_DIR) +
+                    " rev-parse --git-dir && echo usable")
+               .find("usable") != std::string::npos;
+  }
 
   fs::path repo_;
   std::string env_;
@@ -67,6 +73,7 @@ TEST_F(CiIntegrationTest, ValidateHookFailsTheCommitOnABrokenConfigOnly) {
   EXPECT_NE(ok.find("rc=0"), std::string::npos) << ok;
 
   fs::copy_file(fs::path(DSP_SOURCE_DIR) / "samples/configs/invalid/zero-typos.json", repo_ / "configs/ds_z3_config.json");
+  Write(repo_ / "configs/ds_z3_config.plan.json", "{\"schema_version\": 1}\n");  // a snapshot: ds-plan-check's
   Commit();
   std::string bad = TryHook("ds-plan-validate");
   EXPECT_NE(bad.find("Failed"), std::string::npos) << bad;
@@ -75,6 +82,7 @@ TEST_F(CiIntegrationTest, ValidateHookFailsTheCommitOnABrokenConfigOnly) {
   EXPECT_NE(bad.find("rc=1"), std::string::npos) << bad;
   // The files pattern passes DeepSpeed configs only: package.json never reaches validate.
   EXPECT_EQ(bad.find("package.json"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("ds_z3_config.plan.json"), std::string::npos) << bad;
 }
 
 TEST_F(CiIntegrationTest, CheckHookFailsWhenAPlanSnapshotMoved) {

@@ -303,7 +303,13 @@ TEST(SimulateCliTest, Bf16OnAGpuWithoutBf16IsShown) {
       << v100.output;
   auto a100 = RunCli(run + "samples/clusters/a100-80gb.json");
   EXPECT_EQ(a100.output.find("precision-bf16-unsupported-gpu"), std::string::npos) << a100.output;
-  // A malformed capability is refused with its pointer.
+  // A malformed capability is refused with its pointer: a letter, or a minor part that is no digit.
+  {
+    std::string dots = cluster;
+    dots.replace(dots.find("\"7.0\""), 5, "\"1..\"");
+    ASSERT_TRUE(WriteFileAtomic(dir + "/dots.json", dots).ok());
+    EXPECT_EQ(RunCli(run + dir + "/dots.json").exit_code, 2);
+  }
   cluster.replace(cluster.find("\"7.0\""), 5, "\"sm70\"");
   ASSERT_TRUE(WriteFileAtomic(dir + "/bad.json", cluster).ok());
   auto bad = RunCli(run + dir + "/bad.json");

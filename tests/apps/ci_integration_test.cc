@@ -18,13 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunShell;
 using testing::ShellQuote;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::Slurp;
 
 void Write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

@@ -18,13 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunShell;
 using testing::ShellQuote;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::Slurp;
 
 class InstallTest : public ::testing::Test {
  protected:

@@ -23,13 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunShell;
 using testing::ShellQuote;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::Slurp;
 
 std::set<std::string> Lines(const std::string& text) {
   std::set<std::string> lines;

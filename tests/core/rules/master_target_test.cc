@@ -190,7 +190,8 @@ TEST(MasterTargetTest, OneCycleGroupLists) {
 // The round-3 checks that master did not change give the same verdict at both targets:
 // zenflow_stage_1_and_2.py _configure_zenflow (cpu offload), utils/groups.py
 // _create_zero_param_parallel_group (hpZ divides the world), mics_utils.py _generate_mics_config,
-// stage3.py (Muon with qgZ), engine.py deepspeed.initialize (autotp_size "auto" TypeError).
+// stage3.py (Muon with qgZ), engine.py deepspeed.initialize (autotp_size "auto" TypeError), and
+// item 9's elasticity, sparse attention and MoQ checks.
 TEST(MasterTargetTest, UnchangedChecksAgreeAtBothTargets) {
   struct Case {
     const char* rule;
@@ -203,6 +204,16 @@ TEST(MasterTargetTest, UnchangedChecksAgreeAtBothTargets) {
       {"optimizer-param-value", R"({"train_batch_size": 8, "optimizer": {"type": "Muon", "params": {"lr": 0.02}},
           "zero_optimization": {"stage": 3, "reduce_scatter": false, "zero_quantized_gradients": true}})"},
       {"auto-unfilled", R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": "auto"}})"},
+      // engine.py _configure_optimizer: ZeRO-Offload with the script's own optimizer.
+      {"zero-offload-client-optimizer", R"({"train_batch_size": 8, "zero_optimization": {"stage": 2,
+          "offload_optimizer": {"device": "cpu"}}})"},
+      // elasticity/config.py ElasticityConfig.__init__: max_train_batch_size is required.
+      {"elasticity-config", R"({"train_batch_size": 8, "elasticity": {"enabled": true, "micro_batch_sizes": [2, 4]}})"},
+      // ops/sparse_attention: SparsityConfig's modes (runtime/config.py get_sparse_attention_mode).
+      {"schema-enum", R"({"train_batch_size": 8, "sparse_attention": {"mode": "bsl"}})"},
+      // engine.py _configure_quantization: MoQ in the optimizer step asserts fp16.
+      {"moq-config", R"({"train_batch_size": 8, "bf16": {"enabled": true}, "compression_training":
+          {"weight_quantization": {"shared_parameters": {"enabled": true}, "different_groups": {}}}})"},
   };
   for (const Case& c : cases) {
     ValidateOptions release = At("0.19.5"), master = At("master");

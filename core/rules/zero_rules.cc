@@ -280,8 +280,16 @@ void CheckOptimizerCompat(RuleContext& ctx, std::optional<int64_t> stage) {
   const Json* opt_type = v.Get("/optimizer/type");
   if (opt_type == nullptr || opt_type->is_null()) {
     const std::string& at = ctx.parallel().zero_stage.pointer;
+    // The Trainer, Accelerate and Megatron-DeepSpeed always pass an optimizer: nothing to say. A
+    // script of its own may or may not pass one (deepspeed.initialize(optimizer=...)): a warning.
+    const Consumer consumer = ctx.options().consumer;
+    if (consumer == Consumer::kHfTrainer || consumer == Consumer::kAccelerate ||
+        consumer == Consumer::kMegatronDeepSpeed) {
+      return;
+    }
+    const Severity severity = Severity::kWarning;
     if (*stage <= 2) {
-      ctx.Report("zero-no-optimizer", at,
+      ctx.ReportAs(severity, "zero-no-optimizer", at,
                  StageText(*stage) + " without an optimizer section: unless the training script "
                  "passes optimizer= to deepspeed.initialize (the Hugging Face Trainer does), "
                  "DeepSpeed asserts \"zero stage " + std::to_string(*stage) +
@@ -289,7 +297,7 @@ void CheckOptimizerCompat(RuleContext& ctx, std::optional<int64_t> stage) {
                  "add \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4}}, or pass "
                  "a client optimizer");
     } else {
-      ctx.Report("zero-no-optimizer", at,
+      ctx.ReportAs(severity, "zero-no-optimizer", at,
                  "ZeRO stage 3 without an optimizer section: unless the training script passes "
                  "optimizer= to deepspeed.initialize (the Hugging Face Trainer does), DeepSpeed "
                  "builds a parameter-partitioning engine for inference only, and engine.backward() "
@@ -549,7 +557,8 @@ RuleSet ZeroRules() {
        "Without an optimizer in the config or passed to deepspeed.initialize, the engine uses "
        "DummyOptim: at stage 1/2 _configure_zero_optimizer asserts \"zero stage N requires an "
        "optimizer\"; at stage 3 it builds an inference-only engine whose backward() asserts. Fine "
-       "when the script passes a client optimizer (the Hugging Face Trainer does).",
+       "when the script passes a client optimizer: nothing under --consumer hf-trainer, accelerate or "
+       "megatron-deepspeed (they always pass one), a warning otherwise.",
        ""},
       {"zero-stage-pipeline", Severity::kError, "zero", "ZeRO stage 2 or 3 with pipeline stages",
        "PipelineEngine.__init__ (runtime/pipe/engine.py) asserts that the ZeRO stage is below "

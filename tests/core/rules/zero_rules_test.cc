@@ -208,6 +208,16 @@ TEST(ZeroRulesTest, NoOptimizer) {
   EXPECT_DIAG(Validate(R"({"zero_optimization": true})"), "zero-no-optimizer", "/zero_optimization");
   EXPECT_NO_DIAG(Validate(Cfg(R"({"stage": 2})")), "zero-no-optimizer");
   EXPECT_NO_DIAG(Validate(R"({"zero_optimization": {"stage": 0}})"), "zero-no-optimizer");
+  // engine.py _configure_zero_optimizer asserts only when nothing passes an optimizer: the Trainer,
+  // Accelerate and Megatron-DeepSpeed always do (no finding); a script of its own may not (a warning).
+  const char* no_section = R"({"train_batch_size": 8, "zero_optimization": {"stage": 2}})";
+  for (Consumer passes : {Consumer::kHfTrainer, Consumer::kAccelerate, Consumer::kMegatronDeepSpeed}) {
+    EXPECT_NO_DIAG(Validate(no_section, testing::As(passes)), "zero-no-optimizer");
+  }
+  const FileReport built = Validate(no_section, testing::As(Consumer::kDeepSpeed));
+  ASSERT_NE(Find(built, "zero-no-optimizer"), nullptr);
+  EXPECT_EQ(Find(built, "zero-no-optimizer")->severity, Severity::kWarning);
+  EXPECT_EQ(Find(Validate(no_section), "zero-no-optimizer")->severity, Severity::kWarning);
 }
 
 TEST(ZeroRulesTest, OverlapCommDefault) {

@@ -91,8 +91,8 @@ class ObjectReader {
     *out = static_cast<int>(x);
   }
 
-  void String(const std::string& key, std::string* out) {
-    const Json* v = Get(key, true);
+  void String(const std::string& key, std::string* out, bool required = true) {
+    const Json* v = Get(key, required);
     if (v == nullptr) return;
     if (!v->is_string()) return Fail(PointerJoin(pointer_, key), "expected a string, got " + TypeName(*v));
     *out = v->get<std::string>();
@@ -229,7 +229,8 @@ Result<Cluster> ParseCluster(const Json& json) {
     r.Number("hbm_bytes", &c.gpu.hbm_bytes, true);
     r.Number("hbm_bytes_per_second", &c.gpu.hbm_bytes_per_second, true);
     r.Integer("sm_count", &c.gpu.sm_count, 100000, /*required=*/false);
-    r.String("compute_capability", &compute_capability);
+    // Optional: cluster files written before it existed stay valid; the bf16 check then has no GPU to judge.
+    r.String("compute_capability", &compute_capability, /*required=*/false);
     r.NonNegative("kernel_overhead_seconds", &c.gpu.kernel_overhead_seconds);
   });
   root.Integer("gpus_per_node", &c.gpus_per_node, 1024);

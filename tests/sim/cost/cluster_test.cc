@@ -238,6 +238,19 @@ TEST(ClusterTest, MissingKeyNamesThePointer) {
   EXPECT_EQ(ErrorOf(doc), "/intra_node/latency_seconds: required key is missing");
 }
 
+// compute_capability came later (the bf16 check): a cluster file written without it still parses,
+// as the schema says, and leaves the capability unknown (0) so no GPU check runs on a guess.
+TEST(ClusterTest, ComputeCapabilityIsOptional) {
+  Json doc = LoadPreset("h100-sxm.json");
+  ASSERT_TRUE(doc["gpu"].contains("compute_capability"));
+  doc["gpu"].erase("compute_capability");
+  EXPECT_TRUE(MatchesSchema(doc));
+  Result<Cluster> c = ParseCluster(doc);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->gpu.compute_capability, 0);
+  EXPECT_EQ(ParseOrDie("h100-sxm.json").gpu.compute_capability, 90);
+}
+
 TEST(ClusterTest, BadTypesAndValuesNameThePointer) {
   Json doc = LoadPreset("h100-sxm.json");
   doc["gpu"]["peak_bf16_flops_per_second"] = "989e12";

@@ -118,6 +118,8 @@ int RunCalibrateTrace(CalibrateArgs args) {
   if (!trace.ok()) return UsageError(args.trace + ": " + trace.error().message);
   args.sim.config = args.runs;
   args.sim.cluster_path = args.cluster;
+  // Fit the rate of the attention kernel the trace ran (unless --attention names one).
+  if (args.sim.attention == "flash" && !trace->attention_kernel.empty()) args.sim.attention = trace->attention_kernel;
   int code = kExitOk;
   std::unique_ptr<SimSetup> setup = PrepareSimulation(args.sim, &code);
   if (!setup) return code;

@@ -57,6 +57,8 @@ int RunCompare(CompareArgs args) {
       return UsageError("--model and --cluster are required with a DeepSpeed config (a plan snapshot records them)");
     }
     plan_label = args.sim.config;
+    // Priced as the attention kernel the trace ran unless --attention says otherwise.
+    if (sim_args.attention == "flash" && !summary->attention_kernel.empty()) sim_args.attention = summary->attention_kernel;
     int code = kExitOk;
     setup = PrepareSimulation(sim_args, &code);
     if (!setup) return code;

@@ -207,7 +207,7 @@ int RunTune(const TuneArgs& args) {
   options.global_batch = args.global_batch;
   options.top = args.top;
   options.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
-  options.flash_attention = args.attention != "materialized";
+  options.attention = sim::ParseAttentionKernel(args.attention).value_or(sim::AttentionKernel::kFramework);
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -278,8 +278,10 @@ Command AddTuneCommand(CLI::App& root) {
       ->delimiter(',')
       ->check(CLI::IsMember({"deepspeed", "megatron-deepspeed", "megatron-lm", "fsdp2"}))
       ->excludes("--engine");
-  app->add_option("--attention", args->attention, "attention kernel: flash (default) or materialized")
-      ->check(CLI::IsMember({"flash", "materialized"}));
+  app->add_option("--attention", args->attention,
+                  "attention kernel: flash (default: the one each engine runs on this GPU), cudnn, flash2 or "
+                  "materialized")
+      ->check(CLI::IsMember({"flash", "cudnn", "flash2", "materialized"}));
   app->add_flag("--no-pipeline", args->no_pipeline, "search pp = 1 only");
   app->add_option("--deepspeed-version", args->deepspeed_version,
                   "DeepSpeed to plan for (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221)");

@@ -83,9 +83,11 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                 "megatron-lm: TransformerEngine's userbuffers overlap the sequence-parallel all-gather and "
                 "reduce-scatter with the GEMMs (needs --megatron-sp)");
   app->add_option("--attention", attention,
-                  "attention kernel: flash (FlashAttention/SDPA, the default) or materialized "
-                  "(scores in HBM, as before 2022)")
-      ->check(CLI::IsMember({"flash", "materialized"}));
+                  "attention kernel: flash (the default: the one the engine runs on this GPU: cuDNN's under "
+                  "megatron-lm, FlashAttention-2 for sdpa and flash_attention_2 on H100/H200), cudnn (cuDNN "
+                  "or FlashAttention-3), flash2 (FlashAttention-2) or materialized (scores in HBM, as "
+                  "before 2022)")
+      ->check(CLI::IsMember({"flash", "cudnn", "flash2", "materialized"}));
   app->add_option("--attn-impl", attn_impl,
                   "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; default: "
                   "the model config's _attn_implementation): the autosp pass needs sdpa");
@@ -258,7 +260,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
   k.engine.megatron_sp = args.megatron_sp;
   k.engine.virtual_stages = args.virtual_stages;
-  k.engine.flash_attention = args.attention != "materialized";
+  k.engine.attention = sim::ParseAttentionKernel(args.attention).value_or(sim::AttentionKernel::kFramework);
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
     if (!v.ok()) return v.error();

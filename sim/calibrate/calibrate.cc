@@ -11,6 +11,7 @@ const std::vector<FitParameter>& FitParameters() {
       {"efficiency.matmul", "/efficiency/matmul", 0.3, 1.0},
       {"efficiency.memory", "/efficiency/memory", 0.3, 1.0},
       {"efficiency.attention", "/efficiency/attention", 0.2, 1.0},
+      {"efficiency.attention_flash2", "/efficiency/attention_flash2", 0.1, 1.0},
       {"gpu.kernel_overhead_seconds", "/gpu/kernel_overhead_seconds", 0.0, 30e-6},
       {"intra_node.hop_latency_seconds", "/intra_node/hop_latency_seconds", 0.0, 10e-6},
       {"inter_node.hop_latency_seconds", "/inter_node/hop_latency_seconds", 0.0, 50e-6},
@@ -27,6 +28,9 @@ double GetFigure(const Cluster& c, const std::string& name) {
   if (name == "efficiency.matmul") return c.efficiency.matmul;
   if (name == "efficiency.memory") return c.efficiency.memory;
   if (name == "efficiency.attention") return c.efficiency.attention > 0 ? c.efficiency.attention : c.efficiency.matmul;
+  if (name == "efficiency.attention_flash2") {
+    return c.efficiency.attention_flash2 > 0 ? c.efficiency.attention_flash2 : GetFigure(c, "efficiency.attention");
+  }
   if (name == "gpu.kernel_overhead_seconds") return c.gpu.kernel_overhead_seconds;
   if (name == "intra_node.hop_latency_seconds") return c.intra_node.hop_latency_seconds;
   if (name == "inter_node.hop_latency_seconds") return c.inter_node.hop_latency_seconds;
@@ -42,6 +46,7 @@ void SetFigure(Cluster& c, const std::string& name, double value) {
   if (name == "efficiency.matmul") c.efficiency.matmul = value;
   if (name == "efficiency.memory") c.efficiency.memory = value;
   if (name == "efficiency.attention") c.efficiency.attention = value;
+  if (name == "efficiency.attention_flash2") c.efficiency.attention_flash2 = value;
   if (name == "gpu.kernel_overhead_seconds") c.gpu.kernel_overhead_seconds = value;
   if (name == "intra_node.hop_latency_seconds") c.intra_node.hop_latency_seconds = value;
   if (name == "inter_node.hop_latency_seconds") c.inter_node.hop_latency_seconds = value;

@@ -203,6 +203,13 @@ Result<Json> ReadTraceFile(const std::string& path, size_t max_bytes) {
   return doc;
 }
 
+std::string AttentionKernelOf(const std::string& name) {
+  const std::string n = Lower(name);
+  if (ContainsAny(n, {"cudnn", "sm90", "sm100"})) return "cudnn";
+  if (n.find("flash") != std::string::npos) return "flash2";
+  return "";
+}
+
 Result<TraceSummary> SummarizeTrace(const Json& trace) {
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
     return Error{"no \"traceEvents\" array: not a Chrome trace of the PyTorch profiler"};
@@ -241,6 +248,7 @@ Result<TraceSummary> SummarizeTrace(const Json& trace) {
   std::vector<Interval> all, compute;
   std::vector<Comm> comm;
   std::map<std::pair<std::string, std::string>, TraceCollective> by_collective;
+  std::map<std::string, double> attention_time;  // by AttentionKernelOf
   for (const Json& e : events) {
     if (!e.is_object()) continue;
     const std::string cat = Text(e, "cat");
@@ -257,6 +265,7 @@ Result<TraceSummary> SummarizeTrace(const Json& trace) {
     }
     ++s.kernels;
     s.seconds[c] += dur * 1e-6;
+    if (c == TraceClass::kAttention) attention_time[AttentionKernelOf(name)] += dur;
     const Interval at{ts, ts + dur};
     all.push_back(at);
     if (c == TraceClass::kCommunication) {
@@ -290,6 +299,10 @@ Result<TraceSummary> SummarizeTrace(const Json& trace) {
   s.span_seconds = (last - first) * 1e-6;
   Merge(all);
   s.busy_seconds = Length(all) * 1e-6;
+  double most = 0;
+  for (const auto& [family, us] : attention_time) {
+    if (!family.empty() && us > most) most = us, s.attention_kernel = family;
+  }
   return s;
 }
 

@@ -35,6 +35,12 @@ const char* TraceClassName(TraceClass c);
 // memory-bound. Host-device memcpys are host copies.
 TraceClass ClassifyKernel(const std::string& name, const std::string& cat);
 
+// The family of a fused-attention kernel by its name, as --attention names it: "cudnn" for cuDNN's
+// SDPA ("cudnn_generated_fort_native_sdpa_sm90_flash_*") and FlashAttention-3's Hopper kernels
+// ("flash::FlashAttnFwdSm90"), "flash2" for FlashAttention-2 ("flash_fwd_kernel",
+// "pytorch_flash::flash_bwd_dq_dk_dv_loop_kernel"), "" for the rest (memory-efficient attention).
+std::string AttentionKernelOf(const std::string& name);
+
 // "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv" (the
 // names of sim/comm/collectives.h CollectiveKindName), from the kernel's "Collective name" argument
 // where the trace has one, else from the NCCL kernel name; "other" when neither says.
@@ -57,6 +63,8 @@ struct TraceSummary {
   double busy_seconds = 0;  // the union of every GPU event's interval
   std::map<TraceClass, double> seconds;  // summed durations per class
   std::vector<TraceCollective> collectives;  // sorted by kind, then group
+  // The attention kernel family that took the most attention time (AttentionKernelOf), "" if none.
+  std::string attention_kernel;
   // Per step: totals divided by `steps`.
   double PerStep(double total) const { return total / static_cast<double>(steps < 1 ? 1 : steps); }
   double idle_seconds() const { return span_seconds - busy_seconds; }

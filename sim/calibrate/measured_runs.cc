@@ -232,7 +232,7 @@ Result<std::unique_ptr<RunSetup>> SetUpRun(const MeasuredRun& run, const Cluster
   in.engine.engine = run.engine;
   in.engine.megatron_sp = run.megatron_sp;
   in.engine.virtual_stages = run.virtual_stages;
-  in.engine.flash_attention = run.flash_attention;
+  in.engine.attention = run.flash_attention ? AttentionKernel::kFramework : AttentionKernel::kMaterialized;
   // Every published run trained Megatron's GPT model (Megatron-LM, or Megatron-DeepSpeed and
   // DeepSpeedExamples' Megatron-GPT2 under DeepSpeed's engine), never transformers' modules.
   in.engine.transformers_modules = false;

@@ -245,6 +245,7 @@ Result<Cluster> ParseCluster(const Json& json) {
     r.Number("matmul", &c.efficiency.matmul, false, /*fraction=*/true);
     r.Number("memory", &c.efficiency.memory, false, /*fraction=*/true);
     r.Number("attention", &c.efficiency.attention, false, /*fraction=*/true);
+    r.Number("attention_flash2", &c.efficiency.attention_flash2, false, /*fraction=*/true);
     r.Number("fp8_matmul", &c.efficiency.fp8_matmul, false, /*fraction=*/true);
   });
   root.Object("memory", false, [&](ObjectReader& r) {

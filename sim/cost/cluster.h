@@ -47,7 +47,8 @@ struct LinkSpec {
 struct Efficiency {
   double matmul = 0.0;     // achieved / peak for large GEMMs
   double memory = 0.0;     // achieved / peak HBM bandwidth for memory-bound operators
-  double attention = 0.0;  // achieved / peak for fused (Flash) attention; 0 = same as matmul
+  double attention = 0.0;  // achieved / peak for fused attention (cuDNN, FlashAttention-3); 0 = same as matmul
+  double attention_flash2 = 0.0;  // ... for FlashAttention-2's kernels; 0 = same as attention
   double fp8_matmul = 0.0;  // achieved / FP8 peak for FP8 GEMMs; 0 = same as matmul (an assumption)
 };
 

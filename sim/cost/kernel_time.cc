@@ -26,10 +26,12 @@ double WaveUtilization(double rows, double cols, int sms) {
 
 }  // namespace
 
-KernelRates KernelRatesOf(const Cluster& cluster) {
+KernelRates KernelRatesOf(const Cluster& cluster, AttentionKernel attention) {
   const double mm = cluster.efficiency.matmul > 0 ? cluster.efficiency.matmul : 1.0;
   const double mem = cluster.efficiency.memory > 0 ? cluster.efficiency.memory : 1.0;
-  const double attn = cluster.efficiency.attention > 0 ? cluster.efficiency.attention : mm;
+  const double fused = cluster.efficiency.attention > 0 ? cluster.efficiency.attention : mm;
+  const double flash2 = cluster.efficiency.attention_flash2 > 0 ? cluster.efficiency.attention_flash2 : fused;
+  const double attn = attention == AttentionKernel::kFlash2 ? flash2 : fused;
   const double fp8 = cluster.efficiency.fp8_matmul > 0 ? cluster.efficiency.fp8_matmul : mm;
   const double peak = cluster.gpu.peak_bf16_flops_per_second;
   return {peak * mm, cluster.gpu.Fp8PeakFlops() * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,

@@ -9,6 +9,7 @@
 
 #include "sim/cost/cluster.h"
 #include "sim/cost/flops.h"
+#include "sim/frameworks/attention_kernel.h"
 
 namespace dsp::sim {
 
@@ -22,8 +23,9 @@ struct KernelRates {
   int sm_count = 0;
 };
 /// An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster still gives
-/// finite times; an unset attention efficiency is the matmul one.
-KernelRates KernelRatesOf(const Cluster& cluster);
+/// finite times; an unset attention efficiency is the matmul one, an unset attention_flash2 the
+/// attention one. `attention`: the kernel the run executes (kFramework unresolved: kCudnn's rate).
+KernelRates KernelRatesOf(const Cluster& cluster, AttentionKernel attention = AttentionKernel::kCudnn);
 
 struct KernelTime {
   double seconds = 0;

@@ -120,7 +120,7 @@ LayerShape BaseShape(const SimInput& in) {
   // Dropout masks are saved only when the model trains with dropout (GPT-2's 0.1; the llama
   // family and BLOOM train without).
   shape.dropout = m.hidden_dropout > 0 || m.attention_dropout > 0;
-  shape.flash_attention = in.engine.flash_attention;
+  shape.flash_attention = in.engine.flash_attention();
   // DeepSpeed trains the transformers model as written; the Megatron engines run Megatron's.
   shape.hf_eager = in.engine.hf_eager();
   shape.op_sac = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;

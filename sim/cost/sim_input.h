@@ -11,6 +11,7 @@
 #include "core/plan/plan.h"
 #include "sim/cost/cluster.h"
 #include "sim/cost/workload.h"
+#include "sim/frameworks/attention_kernel.h"
 #include "sim/frameworks/framework.h"
 
 namespace dsp::sim {
@@ -89,7 +90,11 @@ struct EngineSettings {
   Engine engine = Engine::kDeepSpeed;
   bool megatron_sp = false;     // --megatron-sp: sequence parallelism in Megatron's TP regions
   int virtual_stages = 1;       // --virtual-stages: interleaved 1F1B chunks per stage (megatron-lm)
-  bool flash_attention = true;  // --attention materialized: scores in HBM (pre-2022 runs)
+  // --attention: the kernel (sim/frameworks/attention_kernel.h); kFramework until Evaluate resolves
+  // it, and priced as kCudnn where nothing did (unit tests that build a SimInput by hand).
+  AttentionKernel attention = AttentionKernel::kFramework;
+  // FlashAttention-style (fused, no scores in HBM) or materialized (pre-2022 runs).
+  bool flash_attention() const { return attention != AttentionKernel::kMaterialized; }
   bool fp8 = false;             // --fp8: the framework's FP8 linear layers (FrameworkProfile::fp8)
   bool tp_comm_overlap = false; // --tp-comm-overlap: TP all-gather / reduce-scatter behind the GEMMs
   // --cp-comm-type (megatron-lm): how context parallelism exchanges keys and values; kNone = the

@@ -94,7 +94,7 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
 std::vector<PassTime> StageCompute(const SimInput& in) {
   const ModelSpec& m = *in.model;
   const ShardShape shard = ShardShapeOf(in);
-  const KernelRates rates = KernelRatesOf(*in.cluster);
+  const KernelRates rates = KernelRatesOf(*in.cluster, in.engine.attention);
   const Recompute rc = in.workload.recompute;
   const bool op_sac = in.engine.framework().op_level_sac;
 
@@ -181,7 +181,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.megatron_sp = in.engine.megatron_sp;
   shard.vocab_parallel = in.engine.framework().megatron_tp();
   shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
-  shard.flash_attention = in.engine.flash_attention;
+  shard.flash_attention = in.engine.flash_attention();
   shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
   shard.attention_tp = AttentionTpDivisor(in);
   if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;

@@ -103,6 +103,14 @@ enum class PipelineRuntime {
   kMegatronSchedules,
 };
 
+// Where a framework's attention kernel comes from (sim/frameworks/attention_kernel.h resolves it).
+enum class FrameworkAttention {
+  kTransformers,       // transformers' attn_implementation (sdpa by default)
+  kTorchSdpa,          // PyTorch scaled_dot_product_attention with the framework's backend order
+  kTransformerEngine,  // TransformerEngine's DotProductAttention
+  kFlashAttn2,         // the flash_attn package's FlashAttention-2
+};
+
 struct FrameworkProfile {
   Engine engine = Engine::kDeepSpeed;
   std::string_view name;  // the --engine value
@@ -157,6 +165,8 @@ struct FrameworkProfile {
   // (activation_checkpoint.selective_ac_option "op"): saves the outputs of every other matmul and of
   // the fused attention, recomputes the rest in backward (sim/cost/recompute_policy.h).
   bool op_level_sac = false;
+  // Which attention kernel --attention flash (the default) means (sim/frameworks/attention_kernel.h).
+  FrameworkAttention attention = FrameworkAttention::kTransformers;
 
   bool megatron_tp() const { return tensor_parallel == TensorParallelStyle::kMegatron; }
 };

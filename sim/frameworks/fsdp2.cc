@@ -61,6 +61,9 @@ const FrameworkProfile& Fsdp2Profile() {
     // torchtitan's "selective" activation checkpointing with selective_ac_option "op" (its Llama 3
     // train configs): models/llama3/infra/parallelize.py _apply_ac_to_transformer_block.
     p.op_level_sac = true;
+    // torchtitan/models/attention.py ScaledDotProductAttention: sdpa_kernel([FLASH, EFFICIENT, MATH],
+    // set_priority=True), cuDNN first only on sm100.
+    p.attention = FrameworkAttention::kTorchSdpa;
     return p;
   }();
   return profile;

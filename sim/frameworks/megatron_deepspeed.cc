@@ -34,6 +34,8 @@ const FrameworkProfile& MegatronDeepSpeedProfile() {
     // runtime/bf16_optimizer.py: fp32 gradient accumulation buffers at ZeRO 0/1.
     p.fp32_grad_buffer_max_zero_stage = 1;
     p.event_schedule = false;
+    // megatron/model/transformer.py FlashSelfAttention (--use-flash-attn-v2): flash_attn's kernels.
+    p.attention = FrameworkAttention::kFlashAttn2;
     return p;
   }();
   return profile;

@@ -50,6 +50,8 @@ const FrameworkProfile& MegatronLmProfile() {
     p.tied_embedding_grad_all_reduce = true;
     p.fp32_grad_buffer_max_zero_stage = 1;  // bf16 training accumulates into fp32 main_grad
     p.event_schedule = false;
+    // TransformerEngine's DotProductAttention: FusedAttention (cuDNN) before flash-attn on sm90+.
+    p.attention = FrameworkAttention::kTransformerEngine;
     return p;
   }();
   return profile;

@@ -72,7 +72,7 @@ class EngineBuilder {
       return Error{"the schedule of pipeline parallelism (pp > 1) is not simulated yet; "
                    "simulate gives its 1F1B estimate"};
     }
-    const KernelRates rates = KernelRatesOf(*in_.cluster);
+    const KernelRates rates = KernelRatesOf(*in_.cluster, in_.engine.attention);
     if (rates.matmul_flops_per_second <= 0 || rates.hbm_bytes_per_second <= 0) {
       return Error{"the cluster has no GPU peak FLOPs or HBM bandwidth"};
     }

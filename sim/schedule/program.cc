@@ -102,7 +102,7 @@ class Builder {
   Status BindValues() {
     values_ = PlanSymbolValues(in_);
     const Cluster& c = *in_.cluster;
-    rates_ = KernelRatesOf(c);
+    rates_ = KernelRatesOf(c, in_.engine.attention);
     if (rates_.matmul_flops_per_second <= 0 || rates_.hbm_bytes_per_second <= 0) {
       return Error{"the cluster has no GPU peak FLOPs or HBM bandwidth"};
     }

@@ -241,7 +241,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
   return world_size == o.world_size && nodes == o.nodes && gpus_per_node == o.gpus_per_node && pp == o.pp &&
          seq_len == o.seq_len && recompute == o.recompute && convention == o.convention &&
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
-         engine.virtual_stages == o.engine.virtual_stages && engine.flash_attention == o.engine.flash_attention &&
+         engine.virtual_stages == o.engine.virtual_stages && engine.attention == o.engine.attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          engine.fp8_param_gather == o.engine.fp8_param_gather &&
@@ -325,6 +325,11 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   input.workload.recompute = knobs.recompute;
   input.workload.convention = knobs.convention;
   input.engine = engine;
+  // --attention flash (the default) becomes the kernel this framework runs on this GPU with the
+  // model's attention implementation.
+  const std::string& attn_impl = knobs.attn_implementation.empty() ? model.attn_implementation : knobs.attn_implementation;
+  input.engine.attention =
+      ResolveAttentionKernel(engine.attention, engine.framework(), e.cluster.gpu.compute_capability, attn_impl);
   // torchtitan's TP plan runs the norms as SequenceParallel whenever TP is on.
   if (engine.framework().tp_always_sequence_parallel && e.plan.sizes.tp > 1) input.engine.megatron_sp = true;
   input.zero = ReadZeroSettings(e.config, engine.deepspeed_version);

@@ -378,7 +378,7 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.top = top;
   o.convention = k.convention;
   o.engine = k.engine.engine;
-  o.flash_attention = k.engine.flash_attention;
+  o.attention = k.engine.attention;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

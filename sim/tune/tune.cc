@@ -143,7 +143,8 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.precision = ReadPrecisionSettings(config);
   in.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(config, in.precision);
   in.engine.engine = o.engine;
-  in.engine.flash_attention = o.flash_attention;
+  in.engine.attention = ResolveAttentionKernel(o.attention, in.engine.framework(), cluster.gpu.compute_capability,
+                                               model.attn_implementation);
   in.engine.deepspeed_version = o.deepspeed_version;
   // Megatron's MoE layers as its recipes run them: grouped expert GEMMs, the all-to-all dispatcher.
   in.engine.moe_grouped_gemm = in.engine.framework().megatron_moe_options && model.is_moe();
@@ -590,7 +591,7 @@ void AddRankingNotes(const Cluster& cluster, const TuneOptions& options, TuneRes
                            " is above the best published run on " + cluster.gpu.name + " (" + Percent(ceiling) +
                            ", " + source + "): it rests on the cluster's efficiency.matmul " +
                            Percent(cluster.efficiency.matmul) +
-                           (options.flash_attention ? ", fused (Flash) attention" : "") +
+                           (options.flash_attention() ? ", fused (Flash) attention" : "") +
                            " and no straggler or data-loader time; calibrate the cluster on your own runs "
                            "(ds-plan calibrate) before trusting it");
   }

@@ -36,7 +36,9 @@ struct TuneOptions {
   // fsdp2 shards at ZeRO 2/3 under a pipeline too.
   Engine engine = Engine::kDeepSpeed;
   int max_context_parallel = 16;       // cp searched up to this (powers of two)
-  bool flash_attention = true;
+  // --attention; resolved per engine and GPU (sim/frameworks/attention_kernel.h) for each candidate.
+  AttentionKernel attention = AttentionKernel::kFramework;
+  bool flash_attention() const { return attention != AttentionKernel::kMaterialized; }
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where

@@ -142,7 +142,17 @@ TEST(KinetoTraceTest, H200TraceSpanIsTheTimedStep) {
     EXPECT_GT(s->seconds[TraceClass::kGemm], 0.2 * s->busy_seconds) << c.trace;
     EXPECT_GT(s->seconds[TraceClass::kAttention], 0.0) << c.trace;
     EXPECT_GT(s->seconds[TraceClass::kOptimizer], 0.0) << c.trace;
+    // torch 2.11's sdpa ran cuDNN's kernels on the H200.
+    EXPECT_EQ(s->attention_kernel, "cudnn") << c.trace;
   }
+}
+
+TEST(KinetoTraceTest, NamesTheAttentionKernelFamily) {
+  EXPECT_EQ(AttentionKernelOf("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128"), "cudnn");
+  EXPECT_EQ(AttentionKernelOf("void flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwd<...>>"), "cudnn");
+  EXPECT_EQ(AttentionKernelOf("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>"), "flash2");
+  EXPECT_EQ(AttentionKernelOf("void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits>"), "flash2");
+  EXPECT_EQ(AttentionKernelOf("fmha_cutlassF_bf16_aligned_64x128_rf_sm80"), "");
 }
 
 // A trace ds-plan did not write: rank 0 of a 2-rank DDP run (Holistic Trace Analysis test data).

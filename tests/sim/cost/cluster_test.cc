@@ -70,7 +70,9 @@ TEST(ClusterTest, H100Preset) {
   EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.807);
   EXPECT_DOUBLE_EQ(c.efficiency.fp8_matmul, 0.652);
   EXPECT_EQ(c.gpu.peak_fp8_flops_per_second, 1979e12);  // dense, not the sparse 3958
-  EXPECT_DOUBLE_EQ(c.efficiency.attention, 0.65);
+  // cuDNN's and FlashAttention-2's H100 figures of the FlashAttention-3 paper (cited in the file).
+  EXPECT_DOUBLE_EQ(c.efficiency.attention, 0.52);
+  EXPECT_DOUBLE_EQ(c.efficiency.attention_flash2, 0.32);
   EXPECT_DOUBLE_EQ(c.efficiency.memory, 0.8);
   EXPECT_FALSE(c.name.empty());
   EXPECT_EQ(c.gpu.name, "H100 SXM5 80GB");

@@ -130,7 +130,7 @@ TEST(MemoryPropertiesTest, RecomputeOrdersActivations) {
     MemoryCase c(Config(1, 1), 8, preset);
     c.workload.seq_len = 2048;
     // Materialized attention keeps the scores, which selective recompute drops.
-    c.engine.flash_attention = false;
+    c.engine.attention = AttentionKernel::kMaterialized;
     c.workload.recompute = Recompute::kNone;
     MemoryReport none = c.Run();
     c.workload.recompute = Recompute::kSelective;

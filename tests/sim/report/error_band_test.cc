@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The error bands ds-plan prints (sim/report/error_band.cc) are what validation supports: every run
-// of samples/runs/modern-runs.tsv is simulated (as ModernRunsTest does), grouped by engine and GPU
-// class, and the mean and worst |error| of step time and peak memory must be the compiled table's.
+// of samples/runs/modern-runs.tsv and every timed run of samples/runs/deepspeed-runs.tsv is simulated
+// (as ModernRunsTest and DeepSpeedRunsTest do), grouped by engine and GPU class, and the mean and worst |error| of step time and peak memory must be the compiled table's.
 // When the cost model changes, this test fails and prints the table to paste.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/report/error_band.h"
+#include "tests/sim/session/deepspeed_runs_util.h"
 #include "tests/sim/session/modern_runs_util.h"
 
 namespace dsp::sim {
@@ -21,23 +22,32 @@ struct Stats {
   double step_sum = 0, step_max = 0, memory_sum = 0, memory_max = 0;
 };
 
+void Add(double predicted_s, double measured_s, double predicted_gb, double measured_gb, Stats* s) {
+  const double step = std::fabs(predicted_s / measured_s - 1);
+  ++s->step_runs;
+  s->step_sum += step;
+  s->step_max = std::max(s->step_max, step);
+  if (measured_gb > 0) {
+    const double memory = std::fabs(predicted_gb / measured_gb - 1);
+    ++s->memory_runs;
+    s->memory_sum += memory;
+    s->memory_max = std::max(s->memory_max, memory);
+  }
+}
+
 TEST(ErrorBandTest, TheTableMatchesTheMeasuredRuns) {
   std::map<std::pair<std::string, std::string>, Stats> groups;
   for (const modern_runs::Row& r : testing::TsvRows("samples/runs/modern-runs.tsv")) {
     const modern_runs::Outcome o = modern_runs::Simulate(r);
     ASSERT_GT(o.predicted_s, 0) << o.run_id;
     ASSERT_FALSE(o.gpu_class.empty()) << o.run_id;
-    Stats& s = groups[{o.engine, o.gpu_class}];
-    const double step = std::fabs(o.predicted_s / o.measured_s - 1);
-    ++s.step_runs;
-    s.step_sum += step;
-    s.step_max = std::max(s.step_max, step);
-    if (o.measured_gb > 0) {
-      const double memory = std::fabs(o.predicted_gb / o.measured_gb - 1);
-      ++s.memory_runs;
-      s.memory_sum += memory;
-      s.memory_max = std::max(s.memory_max, memory);
-    }
+    Add(o.predicted_s, o.measured_s, o.predicted_gb, o.measured_gb, &groups[{o.engine, o.gpu_class}]);
+  }
+  for (const modern_runs::Row& r : testing::TsvRows("samples/runs/deepspeed-runs.tsv")) {
+    const deepspeed_runs::Outcome o = deepspeed_runs::Simulate(r);
+    ASSERT_GT(o.predicted_s, 0) << o.run_id;
+    if (o.measured_oom) continue;  // no step time; DeepSpeedRunsTest checks the verdict
+    Add(o.predicted_s, o.measured_s, o.predicted_gb, o.measured_gb, &groups[{"deepspeed", o.gpu_class}]);
   }
   std::ostringstream table, markdown;
   markdown << "| engine | GPU | runs | mean step-time error | worst | runs with memory | mean memory error | worst |\n"

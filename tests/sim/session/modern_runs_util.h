@@ -89,6 +89,14 @@ inline Outcome Simulate(const Row& r) {
     k.engine.tp_comm_overlap = k.engine.megatron_sp && r.at("tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
   }
+  // NeMo AutoModel's MoE benchmark configs (examples/benchmark/configs/*_te_deepep.yaml) set
+  // BackendConfig attn: te, TransformerEngine's cuDNN attention; GPT-OSS's set attn: flex
+  // (FlexAttention's Triton kernels, priced as fsdp2's FlashAttention-2 default).
+  if (r.at("group") == "automodel-fsdp2-h100" && r.at("source").find("_te_deepep") != std::string::npos &&
+      r.at("model").find("gpt-oss") == std::string::npos) {
+    k.engine.attention = AttentionKernel::kCudnn;
+    flags << " --attention cudnn";
+  }
   if (k.pp > 1) flags << " --pp " << k.pp;
   if (Int(r, "vp") > 1) k.engine.virtual_stages = Int(r, "vp"), flags << " --virtual-stages " << Int(r, "vp");
   k.engine.fp8 = r.at("precision") == "fp8";

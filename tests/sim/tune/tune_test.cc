@@ -155,7 +155,7 @@ TEST(TuneTest, PipelineStagesWinGpt3OnTheA100Cluster) {
     o.global_batch = 1536;
     o.top = 3;
     o.engine = engine;
-    o.flash_attention = false;
+    o.attention = AttentionKernel::kMaterialized;
     auto r = Tune(model, a100, o);
     ASSERT_TRUE(r.ok());
     ASSERT_FALSE(r->plans.empty());

@@ -77,6 +77,9 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.ep = e.ep;
   in.fp8 = e.fp8;
   in.tp_comm_overlap = e.tp_comm_overlap;
+  in.fused_loss = e.fused_loss;
+  in.tiled_mlp = e.tiled_mlp;
+  in.expandable_segments = e.expandable_segments;
   in.etp = e.etp;
   in.moe_token_dispatcher = e.moe_token_dispatcher;
   in.moe_grouped_gemm = e.moe_grouped_gemm;
@@ -112,6 +115,9 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.ep = in.ep;
   a.fp8 = in.fp8;
   a.tp_comm_overlap = in.tp_comm_overlap;
+  a.fused_loss = in.fused_loss;
+  a.tiled_mlp = in.tiled_mlp;
+  a.expandable_segments = in.expandable_segments;
   a.etp = in.etp;
   a.moe_token_dispatcher = in.moe_token_dispatcher;
   a.moe_grouped_gemm = in.moe_grouped_gemm;

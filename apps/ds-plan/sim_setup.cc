@@ -88,6 +88,16 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                   "or FlashAttention-3), flash2 (FlashAttention-2) or materialized (scores in HBM, as "
                   "before 2022)")
       ->check(CLI::IsMember({"flash", "cudnn", "flash2", "materialized"}));
+  app->add_flag("--fused-loss", fused_loss,
+                "lm_head and the loss run as one chunked op that never materializes the logits: "
+                "Liger-Kernel's fused linear cross-entropy (the Trainer's use_liger_kernel, "
+                "ArcticTraining's liger_kernel)");
+  app->add_flag("--tiled-mlp", tiled_mlp,
+                "DeepSpeed's TiledMLP (ALST's tiled_mlp_compute): each dense MLP runs in sequence shards, saves "
+                "only its input and runs its forward again in backward");
+  app->add_flag("--expandable-segments", expandable_segments,
+                "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows "
+                "segments instead of splitting blocks, so the cluster's fragmentation allowance is not added");
   app->add_option("--attn-impl", attn_impl,
                   "attention implementation transformers runs (sdpa, flash_attention_2, eager, ...; default: "
                   "the model config's _attn_implementation): the autosp pass needs sdpa");
@@ -261,6 +271,9 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.megatron_sp = args.megatron_sp;
   k.engine.virtual_stages = args.virtual_stages;
   k.engine.attention = sim::ParseAttentionKernel(args.attention).value_or(sim::AttentionKernel::kFramework);
+  k.engine.fused_loss = args.fused_loss;
+  k.engine.tiled_mlp = args.tiled_mlp;
+  k.engine.expandable_segments = args.expandable_segments;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
     if (!v.ok()) return v.error();

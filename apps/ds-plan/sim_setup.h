@@ -43,6 +43,9 @@ struct SimArgs {
   bool moe_grouped_gemm = false;  // --moe-grouped-gemm (megatron-lm)
   bool fp8_param_gather = false;  // --fp8-param-gather (megatron-lm, fsdp2; needs --fp8)
   std::string attention = "flash";
+  bool fused_loss = false;        // --fused-loss
+  bool tiled_mlp = false;         // --tiled-mlp
+  bool expandable_segments = false;  // --expandable-segments
   std::string deepspeed_version;  // empty = the newest
   std::string attn_impl;          // --attn-impl; empty = the model config's _attn_implementation
 

@@ -16,6 +16,7 @@
 #include "sim/cost/activation_memory.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dsp::sim {
 namespace {
@@ -158,7 +159,12 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   const double block_input = shape.num_experts > 0 ? kActivationBytes : LinearInputBytes(shape);
   double mlp = Div(block_input * tokens * h, replicated);
   mlp += Div(mask * tokens * h, replicated);                    // output dropout
-  if (shape.num_experts <= 0) {
+  if (shape.num_experts <= 0 && shape.tiled_mlp) {
+    // TiledMLP saves x alone (counted above); the shard its backward is running holds the
+    // ffn-wide tensors of ceil(s / h) shards' worth of tokens: about h tokens.
+    const double shards = std::ceil(tokens / std::max<double>(h, 1.0));
+    mlp += tokens / std::max(shards, 1.0) * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
+  } else if (shape.num_experts <= 0) {
     mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
   } else {
     // Router probabilities: every rank routes all of its tokens (TP peers route the same ones;
@@ -195,6 +201,16 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   // output, 2 bytes) to fp32 and log_softmax saves its fp32 output (4); the peak comes in the
   // loss's backward, which adds nll_loss's fp32 gradient and log_softmax's fp32 input gradient
   // (4 + 4) while every layer's activations are still held: 14 bytes per logit at the peak.
+  if (shape.fused_loss) {
+    // Liger-Kernel's fused_linear_cross_entropy_forward (src/liger_kernel/ops/
+    // fused_linear_cross_entropy.py) runs the backward of lm_head and the loss inside forward, a
+    // chunk of tokens at a time, with chunks sized so a chunk's logits hold about as many elements
+    // as the input (BT x H, input dtype); it keeps grad_input (BT x H) and grad_weight (V x H, the
+    // weight's dtype) for backward. No logits outlive a chunk.
+    const double hidden = static_cast<double>(shape.hidden);
+    return hidden_part + 2.0 * kActivationBytes * tokens * hidden +
+           kActivationBytes * static_cast<double>(vocab_size) * hidden;
+  }
   const double per_logit = shape.hf_eager ? kActivationBytes + 4.0 + 8.0 : 4.0;
   const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
                                 shape.megatron_sp || shape.vocab_parallel ? t : 1);

@@ -33,6 +33,8 @@ struct LayerShape {
   bool flash_attention = false;  // FlashAttention/SDPA: no scores saved, only the softmax
                                  // statistics (4 bytes per head and query)
   bool vocab_parallel = false;   // Megatron's parallel lm_head: logits split over t
+  bool fused_loss = false;       // EngineSettings::fused_loss: the logits never whole
+  bool tiled_mlp = false;        // EngineSettings::tiled_mlp: a dense MLP saves its input only
   // The model is transformers' eager PyTorch modules (what DeepSpeed trains), not Megatron's fused
   // ones: LlamaRMSNorm upcasts to fp32 and saves that copy (4 bytes per element) beside the bf16
   // output; the attention output is made contiguous for o_proj (a second copy beside the one SDPA

@@ -437,7 +437,11 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
   if (model.IsMoeLayer(layer)) {
     MoeOperators(model, x, shard, ops);
   } else {
+    const size_t first = ops.size();
     DenseMlpOperators(model, x, ops);
+    if (shard.tiled_mlp) {
+      for (size_t i = first; i < ops.size(); ++i) ops[i].tiled = true;
+    }
   }
   ops.push_back(Memory("residual_add", residual_bytes));
   if (shard.fp8 != Fp8Linear::kNone) ApplyFp8(shard.fp8, ops);
@@ -459,6 +463,13 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   ops.push_back(Matmul("lm_head", tokens, h, vocab, shard.bytes_per_element));
   // Cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy reads the 16-bit logits,
   // writes and reads back the fp32 softmax; transformers upcasts the logits first, EagerBytes).
+  if (shard.fused_loss) {
+    // Liger's fused linear cross-entropy: the loss kernel makes two passes over a chunk's 16-bit
+    // logits and writes the gradient in place (6 bytes per logit). It runs lm_head's backward GEMMs
+    // inside forward, chunk by chunk: the same work as lm_head's forward and backward here.
+    ops.push_back(EagerMemory("cross_entropy", tokens * vocab, 3.0 * shard.bytes_per_element, 2));
+    return ops;
+  }
   ops.push_back(EagerMemory("cross_entropy", tokens * vocab, eager.loss, eager.loss_kernels));
   return ops;
 }

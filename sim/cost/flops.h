@@ -49,6 +49,8 @@ struct ShardShape {
   bool vocab_parallel = false;   // Megatron's VocabParallelEmbedding / parallel lm_head: V / tp
   bool lm_head_split = false;    // AutoTP's colwise_gather_output lm_head: its matmul on V / tp
   bool flash_attention = true;   // false: scores materialized (baddbmm, softmax, dropout, bmm)
+  bool fused_loss = false;       // EngineSettings::fused_loss
+  bool tiled_mlp = false;        // EngineSettings::tiled_mlp: dense MLP operators marked `tiled`
   // transformers' eager modules (what DeepSpeed trains) rather than Megatron's fused kernels:
   // LlamaRMSNorm in fp32 steps, rotary through rotate_half, act_fn and the product apart, the
   // loss's fp32 upcast (memory-bound bytes in flops.cc EagerBytes).
@@ -79,6 +81,9 @@ struct OperatorCost {
   // diagonal, half of the full-square work `flops` counts (the MFU convention).
   double executed = 1.0;
   bool fp8 = false;  // kMatmul at the FP8 rate (ShardShape::fp8)
+  // DeepSpeed's TiledMLP (ShardShape::tiled_mlp): the backward runs this operator's forward again,
+  // a shard at a time, on top of whatever recompute re-runs (recompute_policy.h).
+  bool tiled = false;
   // kMatmul: elements of the GEMMs' inputs and weights, what FP8 casts read (Fp8CastBytes).
   double input_elements = 0, weight_elements = 0;
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }  // FLOP per byte

@@ -127,6 +127,8 @@ LayerShape BaseShape(const SimInput& in) {
   shape.rms_norm = !m.layer_norm;
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.framework().megatron_tp();
+  shape.fused_loss = in.engine.fused_loss;
+  shape.tiled_mlp = in.engine.tiled_mlp;
   shape.tp = EffectiveTp(s.tp);
   if (const double attention = AttentionTpDivisor(in); attention > 0) {
     // Uneven key-value heads: the busiest tp rank holds N0 = N/attention query heads and G0 key-
@@ -507,8 +509,8 @@ void CheckFit(const SimInput& in, MemoryReport& r) {
   if (in.cluster != nullptr) {
     // The cluster file's allowances: fragmentation of what the caching allocator holds, and what
     // the CUDA context, NCCL and cuBLAS reserve.
-    r.allowance_bytes = r.peak_bytes * in.cluster->memory.fragmentation +
-                        in.cluster->memory.reserved_bytes;
+    const double fragmentation = in.engine.expandable_segments ? 0.0 : in.cluster->memory.fragmentation;
+    r.allowance_bytes = r.peak_bytes * fragmentation + in.cluster->memory.reserved_bytes;
   }
   r.fits = in.cluster != nullptr && r.peak_bytes + r.allowance_bytes <= r.hbm_bytes;
   if (in.cluster != nullptr) {

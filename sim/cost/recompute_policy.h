@@ -16,11 +16,15 @@ class RecomputePolicy {
   RecomputePolicy(Recompute recompute, bool op_sac, bool recomputable)
       : recompute_(recompute), op_sac_(op_sac), recomputable_(recomputable) {}
 
-  // Whether the backward re-runs this operator's forward. Call once per operator of one layer, in
-  // forward order (op-level AC counts the layer's matmuls).
-  bool Again(const OperatorCost& op);
+  // How many more times the backward runs this operator's forward: recompute's once (or not),
+  // and once more for a TiledMLP operator ("forward occurs twice each iteration, and thrice with
+  // activation checkpointing": deepspeed/runtime/sequence_parallel/ulysses_sp.py TiledMLP). Call
+  // once per operator of one layer, in forward order (op-level AC counts the layer's matmuls).
+  int Reruns(const OperatorCost& op) { return (Again(op) ? 1 : 0) + (op.tiled ? 1 : 0); }
 
  private:
+  bool Again(const OperatorCost& op);
+
   Recompute recompute_;
   bool op_sac_;
   bool recomputable_;

@@ -95,6 +95,18 @@ struct EngineSettings {
   AttentionKernel attention = AttentionKernel::kFramework;
   // FlashAttention-style (fused, no scores in HBM) or materialized (pre-2022 runs).
   bool flash_attention() const { return attention != AttentionKernel::kMaterialized; }
+  // --fused-loss: lm_head and the cross-entropy run as one chunked op that never materializes the
+  // logits (Liger-Kernel's LigerFusedLinearCrossEntropy, as the Trainer's use_liger_kernel and
+  // ArcticTraining's liger_kernel apply it): sim/cost/activation_memory.cc OutputLayerActivationBytes.
+  bool fused_loss = false;
+  // --tiled-mlp: DeepSpeed's TiledMLP (deepspeed/runtime/sequence_parallel/ulysses_sp.py, ALST's
+  // tiled_mlp_compute) runs each dense MLP in sequence shards of about hidden_size tokens under
+  // no_grad, saves only its input, and runs the forward again shard by shard in backward.
+  bool tiled_mlp = false;
+  // --expandable-segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True maps memory into
+  // segments that grow instead of carving cached blocks ("CUDA semantics", PyTorch docs): no
+  // fragmentation allowance on top of the peak (memory_model.cc CheckFit).
+  bool expandable_segments = false;
   bool fp8 = false;             // --fp8: the framework's FP8 linear layers (FrameworkProfile::fp8)
   bool tp_comm_overlap = false; // --tp-comm-overlap: TP all-gather / reduce-scatter behind the GEMMs
   // --cp-comm-type (megatron-lm): how context parallelism exchanges keys and values; kNone = the

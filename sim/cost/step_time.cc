@@ -79,12 +79,13 @@ PassTime TimeOfOps(const std::vector<OperatorCost>& ops, const KernelRates& r, R
     kind += f.seconds + b.seconds;
     // Full recompute re-runs the layer's forward; selective the attention core (Korthikanti et
     // al.) or, under op-level AC, the operators whose outputs are not kept (recompute_policy.h).
-    if (policy.Again(op)) {
-      kind += f.seconds;
-      p.backward += f.seconds;
-      p.recompute_launches += f.launches;
-      p.memory_bound += f.memory_bound_seconds;
-      p.hardware_flops += op.flops;
+    // DeepSpeed's TiledMLP runs its operators' forward once more in backward.
+    if (const int n = policy.Reruns(op); n > 0) {
+      kind += n * f.seconds;
+      p.backward += n * f.seconds;
+      p.recompute_launches += n * f.launches;
+      p.memory_bound += n * f.memory_bound_seconds;
+      p.hardware_flops += n * op.flops;
     }
   }
   return p;
@@ -182,6 +183,8 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.vocab_parallel = in.engine.framework().megatron_tp();
   shard.lm_head_split = VocabSplitOf(in) == VocabSplit::kLmHeadColumns;
   shard.flash_attention = in.engine.flash_attention();
+  shard.fused_loss = in.engine.fused_loss;
+  shard.tiled_mlp = in.engine.tiled_mlp;
   shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
   shard.attention_tp = AttentionTpDivisor(in);
   if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;

@@ -36,6 +36,9 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
           {"fp8", in.fp8},
           {"tp_comm_overlap", in.tp_comm_overlap},
+          {"fused_loss", in.fused_loss},
+          {"tiled_mlp", in.tiled_mlp},
+          {"expandable_segments", in.expandable_segments},
           {"etp", OptionalInt(in.etp > 0 ? std::optional<int64_t>(in.etp) : std::nullopt)},
           {"moe_token_dispatcher", in.moe_token_dispatcher},
           {"moe_grouped_gemm", in.moe_grouped_gemm},
@@ -263,7 +266,9 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
   out.etp = etp.value_or(0);
   for (auto [key, field] : {std::pair{"fp8", &out.fp8}, std::pair{"tp_comm_overlap", &out.tp_comm_overlap},
                             std::pair{"moe_grouped_gemm", &out.moe_grouped_gemm},
-                            std::pair{"fp8_param_gather", &out.fp8_param_gather}}) {
+                            std::pair{"fp8_param_gather", &out.fp8_param_gather},
+                            std::pair{"fused_loss", &out.fused_loss}, std::pair{"tiled_mlp", &out.tiled_mlp},
+                            std::pair{"expandable_segments", &out.expandable_segments}}) {
     if (auto f = in.find(key); f != in.end()) {
       if (!f->is_boolean()) return Error{std::string("/inputs/") + key + " must be true or false"};
       *field = f->get<bool>();

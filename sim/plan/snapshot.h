@@ -46,6 +46,9 @@ struct PlanSnapshotInputs {
   int64_t ep = 0;                  // --ep (0: not given)
   bool fp8 = false;                // --fp8
   bool tp_comm_overlap = false;    // --tp-comm-overlap
+  bool fused_loss = false;         // --fused-loss
+  bool tiled_mlp = false;          // --tiled-mlp
+  bool expandable_segments = false;  // --expandable-segments
   int64_t etp = 0;                 // --etp (0: not given)
   std::string moe_token_dispatcher = "alltoall";  // --moe-token-dispatcher
   bool moe_grouped_gemm = false;   // --moe-grouped-gemm

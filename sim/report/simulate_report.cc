@@ -94,7 +94,11 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
   out << "  engine   " << EngineName(r.engine.engine);
   if (r.engine.megatron_sp) out << ", Megatron SP";
   if (r.engine.virtual_stages > 1) out << ", " << r.engine.virtual_stages << " virtual stages";
-  out << ", attention " << AttentionKernelName(r.engine.attention) << "\n";
+  out << ", attention " << AttentionKernelName(r.engine.attention);
+  if (r.engine.fused_loss) out << ", fused loss";
+  if (r.engine.tiled_mlp) out << ", tiled MLP";
+  if (r.engine.expandable_segments) out << ", expandable segments";
+  out << "\n";
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
 }
 
@@ -256,6 +260,9 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"megatron_sp", r.engine.megatron_sp},
                     {"virtual_stages", r.engine.virtual_stages},
                     {"attention", std::string(AttentionKernelName(r.engine.attention))},
+                    {"fused_loss", r.engine.fused_loss},
+                    {"tiled_mlp", r.engine.tiled_mlp},
+                    {"expandable_segments", r.engine.expandable_segments},
                     {"deepspeed_version", r.engine.deepspeed_version.ToString()}};
   root["params"] = {{"total", r.params.total},
                     {"active_per_token", r.params.active_per_token},

@@ -30,7 +30,7 @@ std::vector<Kernel> KernelsOf(const std::vector<OperatorCost>& ops, const Kernel
   RecomputePolicy policy(recompute, op_sac, recomputable);
   for (const OperatorCost& op : ops) {
     Kernel k{std::string(op.name), KernelTimeOf(op, rates, false).seconds, KernelTimeOf(op, rates, true).seconds};
-    if (policy.Again(op)) k.backward += k.forward;
+    k.backward += policy.Reruns(op) * k.forward;
     out.push_back(std::move(k));
   }
   return out;

@@ -76,6 +76,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
   if (e.tp_comm_overlap && !fw.tp_comm_overlap) return Error{"--tp-comm-overlap needs --engine megatron-lm"};
+  if ((e.fused_loss || e.tiled_mlp) && !fw.trains_transformers_modules) {
+    return Error{std::string(e.fused_loss ? "--fused-loss (Liger-Kernel's" : "--tiled-mlp (DeepSpeed's TiledMLP") +
+                 " patches transformers' modules): use it with --engine deepspeed or fsdp2"};
+  }
   if (e.cp_comm != ContextParallel::kNone && fw.context_parallel != ContextParallel::kRingP2p) {
     return Error{"--cp-comm-type is Megatron-Core's: use it with --engine megatron-lm"};
   }
@@ -244,7 +248,8 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.virtual_stages == o.engine.virtual_stages && engine.attention == o.engine.attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
-         engine.fp8_param_gather == o.engine.fp8_param_gather &&
+         engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
+         engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&
          attn_implementation == o.attn_implementation;

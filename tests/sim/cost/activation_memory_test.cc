@@ -196,5 +196,34 @@ TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 / 4 + 128256 / 4));
 }
 
+// Liger-Kernel's fused linear cross-entropy (src/liger_kernel/ops/fused_linear_cross_entropy.py
+// fused_linear_cross_entropy_forward): no logits outlive a chunk of about BT x H elements; forward
+// keeps grad_input (BT x H) and grad_weight (V x H) for backward, in 16-bit.
+TEST(ActivationMemoryTest, FusedLossKeepsNoLogits) {
+  LayerShape s = Llama8BLayer();
+  s.hf_eager = true;
+  const double T = 4096, h = 4096, V = 128256;
+  const double hidden = (4.0 + 2.0) * T * h;  // the final RMSNorm's fp32 input, lm_head's input
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 14.0 * T * V);
+  s.fused_loss = true;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 2.0 * 2.0 * T * h + 2.0 * V * h);
+  // At 160K tokens the logits alone were 287 GB; fused, the output layer is a few GB.
+  s.seq_len = 160000;
+  EXPECT_LT(OutputLayerActivationBytes(s, 128256), 10e9);
+}
+
+// DeepSpeed's TiledMLP (deepspeed/runtime/sequence_parallel/ulysses_sp.py) saves only the MLP's
+// input; the shard its backward runs holds ceil(s / h) shards' worth of the ffn-wide tensors.
+TEST(ActivationMemoryTest, TiledMlpSavesItsInputAndOneShard) {
+  LayerShape s = Llama8BLayer();
+  const double T = 4096, h = 4096, f = 14336;
+  s.seq_len = 8 * 4096;
+  const double untiled = LayerActivationBytes(s, Recompute::kNone).mlp_bytes;
+  EXPECT_DOUBLE_EQ(untiled, 2 * 8 * T * h + 3 * 2 * 8 * T * f);
+  s.tiled_mlp = true;
+  // 32768 tokens in ceil(32768 / 4096) = 8 shards of 4096.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes, 2 * 8 * T * h + 3 * 2 * T * f);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -101,6 +101,12 @@ inline Outcome Simulate(const Row& r) {
   const std::string recompute = r.at("recompute").substr(0, r.at("recompute").find(' '));
   k.recompute = ParseRecompute(recompute).value_or(Recompute::kNone);
   k.engine.engine = Engine::kDeepSpeed;
+  // ArcticTraining's liger_kernel: Liger's fused linear cross-entropy (--fused-loss).
+  k.engine.fused_loss = r.at("extra_config").find("\"\"liger_kernel\"\":true") != std::string::npos;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the row's environment.
+  k.engine.expandable_segments = r.at("extra_config").find("expandable_segments:True") != std::string::npos;
+  // ArcticTraining's tiled_mlp_compute: DeepSpeed's TiledMLP (--tiled-mlp).
+  k.engine.tiled_mlp = r.at("extra_config").find("\"\"tiled_mlp_compute\"\":true") != std::string::npos;
   const Cluster cluster = ParseCluster(Json::parse(Source(modern_runs::ClusterOf(r.at("hardware"))), nullptr, true, true)).value();
   auto model = ParseHfConfig(Json::parse(Source(modern_runs::ModelOf(r.at("model")))));
   EXPECT_TRUE(model.ok()) << o.run_id;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "apps/ds-plan/data_files.h"
+#include "apps/ds-plan/calibrate_modern.h"
 #include "apps/ds-plan/calibrate_steps.h"
 #include "apps/ds-plan/command.h"
 #include "apps/ds-plan/model_input.h"
@@ -38,6 +39,9 @@ struct CalibrateArgs {
   std::string trace;
   // --steps: a sweep of measured one-GPU steps (scripts/gpu-ground-truth.py's steps.tsv).
   std::string steps;
+  // A modern-runs table: the machine whose rows to fit, and the rows kept out of the fit.
+  std::string hardware;
+  std::vector<std::string> hold_out;
   SimArgs sim;
 };
 
@@ -55,12 +59,17 @@ std::string Render(const sim::CalibrationResult& r) {
     out << id << std::string(38 - id.size(), ' ') << Fixed(f.measured, "%8.2f") << " "
         << Fixed(f.before, "%8.2f") << " " << Fixed(100 * (f.before / f.measured - 1), "%+6.1f%%") << " "
         << Fixed(f.after, "%8.2f") << " " << Fixed(100 * (f.after / f.measured - 1), "%+6.1f%%")
-        << (f.fits_after ? "" : "  (does not fit)") << "\n";
+        << (f.held_out ? "  held out" : "") << (f.fits_after ? "" : "  (does not fit)") << "\n";
   }
+  const size_t fitted_runs = r.runs.size() - static_cast<size_t>(r.held_out_runs);
   out << "mean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "% -> "
       << Fixed(100 * r.mean_abs_error_after, "%.1f") << "%, max "
       << Fixed(100 * r.max_abs_error_before, "%.1f") << "% -> "
-      << Fixed(100 * r.max_abs_error_after, "%.1f") << "% over " << r.runs.size() << " runs\n";
+      << Fixed(100 * r.max_abs_error_after, "%.1f") << "% over " << fitted_runs << " runs\n";
+  if (r.held_out_runs > 0) {
+    out << "held out (not fitted): mean |error| " << Fixed(100 * r.held_out_mean_before, "%.1f") << "% -> "
+        << Fixed(100 * r.held_out_mean_after, "%.1f") << "% over " << r.held_out_runs << " runs\n";
+  }
   out << "fitted:";
   for (const auto& [name, value] : r.fitted) out << " " << name << "=" << Fixed(value, "%.4g");
   out << "\n";
@@ -158,23 +167,41 @@ int RunCalibrate(const CalibrateArgs& args) {
   if (!args.trace.empty()) return RunCalibrateTrace(args);
   auto tsv = ReadFile(args.runs);
   if (!tsv.ok()) return UsageError(tsv.error().message);
-  auto runs = sim::ParseMeasuredRuns(*tsv);
-  if (!runs.ok()) return UsageError(args.runs + ": " + runs.error().message);
   auto cluster = LoadCluster(args.cluster);
   if (!cluster.ok()) return UsageError("--cluster: " + cluster.error().message);
+  std::vector<sim::CalibrationRun> runs;
+  auto records = sim::ParseTsvRecords(*tsv);
+  if (records.ok() && sim::IsModernRunsTable(*records)) {
+    auto modern = ModernCalibrationRuns(*records, args.runs, args.hardware, args.hold_out);
+    if (!modern.ok()) return UsageError(args.runs + ": " + modern.error().message);
+    runs = std::move(modern->runs);
+  } else {
+    if (!args.hardware.empty() || !args.hold_out.empty()) {
+      return UsageError("--hardware and --hold-out read a modern-runs table (samples/runs/modern-runs.tsv's columns)");
+    }
+    auto measured = sim::ParseMeasuredRuns(*tsv);
+    if (!measured.ok()) return UsageError(args.runs + ": " + measured.error().message);
+    runs = sim::CalibrationRunsOf(*measured);
+  }
   if (!args.output.empty()) {
     if (Status out = CheckOutputPath("-o", args.output, args.force); !out.ok()) return UsageError(out.error().message);
   }
   if (args.no_fit && !args.output.empty()) return UsageError("--no-fit writes no cluster file: drop -o");
-  auto result = sim::Calibrate(*runs, *cluster, args.no_fit ? std::vector<std::string>{} : args.fit);
+  auto result = sim::Calibrate(runs, *cluster, args.no_fit ? std::vector<std::string>{} : args.fit);
   if (!result.ok()) return UsageError(result.error().message);
   // With -o - the fitted cluster has standard output to itself; the report moves to stderr.
   (args.output == "-" ? std::cerr : std::cout) << (args.format == "markdown" ? Markdown(*result) : Render(*result));
   if (args.output.empty()) return kExitOk;
   return WriteFitted(args, result->fitted,
-                     "fitted by ds-plan calibrate to " + std::to_string(runs->size()) + " runs of " +
+                     "fitted by ds-plan calibrate to " + std::to_string(runs.size() - result->held_out_runs) +
+                         " runs of " +
                          args.runs + ": mean |error| " + Fixed(100 * result->mean_abs_error_before, "%.1f") +
-                         "% -> " + Fixed(100 * result->mean_abs_error_after, "%.1f") + "%");
+                         "% -> " + Fixed(100 * result->mean_abs_error_after, "%.1f") + "%" +
+                         (result->held_out_runs > 0
+                              ? "; " + std::to_string(result->held_out_runs) + " held-out runs " +
+                                    Fixed(100 * result->held_out_mean_before, "%.1f") + "% -> " +
+                                    Fixed(100 * result->held_out_mean_after, "%.1f") + "%"
+                              : std::string()));
 }
 
 }  // namespace
@@ -194,6 +221,12 @@ Command AddCalibrateCommand(CLI::App& root) {
                   "figures to fit, in this order (default: efficiency.matmul efficiency.memory "
                   "inter_node.max_rails inter_node.hop_latency_seconds gpu.kernel_overhead_seconds)");
   app->add_flag("--force", args->force, "replace an existing -o file");
+  app->add_option("--hardware", args->hardware,
+                  "a modern-runs table (samples/runs/modern-runs.tsv): fit the runs on this machine (its hardware "
+                  "column), each predicted as simulate predicts it");
+  app->add_option("--hold-out", args->hold_out,
+                  "run ids to keep out of the fit (comma-separated): their error is reported apart, out of sample")
+      ->delimiter(',');
   app->add_flag("--no-fit", args->no_fit, "only predict each run with the cluster as given");
   app->add_option("--format", args->format, "text, or markdown (the predictions as docs/validation.md shows them)")
       ->check(CLI::IsMember({"text", "markdown"}));

@@ -57,22 +57,41 @@ void SetFigure(Cluster& c, const std::string& name, double value) {
   if (name == "host.backward_seconds_per_kernel") c.host.backward_seconds_per_kernel = value;
 }
 
-Result<ErrorSummary> Evaluate(const std::vector<MeasuredRun>& runs, const Cluster& cluster) {
-  ErrorSummary s;
+std::vector<CalibrationRun> CalibrationRunsOf(const std::vector<MeasuredRun>& runs) {
+  std::vector<CalibrationRun> out;
   for (const MeasuredRun& run : runs) {
-    auto p = PredictRun(run, cluster);
-    if (!p.ok()) return p.error();
-    const double e = std::fabs(p->error);
-    s.mean += e;
-    s.max = std::max(s.max, e);
+    out.push_back(CalibrationRun{run.run_id, run.measured_seconds, run.calculon_seconds, false,
+                                 [run](const Cluster& c) { return PredictRun(run, c); }});
+  }
+  return out;
+}
+
+// Mean and max over the runs in the fit (not held out); predictions and verdicts for all.
+Result<ErrorSummary> Evaluate(const std::vector<CalibrationRun>& runs, const Cluster& cluster) {
+  ErrorSummary s;
+  int counted = 0;
+  for (const CalibrationRun& run : runs) {
+    auto p = run.predict(cluster);
+    if (!p.ok()) return Error{run.run_id + ": " + p.error().message};
+    const double e = std::fabs(p->seconds / run.measured_seconds - 1);
+    if (!run.held_out) {
+      s.mean += e;
+      s.max = std::max(s.max, e);
+      ++counted;
+    }
     s.predicted.push_back(p->seconds);
     s.fits.push_back(p->memory.fits);
   }
-  if (!runs.empty()) s.mean /= static_cast<double>(runs.size());
+  if (counted > 0) s.mean /= static_cast<double>(counted);
   return s;
 }
 
 Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const Cluster& cluster,
+                                    const std::vector<std::string>& fit_names) {
+  return Calibrate(CalibrationRunsOf(runs), cluster, fit_names);
+}
+
+Result<CalibrationResult> Calibrate(const std::vector<CalibrationRun>& runs, const Cluster& cluster,
                                     const std::vector<std::string>& fit_names) {
   std::vector<FitParameter> fit;
   for (const std::string& name : fit_names) {
@@ -154,7 +173,16 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const 
   for (size_t i = 0; i < runs.size(); ++i) {
     r.runs.push_back(RunFit{runs[i].run_id, runs[i].measured_seconds, runs[i].calculon_seconds,
                             before->predicted[i], after->predicted[i], before->fits[i],
-                            after->fits[i]});
+                            after->fits[i], runs[i].held_out});
+    if (runs[i].held_out) {
+      ++r.held_out_runs;
+      r.held_out_mean_before += std::fabs(before->predicted[i] / runs[i].measured_seconds - 1);
+      r.held_out_mean_after += std::fabs(after->predicted[i] / runs[i].measured_seconds - 1);
+    }
+  }
+  if (r.held_out_runs > 0) {
+    r.held_out_mean_before /= r.held_out_runs;
+    r.held_out_mean_after /= r.held_out_runs;
   }
   r.mean_abs_error_before = before->mean;
   r.max_abs_error_before = before->max;

@@ -4,6 +4,7 @@
 // with the user's own machines. No per-run constants: one set of figures for every run.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,20 @@ struct RunFit {
   double calculon = 0;  // Calculon's prediction, 0 when the row has none
   double before = 0, after = 0;  // predicted seconds
   bool fits_before = false, fits_after = false;
+  bool held_out = false;  // not in the fit's objective: its error is out-of-sample
 };
+
+// A measured run as the fit sees it: what it measured and how the cost model predicts it on a
+// given cluster (the published-runs rows through PredictRun, the modern-runs rows through the
+// session's Evaluate: apps/ds-plan builds these).
+struct CalibrationRun {
+  std::string run_id;
+  double measured_seconds = 0;
+  double calculon_seconds = 0;
+  bool held_out = false;
+  std::function<Result<RunPrediction>(const Cluster&)> predict;
+};
+std::vector<CalibrationRun> CalibrationRunsOf(const std::vector<MeasuredRun>& runs);
 
 struct CalibrationResult {
   Cluster cluster;                                  // with the fitted figures
@@ -37,6 +51,9 @@ struct CalibrationResult {
   std::vector<RunFit> runs;
   double mean_abs_error_before = 0, max_abs_error_before = 0;
   double mean_abs_error_after = 0, max_abs_error_after = 0;
+  // Over the held-out runs alone (0 runs: 0): the out-of-sample error of the fitted figures.
+  int held_out_runs = 0;
+  double held_out_mean_before = 0, held_out_mean_after = 0;
 };
 
 // Mean and max |predicted / measured - 1| of `runs` on `cluster`.
@@ -45,10 +62,12 @@ struct ErrorSummary {
   std::vector<double> predicted;
   std::vector<bool> fits;
 };
-Result<ErrorSummary> Evaluate(const std::vector<MeasuredRun>& runs, const Cluster& cluster);
+Result<ErrorSummary> Evaluate(const std::vector<CalibrationRun>& runs, const Cluster& cluster);
 
 // Coordinate descent (golden-section search per figure, a few sweeps) on the mean absolute
-// relative error. Deterministic.
+// relative error of the runs not held out. Deterministic.
+Result<CalibrationResult> Calibrate(const std::vector<CalibrationRun>& runs, const Cluster& cluster,
+                                    const std::vector<std::string>& fit_names);
 Result<CalibrationResult> Calibrate(const std::vector<MeasuredRun>& runs, const Cluster& cluster,
                                     const std::vector<std::string>& fit_names);
 

@@ -166,7 +166,8 @@ TEST(ClusterTest, A100Preset) {
 
 TEST(ClusterTest, PresetsMatchTheSchema) {
   for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json", "selene-a100-80gb.json",
-                        "selene-a100-80gb-calibrated.json", "jean-zay-a100-80gb.json"}) {
+                        "selene-a100-80gb-calibrated.json", "jean-zay-a100-80gb.json",
+                        "h100-96gb-hbm2e-calibrated.json"}) {
     EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
   }
 }

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim/session/reference_runs.h"
+
+#include <iterator>
+#include <sstream>
+#include <tuple>
+
+#include "sim/calibrate/tsv.h"
+
+namespace dsp::sim {
+namespace {
+
+const std::string& Cell(const TsvRecord& row, const std::string& key) {
+  static const std::string empty;
+  auto it = row.find(key);
+  return it == row.end() ? empty : it->second;
+}
+
+Result<int64_t> Int(const TsvRecord& row, const std::string& key) {
+  const std::string& cell = Cell(row, key);
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(cell, &used);
+    if (used == cell.size()) return static_cast<int64_t>(v);
+  } catch (...) {
+  }
+  return Error{"column " + key + ": '" + cell + "' is not an integer"};
+}
+
+Result<double> Number(const TsvRecord& row, const std::string& key) {
+  const std::string& cell = Cell(row, key);
+  try {
+    size_t used = 0;
+    const double v = std::stod(cell, &used);
+    if (used == cell.size() && v >= 0) return v;
+  } catch (...) {
+  }
+  return Error{"column " + key + ": '" + cell + "' is not a number"};
+}
+
+}  // namespace
+
+Result<std::vector<TsvRecord>> ParseTsvRecords(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<TsvRecord> rows;
+  while (std::getline(in, line)) {
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> cells = SplitTabs(line);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    TsvRecord row;
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = i < cells.size() ? cells[i] : "";
+    rows.push_back(std::move(row));
+  }
+  if (header.empty()) return Error{"no header line: the file is empty"};
+  return rows;
+}
+
+bool IsModernRunsTable(const std::vector<TsvRecord>& rows) {
+  return !rows.empty() && rows.front().count("framework") > 0 && rows.front().count("model") > 0;
+}
+
+Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
+  ModernRunPlan o;
+  o.run_id = Cell(r, "run_id");
+  o.group = Cell(r, "group");
+  o.hardware = Cell(r, "hardware");
+  o.model = Cell(r, "model");
+  const std::string& framework = Cell(r, "framework");
+  o.engine = framework == "deepspeed"                             ? Engine::kDeepSpeed
+             : framework == "nemo" || framework == "megatron-lm" ? Engine::kMegatronLm
+                                                                  : Engine::kFsdp2;
+  int64_t v[13] = {};
+  const char* ints[] = {"micro_batch", "grad_accum", "zero_or_fsdp", "gpus", "gpus_per_node", "pp",
+                        "seq_len", "tp", "cp", "ep", "vp"};
+  for (size_t i = 0; i < std::size(ints); ++i) {
+    auto x = Int(r, ints[i]);
+    if (!x.ok()) return Error{o.run_id + ": " + x.error().message};
+    v[i] = *x;
+  }
+  const auto [micro, accum, zero, gpus, per_node, pp, seq, tp, cp, ep, vp] =
+      std::tuple{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]};
+  if (per_node <= 0 || gpus % per_node != 0) return Error{o.run_id + ": gpus is not a multiple of gpus_per_node"};
+  auto measured = Number(r, "measured_iter_s");
+  if (!measured.ok()) return Error{o.run_id + ": " + measured.error().message};
+  o.measured_seconds = *measured;
+  if (!Cell(r, "measured_peak_mem_gb").empty()) {
+    auto peak = Number(r, "measured_peak_mem_gb");
+    if (!peak.ok()) return Error{o.run_id + ": " + peak.error().message};
+    o.measured_peak_gb = *peak;
+  }
+  const std::string& precision = Cell(r, "precision");
+  o.config = {{"train_micro_batch_size_per_gpu", micro},
+              {"gradient_accumulation_steps", accum},
+              {"gradient_clipping", 1.0},
+              {"zero_optimization", {{"stage", zero}}},
+              {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
+              {precision == "fp16" ? "fp16" : "bf16", {{"enabled", true}}}};
+  PlanKnobs& k = o.knobs;
+  k.nodes = gpus / per_node;
+  k.gpus_per_node = per_node;
+  k.pp = pp;
+  k.seq_len = seq;
+  // "unknown" (the Megatron-LM README does not say): selective, Megatron's default since 2022.
+  k.recompute = ParseRecompute(Cell(r, "recompute")).value_or(Recompute::kSelective);
+  k.engine.engine = o.engine;
+  std::ostringstream flags;
+  if (o.engine == Engine::kDeepSpeed) {
+    // DeepSpeed takes TP and EP from its config (AutoTP, AutoEP).
+    if (tp > 1) o.config["tensor_parallel"] = {{"autotp_size", tp}};
+    if (ep > 1) o.config["expert_parallel"] = {{"enabled", true}, {"autoep_size", ep}};
+  } else {
+    k.megatron_tp = tp;
+    if (tp > 1) flags << " --tp " << tp;
+    if (cp > 1) k.cp = cp, flags << " --cp " << cp;
+    if (ep > 1) k.ep = ep, flags << " --ep " << ep;
+    k.engine.megatron_sp = o.engine == Engine::kMegatronLm && Cell(r, "sequence_parallel") == "1";
+    if (k.engine.megatron_sp) flags << " --megatron-sp";
+    // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
+    k.engine.tp_comm_overlap = k.engine.megatron_sp && Cell(r, "tp_comm_overlap") == "1";
+    if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
+  }
+  // NeMo AutoModel's MoE benchmark configs (examples/benchmark/configs/*_te_deepep.yaml) set
+  // BackendConfig attn: te, TransformerEngine's cuDNN attention; GPT-OSS's set attn: flex
+  // (FlexAttention's Triton kernels, priced as fsdp2's FlashAttention-2 default).
+  if (o.group == "automodel-fsdp2-h100" && Cell(r, "source").find("_te_deepep") != std::string::npos &&
+      o.model.find("gpt-oss") == std::string::npos) {
+    k.engine.attention = AttentionKernel::kCudnn;
+    flags << " --attention cudnn";
+  }
+  if (pp > 1) flags << " --pp " << pp;
+  if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;
+  k.engine.fp8 = precision == "fp8";
+  if (k.engine.fp8) flags << " --fp8";
+  k.engine.fp8_param_gather = k.engine.fp8 && Cell(r, "fp8_param_gather") == "1";
+  if (k.engine.fp8_param_gather) flags << " --fp8-param-gather";
+  o.flags = flags.str().empty() ? "" : flags.str().substr(1);
+  return o;
+}
+
+}  // namespace dsp::sim

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds-plan calibrate on a modern-runs table: the rows of one machine predicted as simulate predicts
+// them, fitted with some held out, and the sample it writes for torchtitan's H100 96 GB machines
+// (samples/clusters/h100-96gb-hbm2e-calibrated.json, docs/validation.md) is what it writes today.
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/json/document.h"
+#include "core/util/file_io.h"
+#include "tests/apps/cli_test_util.h"
+
+namespace dsp {
+namespace {
+
+using testing::RunCli;
+
+// The six float8 rows are held out: the fit sees the six bf16 ones.
+const std::string kCommand =
+    "calibrate samples/runs/modern-runs.tsv --cluster samples/clusters/h100-96gb-hbm2e.json "
+    "--hardware h100-96gb-hbm2e-500w --fit efficiency.matmul efficiency.attention_flash2 efficiency.memory "
+    "--hold-out tt-llama31-8b-fsdp-compile-float8-8g,tt-llama31-8b-fsdp8-cp1-32k-float8,"
+    "tt-llama31-8b-fsdp1-cp8-256k-float8,tt-llama31-70b-fsdp32-tp8-256g-float8,"
+    "tt-llama31-405b-3d-1f1b-512g-float8,tt-llama31-405b-3d-interleaved-512g-float8";
+
+TEST(CalibrateModernCliTest, TheH100NinetySixGigabyteSampleIsWhatCalibrateWrites) {
+  char dir_template[] = "/tmp/dsp-calibrate-modern-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out = dir + "/fitted.json";
+  auto r = RunCli(kCommand + " -o " + out, /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The report is the one docs/validation.md shows, held-out rows marked and summed apart.
+  EXPECT_NE(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/docs/validation.md").find(r.output), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("held out (not fitted): mean |error|"), std::string::npos) << r.output;
+  const Json fitted = Json::parse(ReadFile(out).value());
+  const Json sample = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-96gb-hbm2e-calibrated.json"));
+  for (const char* key : {"matmul", "attention_flash2", "memory"}) {
+    EXPECT_DOUBLE_EQ(fitted["efficiency"][key].get<double>(), sample["efficiency"][key].get<double>()) << key;
+  }
+  EXPECT_EQ(fitted["_calibration"], sample["_calibration"]);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateModernCliTest, MixedMachinesAndUnknownRowsAreUsageErrors) {
+  auto mixed = RunCli("calibrate samples/runs/modern-runs.tsv --cluster h100-sxm --no-fit");
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_NE(mixed.output.find("calibrate one with --hardware NAME"), std::string::npos) << mixed.output;
+  auto nowhere = RunCli("calibrate samples/runs/modern-runs.tsv --cluster h100-sxm --hardware b300 --no-fit");
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.output;
+  auto unknown = RunCli("calibrate samples/runs/modern-runs.tsv --cluster h100-sxm --hardware h200 --hold-out nope --no-fit");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("--hold-out nope"), std::string::npos) << unknown.output;
+  // The published-runs format has no machine column to choose by.
+  auto published = RunCli("calibrate samples/runs/published-runs.tsv --cluster a100-80gb --hardware x --no-fit");
+  EXPECT_EQ(published.exit_code, 2) << published.output;
+}
+
+}  // namespace
+}  // namespace dsp

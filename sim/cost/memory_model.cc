@@ -465,6 +465,19 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
                  r.activations_bytes + r.buffers_bytes;
+  // DeepCompile's offload_opt_states keeps resident "whatever the memory budget allows"
+  // (compile/config.py) and sends the rest to pinned host memory through forward and backward; the
+  // optimizer step's peak (AddOptimizerStepPeak) has them all back.
+  if (in.zero.deepcompile_offload_opt_states && in.cluster != nullptr) {
+    const double without = r.peak_bytes - r.optimizer_states_bytes;
+    const double fragmentation = in.engine.expandable_segments ? 0.0 : in.cluster->memory.fragmentation;
+    const double headroom =
+        in.cluster->gpu.hbm_bytes - in.cluster->memory.reserved_bytes - without * (1 + fragmentation);
+    const double resident = std::clamp(headroom / (1 + fragmentation), 0.0, r.optimizer_states_bytes);
+    r.offloaded_optimizer_states_bytes = r.optimizer_states_bytes - resident;
+    r.cpu_bytes += r.offloaded_optimizer_states_bytes;
+    r.peak_bytes = without + resident;
+  }
 }
 
 void AddOptimizerStepPeak(const SimInput& in, const StageParams& params, MemoryReport& r) {

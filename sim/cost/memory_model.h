@@ -30,6 +30,9 @@ struct MemoryReport {
   double hbm_bytes = 0;               // the GPU's memory (fits: peak + allowance <= hbm)
   bool fits = false;
   double cpu_bytes = 0;               // moved to host memory by offload (states and checkpoints)
+  // DeepCompile's offload_opt_states: the optimizer states its memory budget sends to the host for
+  // forward and backward (what does not fit beside the rest), copied out and back every step.
+  double offloaded_optimizer_states_bytes = 0;
   double host_activations_bytes = 0;  // cpu_checkpointing: checkpointed layer inputs on the host
   // The node's host memory the ranks on it need (cpu_bytes x ranks per node) and the cluster's
   // host_memory_bytes (0: not given, not checked); fits needs host_fits too.

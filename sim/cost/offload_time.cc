@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sim/cost/memory_model.h"
 #include "sim/cost/param_sharding.h"
 
 namespace dsp::sim {
@@ -10,8 +11,15 @@ namespace dsp::sim {
 OffloadTime EstimateOffloadTime(const SimInput& input, double forward_seconds, double backward_seconds) {
   OffloadTime t;
   const ZeroSettings& zero = input.zero;
-  if (!zero.offload_optimizer && !zero.offload_param) return t;
   const double pcie = input.cluster->host_to_device_bytes_per_second;
+  if (zero.deepcompile_offload_opt_states && pcie > 0) {
+    // The rank's optimizer partition goes to pinned host memory as forward starts and comes back
+    // during backward, on copy streams: what the pass of that direction does not cover is exposed.
+    const double copy = EstimateMemory(input).offloaded_optimizer_states_bytes / pcie;
+    t.optimizer_states_copy_seconds =
+        std::max(0.0, copy - forward_seconds) + std::max(0.0, copy - backward_seconds);
+  }
+  if (!zero.offload_optimizer && !zero.offload_param) return t;
   const double cpu_rate = input.cluster->cpu_optimizer_params_per_second;
   if (pcie <= 0 || cpu_rate <= 0) return t;
   const double bytes = input.workload.bytes_per_param;

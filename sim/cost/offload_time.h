@@ -13,9 +13,11 @@ struct OffloadTime {
   double cpu_optimizer_seconds = 0;         // per step
   double parameters_to_device_seconds = 0;  // per step: updated 16-bit parameters back to the GPU
   double parameter_fetch_seconds = 0;       // per step: offload_param fetches not hidden by compute
+  // per step: DeepCompile's offload_opt_states copies (out in forward, back in backward) not hidden
+  double optimizer_states_copy_seconds = 0;
   double total_seconds() const {
     return gradients_to_host_seconds + cpu_optimizer_seconds + parameters_to_device_seconds +
-           parameter_fetch_seconds;
+           parameter_fetch_seconds + optimizer_states_copy_seconds;
   }
 };
 

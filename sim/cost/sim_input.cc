@@ -122,6 +122,8 @@ ZeroSettings ReadZeroSettings(const Json& config) {
   // init_z3: "Disable persistent param"): stage3_param_persistence_threshold has no effect and
   // every parameter is gathered before use and released after.
   if (z.deepcompile && z.stage == 3) z.param_persistence_threshold = 0;
+  z.deepcompile_offload_opt_states =
+      z.deepcompile && z.stage == 3 && ds_semantics::PydanticBool(v, "/compile/offload_opt_states", false).value_or(false);
   return z;
 }
 

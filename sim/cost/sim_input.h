@@ -70,6 +70,12 @@ struct ZeroSettings {
   // again within the profiled memory headroom and prefetch moves gathers earlier: both follow a
   // run-time profile, so ZeRO-3's gathers are priced as eager ZeRO-3's (docs/cost-model.md).
   bool deepcompile = false;
+  // compile.offload_opt_states under DeepCompile's ZeRO-3 (deepspeed/compile/config.py
+  // CompileConfig.offload_opt_states, passes/offload_adam_states.py): the fp32 master parameters and
+  // Adam moments go to pinned host memory for forward and backward and come back for the
+  // optimizer step, so the forward/backward peak holds none of them (memory_model.cc) and each
+  // step copies them out and back (offload_time.cc).
+  bool deepcompile_offload_opt_states = false;
 };
 
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).

@@ -82,5 +82,39 @@ TEST(SimulateKernelsCliTest, MegatronRefusesTheTransformersPatches) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
+// DeepCompile's offload_opt_states (deepspeed/compile/config.py: "keeping resident whatever the
+// memory budget allows"): Qwen3-14B at 4 x 2400 tokens on 8 H200 does not fit with its 22 GB of
+// optimizer states on the GPU (DeepSpeed PR #8186: eager ZeRO-3 and DeepCompile ran out of
+// memory there, the offload pass ran); at micro-batch 1 everything stays resident.
+TEST(SimulateKernelsCliTest, DeepCompileOffloadsOnlyWhatTheBudgetDoesNotHold) {
+  auto config = [](int micro_batch, bool offload) {
+    const std::string path = ::testing::TempDir() + "dc-" + std::to_string(micro_batch) + (offload ? "-off" : "") + ".json";
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(("{\"train_micro_batch_size_per_gpu\": " + std::to_string(micro_batch) +
+                ", \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}, "
+                "\"compile\": {\"deepcompile\": true" + (offload ? ", \"offload_opt_states\": true" : "") + "}}")
+                   .c_str(),
+               f);
+    std::fclose(f);
+    return path + " --model samples/runs/modern/models/qwen3-14b.json --cluster samples/clusters/h200.json "
+                  "--world-size 8 --seq-len 2400 --expandable-segments --format json";
+  };
+  auto run = [](const std::string& args) {
+    auto r = RunCli("simulate " + args, /*merge_stderr=*/false);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return Json::parse(r.output, nullptr, false);
+  };
+  const Json resident = run(config(4, false));
+  EXPECT_FALSE(resident["memory"]["fits"].get<bool>());
+  const Json offloaded = run(config(4, true));
+  EXPECT_TRUE(offloaded["memory"]["fits"].get<bool>());
+  EXPECT_GT(offloaded["memory"]["cpu_bytes"].get<double>(), 1e9);
+  EXPECT_LT(offloaded["memory"]["peak_bytes"].get<double>(), resident["memory"]["peak_bytes"].get<double>());
+  // Room for all of it at micro-batch 1: nothing moves, nothing changes.
+  const Json small = run(config(1, true));
+  EXPECT_EQ(small["memory"]["cpu_bytes"].get<double>(), 0);
+  EXPECT_EQ(small["memory"]["peak_bytes"], run(config(1, false))["memory"]["peak_bytes"]);
+}
+
 }  // namespace
 }  // namespace dsp

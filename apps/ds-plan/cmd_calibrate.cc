@@ -82,7 +82,7 @@ std::string Markdown(const sim::CalibrationResult& r) {
   out << "| run | measured s | predicted s | error | Calculon s | Calculon error |\n";
   out << "|---|---:|---:|---:|---:|---:|\n";
   for (const sim::RunFit& f : r.runs) {
-    out << "| " << f.run_id << " | " << Fixed(f.measured, "%.2f") << " | " << Fixed(f.before, "%.2f")
+    out << "| " << f.run_id << (f.held_out ? " (held out)" : "") << " | " << Fixed(f.measured, "%.2f") << " | " << Fixed(f.before, "%.2f")
         << " | " << Fixed(100 * (f.before / f.measured - 1), "%+.1f%%") << " | ";
     if (f.calculon > 0) {
       out << Fixed(f.calculon, "%.2f") << " | " << Fixed(100 * (f.calculon / f.measured - 1), "%+.1f%%");
@@ -92,7 +92,11 @@ std::string Markdown(const sim::CalibrationResult& r) {
     out << " |\n";
   }
   out << "\nmean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "%, max "
-      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% over " << r.runs.size() << " runs\n";
+      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% over " << r.runs.size() - r.held_out_runs << " runs\n";
+  if (r.held_out_runs > 0) {
+    out << "held out: mean |error| " << Fixed(100 * r.held_out_mean_before, "%.1f") << "% over " << r.held_out_runs
+        << " runs\n";
+  }
   return out.str();
 }
 

@@ -37,6 +37,7 @@ struct TuneArgs {
   std::vector<std::string> engines;  // --engines: rank plans of several frameworks side by side
   std::string attention = "flash";
   bool no_pipeline = false;
+  bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
   std::string deepspeed_version;
 };
 
@@ -208,6 +209,9 @@ int RunTune(const TuneArgs& args) {
   options.top = args.top;
   options.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
   options.attention = sim::ParseAttentionKernel(args.attention).value_or(sim::AttentionKernel::kFramework);
+  options.fused_loss = args.fused_loss;
+  options.tiled_mlp = args.tiled_mlp;
+  options.expandable_segments = args.expandable_segments;
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -283,6 +287,12 @@ Command AddTuneCommand(CLI::App& root) {
                   "materialized")
       ->check(CLI::IsMember({"flash", "cudnn", "flash2", "materialized"}));
   app->add_flag("--no-pipeline", args->no_pipeline, "search pp = 1 only");
+  app->add_flag("--fused-loss", args->fused_loss,
+                "the script runs Liger-Kernel's fused linear cross-entropy (as simulate --fused-loss; deepspeed "
+                "and fsdp2 plans)");
+  app->add_flag("--tiled-mlp", args->tiled_mlp, "the script runs DeepSpeed's TiledMLP (as simulate --tiled-mlp)");
+  app->add_flag("--expandable-segments", args->expandable_segments,
+                "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (as simulate)");
   app->add_option("--deepspeed-version", args->deepspeed_version,
                   "DeepSpeed to plan for (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221)");
   return Command{app, [args] { return RunTune(*args); }};

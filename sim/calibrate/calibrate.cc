@@ -104,6 +104,11 @@ Result<CalibrationResult> Calibrate(const std::vector<CalibrationRun>& runs, con
     }
     fit.push_back(*it);
   }
+  const bool any_fitted = std::any_of(runs.begin(), runs.end(), [](const CalibrationRun& r) { return !r.held_out; });
+  if (!any_fitted && !fit.empty()) return Error{"every run is held out: nothing is left to fit"};
+  for (const CalibrationRun& r : runs) {
+    if (!(r.measured_seconds > 0)) return Error{r.run_id + ": the measured step time must be above 0"};
+  }
   auto before = Evaluate(runs, cluster);
   if (!before.ok()) return before.error();
 

@@ -160,10 +160,8 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   double mlp = Div(block_input * tokens * h, replicated);
   mlp += Div(mask * tokens * h, replicated);                    // output dropout
   if (shape.num_experts <= 0 && shape.tiled_mlp) {
-    // TiledMLP saves x alone (counted above); the shard its backward is running holds the
-    // ffn-wide tensors of ceil(s / h) shards' worth of tokens: about h tokens.
-    const double shards = std::ceil(tokens / std::max<double>(h, 1.0));
-    mlp += tokens / std::max(shards, 1.0) * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
+    // TiledMLP saves x alone (counted above); its shards' tensors live only while one layer's
+    // backward runs them (TiledMlpShardBytes, a working set).
   } else if (shape.num_experts <= 0) {
     mlp += tokens * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), t));
   } else {
@@ -185,6 +183,16 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   }
   out.mlp_bytes = mlp;
   return out;
+}
+
+double TiledMlpShardBytes(const LayerShape& shape) {
+  if (!shape.tiled_mlp || shape.num_experts > 0) return 0;
+  const double tokens = LocalTokens(shape);
+  const double h = static_cast<double>(shape.hidden);
+  // TiledMLP.backward runs ceil(s / h) shards one after another (ulysses_sp.py tiled_mlp_forward's
+  // num_shards): one shard's ffn-wide tensors at a time.
+  const double shards = std::max(1.0, std::ceil(tokens / std::max(h, 1.0)));
+  return tokens / shards * FfnBytesPerToken(shape, Div(static_cast<double>(shape.ffn), std::max(shape.tp, 1)));
 }
 
 double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {

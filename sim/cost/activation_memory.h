@@ -119,4 +119,8 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
 // is split by t only with Megatron SP, the vocab part by t always (vocab-parallel lm_head).
 double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size);
 
+// DeepSpeed's TiledMLP (shape.tiled_mlp, a dense layer): the ffn-wide tensors of the one sequence
+// shard its backward is running, live during that layer's backward only (a working set, not saved).
+double TiledMlpShardBytes(const LayerShape& shape);
+
 }  // namespace dsp::sim

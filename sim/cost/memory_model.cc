@@ -357,6 +357,7 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
         }
         k.input = k.saved;
       }
+      k.working += TiledMlpShardBytes(shape);
       k.all_to_all = UlyssesAllToAllBytes(shape, bpv) + ExpertAllToAllBytes(shape, bpv);
       k.done = true;
     }
@@ -467,7 +468,8 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
                  r.activations_bytes + r.buffers_bytes;
   // DeepCompile's offload_opt_states keeps resident "whatever the memory budget allows"
   // (compile/config.py) and sends the rest to pinned host memory through forward and backward; the
-  // optimizer step's peak (AddOptimizerStepPeak) has them all back.
+  // optimizer step has them all back (AddOptimizerStepPeak counts that peak under the zero-paper
+  // convention; the deepspeed convention has no step peak).
   if (in.zero.deepcompile_offload_opt_states && in.cluster != nullptr) {
     const double without = r.peak_bytes - r.optimizer_states_bytes;
     const double fragmentation = in.engine.expandable_segments ? 0.0 : in.cluster->memory.fragmentation;

@@ -26,6 +26,12 @@ std::string_view AttentionKernelName(AttentionKernel kernel) {
 AttentionKernel ResolveAttentionKernel(AttentionKernel choice, const FrameworkProfile& framework,
                                        int compute_capability, std::string_view attn_implementation) {
   if (choice != AttentionKernel::kFramework) return choice;
+  // The implementation transformers is told to run names its kernel whatever the GPU.
+  if (framework.attention == FrameworkAttention::kTransformers) {
+    if (attn_implementation == "flash_attention_2") return AttentionKernel::kFlash2;
+    if (attn_implementation == "flash_attention_3") return AttentionKernel::kCudnn;
+    if (attn_implementation == "eager") return AttentionKernel::kMaterialized;
+  }
   // Unknown GPU (a cluster file without compute_capability): the cluster's fused rate, as before.
   if (compute_capability == 0) return AttentionKernel::kCudnn;
   switch (framework.attention) {
@@ -33,11 +39,8 @@ AttentionKernel ResolveAttentionKernel(AttentionKernel choice, const FrameworkPr
       return AttentionKernel::kCudnn;
     case FrameworkAttention::kFlashAttn2:
       return AttentionKernel::kFlash2;
-    case FrameworkAttention::kTransformers:
-      if (attn_implementation == "flash_attention_2") return AttentionKernel::kFlash2;
-      if (attn_implementation == "flash_attention_3") return AttentionKernel::kCudnn;
-      if (attn_implementation == "eager") return AttentionKernel::kMaterialized;
-      [[fallthrough]];  // sdpa, the default
+    case FrameworkAttention::kTransformers:  // sdpa, the default: PyTorch's order below
+      [[fallthrough]];
     case FrameworkAttention::kTorchSdpa:
       return compute_capability >= 100 ? AttentionKernel::kCudnn : AttentionKernel::kFlash2;
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Which attention kernel a run executes. The same causal attention runs at about half the speed
+// Which attention kernel a run executes. The same causal attention runs at about 0.6 of the speed
 // under FlashAttention-2 as under cuDNN's or FlashAttention-3's Hopper kernels (FlashAttention-3,
 // Shah et al. 2024, arXiv 2407.08608, Fig. 5: head dim 128, causal, 16k: FA2 335, cuDNN 539, FA3 616
 // TFLOP/s on an H100 SXM5), and which one a run gets depends on the framework, the attention

@@ -97,7 +97,8 @@ class EngineBuilder {
       moe_ordinal_.push_back(m.IsMoeLayer(l) ? moe_layers_++ : -1);
     }
     const MemoryReport memory = EstimateMemory(in_);
-    program_.static_bytes = memory.parameters_bytes + memory.gradients_bytes + memory.optimizer_states_bytes;
+    program_.static_bytes = memory.parameters_bytes + memory.gradients_bytes + memory.optimizer_states_bytes -
+                            memory.offloaded_optimizer_states_bytes;
     program_.buffer_bytes = memory.buffers_bytes;
     activation_per_layer_ = memory.activations_bytes / layers_;
     program_.micro_steps = micro_steps_;

@@ -85,8 +85,9 @@ class Builder {
     if (Status s = Analyse(); !s.ok()) return s.error();
 
     program_.micro_steps = micro_steps_;
-    program_.static_bytes =
-        memory_.parameters_bytes + memory_.gradients_bytes + memory_.optimizer_states_bytes;
+    // DeepCompile's offload_opt_states keeps part of the states on the host through the passes.
+    program_.static_bytes = memory_.parameters_bytes + memory_.gradients_bytes + memory_.optimizer_states_bytes -
+                            memory_.offloaded_optimizer_states_bytes;
     const double reduce_bucket_bytes = bpe_ * in_.zero.reduce_bucket_size;
     program_.buffer_bytes = in_.zero.stage == 3 ? reduce_bucket_bytes : memory_.zero_buffers_bytes;
 
@@ -127,6 +128,12 @@ class Builder {
         for (const OperatorCost& op : *kernels) {
           info.forward_seconds += KernelTimeOf(op, rates_, false).seconds;
           info.backward_seconds += KernelTimeOf(op, rates_, true).seconds;
+        }
+        // --tiled-mlp: TiledMLP's backward runs a dense MLP's forward once more (the operators
+        // flops.cc marks `tiled` for the closed form).
+        if (shard_.tiled_mlp && info.layer >= 0 && !in_.model->IsMoeLayer(info.layer) &&
+            n->module.find(".mlp") != std::string::npos) {
+          info.backward_seconds += info.forward_seconds;
         }
         if (info.layer >= 0) {
           layer_seconds_[info.layer] += info.forward_seconds;
@@ -658,7 +665,7 @@ class Builder {
       // DeepCompile's offload_opt_states brought the states back (what its copies left exposed).
       double fwd = 0;
       for (const auto& [layer, s] : layer_seconds_) fwd += s;
-      t.compute_seconds = GpuOptimizerStepSeconds(in_) + EstimateOffloadTime(in_, fwd, 2 * fwd).total_seconds();
+      t.compute_seconds = GpuOptimizerStepSeconds(in_) + EstimateOffloadTime(in_, fwd, 2 * fwd).optimizer_states_copy_seconds;
     }
     t.deps = deps;
     // The gradients the step flattens and casts to fp32 (memory_model.cc).

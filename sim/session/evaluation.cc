@@ -76,6 +76,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
   if (e.tp_comm_overlap && !fw.tp_comm_overlap) return Error{"--tp-comm-overlap needs --engine megatron-lm"};
+  if (e.tiled_mlp && fw.op_level_sac && k.recompute == Recompute::kSelective) {
+    return Error{"--tiled-mlp with --engine fsdp2 --recompute selective: torchtitan's op-level activation "
+                 "checkpointing and TiledMLP are not modelled together"};
+  }
   if ((e.fused_loss || e.tiled_mlp) && !fw.trains_transformers_modules) {
     return Error{std::string(e.fused_loss ? "--fused-loss (Liger-Kernel's" : "--tiled-mlp (DeepSpeed's TiledMLP") +
                  " patches transformers' modules): use it with --engine deepspeed or fsdp2"};

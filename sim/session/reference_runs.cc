@@ -61,7 +61,8 @@ Result<std::vector<TsvRecord>> ParseTsvRecords(const std::string& text) {
 }
 
 bool IsModernRunsTable(const std::vector<TsvRecord>& rows) {
-  return !rows.empty() && rows.front().count("framework") > 0 && rows.front().count("model") > 0;
+  return !rows.empty() && rows.front().count("framework") > 0 && rows.front().count("model") > 0 &&
+         rows.front().count("hardware") > 0;
 }
 
 Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
@@ -87,6 +88,7 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
   if (per_node <= 0 || gpus % per_node != 0) return Error{o.run_id + ": gpus is not a multiple of gpus_per_node"};
   auto measured = Number(r, "measured_iter_s");
   if (!measured.ok()) return Error{o.run_id + ": " + measured.error().message};
+  if (*measured <= 0) return Error{o.run_id + ": column measured_iter_s: a step takes more than 0 s"};
   o.measured_seconds = *measured;
   if (!Cell(r, "measured_peak_mem_gb").empty()) {
     auto peak = Number(r, "measured_peak_mem_gb");

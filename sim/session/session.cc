@@ -379,6 +379,9 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.convention = k.convention;
   o.engine = k.engine.engine;
   o.attention = k.engine.attention;
+  o.fused_loss = k.engine.fused_loss;
+  o.tiled_mlp = k.engine.tiled_mlp;
+  o.expandable_segments = k.engine.expandable_segments;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

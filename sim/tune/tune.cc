@@ -146,6 +146,11 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.attention = ResolveAttentionKernel(o.attention, in.engine.framework(), cluster.gpu.compute_capability,
                                                model.attn_implementation);
   in.engine.deepspeed_version = o.deepspeed_version;
+  // Liger and TiledMLP patch transformers' modules: the Megatron engines run their own.
+  const bool hf = in.engine.framework().trains_transformers_modules;
+  in.engine.fused_loss = o.fused_loss && hf;
+  in.engine.tiled_mlp = o.tiled_mlp && hf && !(in.engine.framework().op_level_sac);
+  in.engine.expandable_segments = o.expandable_segments;
   // Megatron's MoE layers as its recipes run them: grouped expert GEMMs, the all-to-all dispatcher.
   in.engine.moe_grouped_gemm = in.engine.framework().megatron_moe_options && model.is_moe();
   in.workload.seq_len = o.seq_len;

@@ -39,6 +39,8 @@ struct TuneOptions {
   // --attention; resolved per engine and GPU (sim/frameworks/attention_kernel.h) for each candidate.
   AttentionKernel attention = AttentionKernel::kFramework;
   bool flash_attention() const { return attention != AttentionKernel::kMaterialized; }
+  // --fused-loss, --tiled-mlp, --expandable-segments: what the training script changes (EngineSettings).
+  bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where

@@ -213,16 +213,18 @@ TEST(ActivationMemoryTest, FusedLossKeepsNoLogits) {
 }
 
 // DeepSpeed's TiledMLP (deepspeed/runtime/sequence_parallel/ulysses_sp.py) saves only the MLP's
-// input; the shard its backward runs holds ceil(s / h) shards' worth of the ffn-wide tensors.
+// input; the shard its backward runs (one of ceil(s / h)) is a working set of that layer alone.
 TEST(ActivationMemoryTest, TiledMlpSavesItsInputAndOneShard) {
   LayerShape s = Llama8BLayer();
   const double T = 4096, h = 4096, f = 14336;
   s.seq_len = 8 * 4096;
   const double untiled = LayerActivationBytes(s, Recompute::kNone).mlp_bytes;
   EXPECT_DOUBLE_EQ(untiled, 2 * 8 * T * h + 3 * 2 * 8 * T * f);
+  EXPECT_DOUBLE_EQ(TiledMlpShardBytes(s), 0);
   s.tiled_mlp = true;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes, 2 * 8 * T * h);
   // 32768 tokens in ceil(32768 / 4096) = 8 shards of 4096.
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(s, Recompute::kNone).mlp_bytes, 2 * 8 * T * h + 3 * 2 * T * f);
+  EXPECT_DOUBLE_EQ(TiledMlpShardBytes(s), 3 * 2 * T * f);
 }
 
 }  // namespace

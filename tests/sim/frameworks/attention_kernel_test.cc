@@ -61,8 +61,11 @@ TEST(AttentionKernelTest, AnExplicitChoiceOrAnUnknownGpuIsKept) {
             AttentionKernel::kCudnn);
   EXPECT_EQ(ResolveAttentionKernel(AttentionKernel::kMaterialized, MegatronLmProfile(), kH100, ""),
             AttentionKernel::kMaterialized);
-  // A cluster file without compute_capability: the cluster's fused rate, as before it existed.
+  // A cluster file without compute_capability: the cluster's fused rate, as before it existed,
+  // unless transformers is told which implementation to run.
   EXPECT_EQ(Resolve(DeepSpeedProfile(), 0), AttentionKernel::kCudnn);
+  EXPECT_EQ(Resolve(DeepSpeedProfile(), 0, "eager"), AttentionKernel::kMaterialized);
+  EXPECT_EQ(Resolve(DeepSpeedProfile(), 0, "flash_attention_2"), AttentionKernel::kFlash2);
 }
 
 TEST(AttentionKernelTest, EachKernelRunsAtItsOwnRate) {

@@ -53,6 +53,11 @@ TEST(CalibrateModernCliTest, MixedMachinesAndUnknownRowsAreUsageErrors) {
   auto unknown = RunCli("calibrate samples/runs/modern-runs.tsv --cluster h100-sxm --hardware h200 --hold-out nope --no-fit");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("--hold-out nope"), std::string::npos) << unknown.output;
+  // Every run held out leaves nothing to fit.
+  auto all = RunCli("calibrate samples/runs/modern-runs.tsv --cluster h200 --hardware h200 "
+                    "--hold-out tt-llama31-8b-fsdp-32g-h200-float8");
+  EXPECT_EQ(all.exit_code, 2) << all.output;
+  EXPECT_NE(all.output.find("every run is held out"), std::string::npos) << all.output;
   // The published-runs format has no machine column to choose by.
   auto published = RunCli("calibrate samples/runs/published-runs.tsv --cluster a100-80gb --hardware x --no-fit");
   EXPECT_EQ(published.exit_code, 2) << published.output;

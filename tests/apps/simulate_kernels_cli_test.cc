@@ -78,6 +78,15 @@ TEST(SimulateKernelsCliTest, MegatronRefusesTheTransformersPatches) {
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("use it with --engine deepspeed or fsdp2"), std::string::npos) << r.output;
   }
+  // torchtitan's op-level selective AC and TiledMLP are not modelled together.
+  const std::string fsdp2 = ::testing::TempDir() + "kernels-fsdp2.json";
+  FILE* f = std::fopen(fsdp2.c_str(), "w");
+  std::fputs(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})", f);
+  std::fclose(f);
+  auto sac = RunCli("simulate " + fsdp2 + " --model samples/runs/modern/models/llama-3.1-8b.json --cluster h100-sxm "
+                    "--world-size 8 --engine fsdp2 --recompute selective --tiled-mlp");
+  EXPECT_EQ(sac.exit_code, 2) << sac.output;
+  EXPECT_NE(sac.output.find("not modelled together"), std::string::npos) << sac.output;
   auto bad = RunCli("simulate " + Llama31Run() + " --attention flash3");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }

@@ -41,10 +41,17 @@ OperatorCost Memory(std::string_view name, double bytes) {
 
 EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard) {
   const double bpe = shard.bytes_per_element;
-  if (!shard.hf_eager) return {2 * bpe, 1, 2 * bpe, 1, 3 * bpe, 1, bpe + 8, 1};
-  // LayerNorm models run torch's fused layer_norm kernel.
-  const double norm = model.layer_norm ? 2 * bpe : 36, norm_kernels = model.layer_norm ? 1 : 8;
-  return {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
+  EagerBytes e = {2 * bpe, 1, 2 * bpe, 1, 3 * bpe, 1, bpe + 8, 1};
+  if (shard.hf_eager) {
+    // LayerNorm models run torch's fused layer_norm kernel.
+    const double norm = model.layer_norm ? 2 * bpe : 36, norm_kernels = model.layer_norm ? 1 : 8;
+    e = {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
+  }
+  // --fused-loss: Liger's loss kernel makes two passes over a chunk's 16-bit logits and writes the
+  // gradient in place; it runs lm_head's backward GEMMs inside forward, chunk by chunk, the same
+  // work as lm_head's forward and backward (fused_linear_cross_entropy.py).
+  if (shard.fused_loss) e.loss = 3 * bpe, e.loss_kernels = 2;
+  return e;
 }
 
 namespace {
@@ -463,13 +470,6 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   ops.push_back(Matmul("lm_head", tokens, h, vocab, shard.bytes_per_element));
   // Cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy reads the 16-bit logits,
   // writes and reads back the fp32 softmax; transformers upcasts the logits first, EagerBytes).
-  if (shard.fused_loss) {
-    // Liger's fused linear cross-entropy: the loss kernel makes two passes over a chunk's 16-bit
-    // logits and writes the gradient in place (6 bytes per logit). It runs lm_head's backward GEMMs
-    // inside forward, chunk by chunk: the same work as lm_head's forward and backward here.
-    ops.push_back(EagerMemory("cross_entropy", tokens * vocab, 3.0 * shard.bytes_per_element, 2));
-    return ops;
-  }
   ops.push_back(EagerMemory("cross_entropy", tokens * vocab, eager.loss, eager.loss_kernels));
   return ops;
 }

@@ -234,8 +234,6 @@ Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& n, const grap
   if (n.op == ops::kCrossEntropy && !n.args.empty()) {
     Result<double> logits = NumelOf(*n.args[0], values);
     if (!logits.ok()) return Blame(n, logits.error());
-    // --fused-loss: Liger's loss kernel, as flops.cc HeadForwardOperators prices it.
-    if (shard.fused_loss) return std::vector<OperatorCost>{MemoryKernels("cross_entropy", *logits * 3.0 * bpe, 2)};
     return std::vector<OperatorCost>{MemoryKernels("cross_entropy", *logits * eager.loss, eager.loss_kernels)};
   }
   if (n.op == ops::kEmbedding) {

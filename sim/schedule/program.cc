@@ -654,18 +654,17 @@ class Builder {
     std::vector<int> deps = reductions_;
     if (last_backward_ >= 0) deps.push_back(last_backward_);
     Task t{.name = "optimizer step", .phase = Phase::kOptimizer, .micro = m};
+    double fwd = 0;
+    for (const auto& [layer, s] : layer_seconds_) fwd += s;
+    const OffloadTime offload = EstimateOffloadTime(in_, fwd, 2 * fwd);
     if (in_.zero.offload_optimizer) {
       // CPU Adam and the PCIe copies (sim/cost/offload_time.h), on the host while the GPU waits.
-      double fwd = 0;
-      for (const auto& [layer, s] : layer_seconds_) fwd += s;
       t.name = "optimizer step (CPU offload)";
-      t.compute_seconds = EstimateOffloadTime(in_, fwd, 2 * fwd).total_seconds();
+      t.compute_seconds = offload.total_seconds();
     } else {
       // The fused GPU optimizer streams the rank's partition (the closed form's figure), after
       // DeepCompile's offload_opt_states brought the states back (what its copies left exposed).
-      double fwd = 0;
-      for (const auto& [layer, s] : layer_seconds_) fwd += s;
-      t.compute_seconds = GpuOptimizerStepSeconds(in_) + EstimateOffloadTime(in_, fwd, 2 * fwd).optimizer_states_copy_seconds;
+      t.compute_seconds = GpuOptimizerStepSeconds(in_) + offload.optimizer_states_copy_seconds;
     }
     t.deps = deps;
     // The gradients the step flattens and casts to fp32 (memory_model.cc).

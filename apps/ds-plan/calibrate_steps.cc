@@ -9,6 +9,7 @@
 
 #include "apps/ds-plan/command.h"
 #include "core/util/file_io.h"
+#include "core/util/text.h"
 #include "sim/calibrate/kineto_trace.h"
 #include "sim/calibrate/step_sweep.h"
 #include "sim/calibrate/trace_calibrate.h"
@@ -17,12 +18,6 @@ namespace dsp::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Fixed(double x, const char* format) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, format, x);
-  return buf;
-}
 
 // `name` as written, else beside the sweep file, else in its traces/ folder.
 std::string Locate(const std::string& name, const std::string& steps_path) {
@@ -45,12 +40,12 @@ std::string Render(const std::vector<sim::SweepStep>& steps, const sim::StepsCal
     before += std::fabs(b / measured - 1);
     after += std::fabs(a / measured - 1);
     std::string label = steps[i].label.substr(0, 42);
-    out << label << std::string(44 - label.size(), ' ') << Fixed(measured, "%11.1f") << Fixed(b, "%12.1f")
-        << Fixed(100 * (b / measured - 1), "%+8.1f%%") << Fixed(a, "%12.1f")
-        << Fixed(100 * (a / measured - 1), "%+8.1f%%") << (steps[i].trace.empty() ? "" : "  traced") << "\n";
+    out << label << std::string(44 - label.size(), ' ') << FormatNumber("%11.1f", measured) << FormatNumber("%12.1f", b)
+        << FormatNumber("%+8.1f%%", 100 * (b / measured - 1)) << FormatNumber("%12.1f", a)
+        << FormatNumber("%+8.1f%%", 100 * (a / measured - 1)) << (steps[i].trace.empty() ? "" : "  traced") << "\n";
   }
   const double n = static_cast<double>(steps.size());
-  out << "mean |error| " << Fixed(100 * before / n, "%.1f") << "% -> " << Fixed(100 * after / n, "%.1f")
+  out << "mean |error| " << FormatNumber("%.1f", 100 * before / n) << "% -> " << FormatNumber("%.1f", 100 * after / n)
       << "% over " << steps.size() << " steps\n";
   return out.str();
 }
@@ -100,7 +95,7 @@ bool FitSteps(const SimArgs& flags, const std::string& steps_path, StepsFit* out
   auto fit = sim::CalibrateFromSteps(calibration, *setups.front()->eval->input.cluster);
   if (!fit.ok()) return fail(steps_path + ": " + fit.error().message);
   out->report = Render(*steps, *fit) + "fitted:";
-  for (const auto& [name, value] : fit->fitted) out->report += " " + name + "=" + Fixed(value, "%.4g");
+  for (const auto& [name, value] : fit->fitted) out->report += " " + name + "=" + FormatNumber("%.4g", value);
   out->report += "\n";
   out->fitted = fit->fitted;
   return true;

@@ -17,6 +17,7 @@
 #include "apps/ds-plan/sim_setup.h"
 #include "core/json/document.h"
 #include "core/util/file_io.h"
+#include "core/util/text.h"
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/kineto_trace.h"
 #include "sim/calibrate/trace_calibrate.h"
@@ -45,33 +46,27 @@ struct CalibrateArgs {
   SimArgs sim;
 };
 
-std::string Fixed(double x, const char* format) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, format, x);
-  return buf;
-}
-
 std::string Render(const sim::CalibrationResult& r) {
   std::ostringstream out;
   out << "run                                   measured   before   error    after   error\n";
   for (const sim::RunFit& f : r.runs) {
     std::string id = f.run_id.size() > 36 ? f.run_id.substr(0, 36) : f.run_id;
-    out << id << std::string(38 - id.size(), ' ') << Fixed(f.measured, "%8.2f") << " "
-        << Fixed(f.before, "%8.2f") << " " << Fixed(100 * (f.before / f.measured - 1), "%+6.1f%%") << " "
-        << Fixed(f.after, "%8.2f") << " " << Fixed(100 * (f.after / f.measured - 1), "%+6.1f%%")
+    out << id << std::string(38 - id.size(), ' ') << FormatNumber("%8.2f", f.measured) << " "
+        << FormatNumber("%8.2f", f.before) << " " << FormatNumber("%+6.1f%%", 100 * (f.before / f.measured - 1)) << " "
+        << FormatNumber("%8.2f", f.after) << " " << FormatNumber("%+6.1f%%", 100 * (f.after / f.measured - 1))
         << (f.held_out ? "  held out" : "") << (f.fits_after ? "" : "  (does not fit)") << "\n";
   }
   const size_t fitted_runs = r.runs.size() - static_cast<size_t>(r.held_out_runs);
-  out << "mean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "% -> "
-      << Fixed(100 * r.mean_abs_error_after, "%.1f") << "%, max "
-      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% -> "
-      << Fixed(100 * r.max_abs_error_after, "%.1f") << "% over " << fitted_runs << " runs\n";
+  out << "mean |error| " << FormatNumber("%.1f", 100 * r.mean_abs_error_before) << "% -> "
+      << FormatNumber("%.1f", 100 * r.mean_abs_error_after) << "%, max "
+      << FormatNumber("%.1f", 100 * r.max_abs_error_before) << "% -> "
+      << FormatNumber("%.1f", 100 * r.max_abs_error_after) << "% over " << fitted_runs << " runs\n";
   if (r.held_out_runs > 0) {
-    out << "held out (not fitted): mean |error| " << Fixed(100 * r.held_out_mean_before, "%.1f") << "% -> "
-        << Fixed(100 * r.held_out_mean_after, "%.1f") << "% over " << r.held_out_runs << " runs\n";
+    out << "held out (not fitted): mean |error| " << FormatNumber("%.1f", 100 * r.held_out_mean_before) << "% -> "
+        << FormatNumber("%.1f", 100 * r.held_out_mean_after) << "% over " << r.held_out_runs << " runs\n";
   }
   out << "fitted:";
-  for (const auto& [name, value] : r.fitted) out << " " << name << "=" << Fixed(value, "%.4g");
+  for (const auto& [name, value] : r.fitted) out << " " << name << "=" << FormatNumber("%.4g", value);
   out << "\n";
   return out.str();
 }
@@ -82,19 +77,19 @@ std::string Markdown(const sim::CalibrationResult& r) {
   out << "| run | measured s | predicted s | error | Calculon s | Calculon error |\n";
   out << "|---|---:|---:|---:|---:|---:|\n";
   for (const sim::RunFit& f : r.runs) {
-    out << "| " << f.run_id << (f.held_out ? " (held out)" : "") << " | " << Fixed(f.measured, "%.2f") << " | " << Fixed(f.before, "%.2f")
-        << " | " << Fixed(100 * (f.before / f.measured - 1), "%+.1f%%") << " | ";
+    out << "| " << f.run_id << (f.held_out ? " (held out)" : "") << " | " << FormatNumber("%.2f", f.measured) << " | " << FormatNumber("%.2f", f.before)
+        << " | " << FormatNumber("%+.1f%%", 100 * (f.before / f.measured - 1)) << " | ";
     if (f.calculon > 0) {
-      out << Fixed(f.calculon, "%.2f") << " | " << Fixed(100 * (f.calculon / f.measured - 1), "%+.1f%%");
+      out << FormatNumber("%.2f", f.calculon) << " | " << FormatNumber("%+.1f%%", 100 * (f.calculon / f.measured - 1));
     } else {
       out << "- | -";
     }
     out << " |\n";
   }
-  out << "\nmean |error| " << Fixed(100 * r.mean_abs_error_before, "%.1f") << "%, max "
-      << Fixed(100 * r.max_abs_error_before, "%.1f") << "% over " << r.runs.size() - r.held_out_runs << " runs\n";
+  out << "\nmean |error| " << FormatNumber("%.1f", 100 * r.mean_abs_error_before) << "%, max "
+      << FormatNumber("%.1f", 100 * r.max_abs_error_before) << "% over " << r.runs.size() - r.held_out_runs << " runs\n";
   if (r.held_out_runs > 0) {
-    out << "held out: mean |error| " << Fixed(100 * r.held_out_mean_before, "%.1f") << "% over " << r.held_out_runs
+    out << "held out: mean |error| " << FormatNumber("%.1f", 100 * r.held_out_mean_before) << "% over " << r.held_out_runs
         << " runs\n";
   }
   return out.str();
@@ -142,7 +137,7 @@ int RunCalibrateTrace(CalibrateArgs args) {
   report << "before (" << args.cluster << ")\n"
          << sim::RenderComparison(fit->before, args.runs, args.trace) << "\nafter\n"
          << sim::RenderComparison(fit->after, args.runs, args.trace) << "\nfitted:";
-  for (const auto& [name, value] : fit->fitted) report << " " << name << "=" << Fixed(value, "%.4g");
+  for (const auto& [name, value] : fit->fitted) report << " " << name << "=" << FormatNumber("%.4g", value);
   report << std::endl;
   if (args.output.empty()) return kExitOk;
   return WriteFitted(args, fit->fitted,
@@ -199,12 +194,12 @@ int RunCalibrate(const CalibrateArgs& args) {
   return WriteFitted(args, result->fitted,
                      "fitted by ds-plan calibrate to " + std::to_string(runs.size() - result->held_out_runs) +
                          " runs of " +
-                         args.runs + ": mean |error| " + Fixed(100 * result->mean_abs_error_before, "%.1f") +
-                         "% -> " + Fixed(100 * result->mean_abs_error_after, "%.1f") + "%" +
+                         args.runs + ": mean |error| " + FormatNumber("%.1f", 100 * result->mean_abs_error_before) +
+                         "% -> " + FormatNumber("%.1f", 100 * result->mean_abs_error_after) + "%" +
                          (result->held_out_runs > 0
                               ? "; " + std::to_string(result->held_out_runs) + " held-out runs " +
-                                    Fixed(100 * result->held_out_mean_before, "%.1f") + "% -> " +
-                                    Fixed(100 * result->held_out_mean_after, "%.1f") + "%"
+                                    FormatNumber("%.1f", 100 * result->held_out_mean_before) + "% -> " +
+                                    FormatNumber("%.1f", 100 * result->held_out_mean_after) + "%"
                               : std::string()));
 }
 

@@ -20,6 +20,7 @@
 #include "apps/ds-plan/terminal_color.h"
 #include "apps/ds-plan/sim_setup.h"
 #include "core/util/file_io.h"
+#include "core/util/text.h"
 #include "sim/graph/builder.h"
 #include "sim/cost/memory_model.h"
 #include "sim/passes/from_config.h"
@@ -60,12 +61,6 @@ std::string Ms(double seconds) {
 }
 
 // Memory in GB = 1e9 bytes, as simulate and tune print it (HBM sizes are sold in these units).
-std::string Gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  return buf;
-}
-
 Result<std::vector<int>> ParseRanks(const std::string& text, int world) {
   std::vector<int> ranks;
   std::stringstream in(text);
@@ -240,13 +235,13 @@ int RunVisualizeSchedule(const ScheduleArgs& args) {
   };
   out << "exposed by kind    " << ranked(sum.exposed_by_kind) << "\n";
   out << "communication      " << ranked(sum.communication_by_kind) << "\n";
-  out << "memory peak        " << Gb(sum.peak_bytes) << " at " << Ms(sum.peak_at)
-      << "   (cost model: " << Gb(model_memory.peak_bytes) << "; HBM " << Gb(s->eval->cluster.gpu.hbm_bytes)
+  out << "memory peak        " << FormatGb(sum.peak_bytes) << " at " << Ms(sum.peak_at)
+      << "   (cost model: " << FormatGb(model_memory.peak_bytes) << "; HBM " << FormatGb(s->eval->cluster.gpu.hbm_bytes)
       << (sum.peak_bytes <= s->eval->cluster.gpu.hbm_bytes ? ": fits)" : ": does not fit)") << "\n";
   if (base_schedule) {
     const sim::schedule::ScheduleSummary b = sim::schedule::Summarize(*base_program, *base_schedule, ranks->front());
-    out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << Gb(b.peak_bytes) << ": copies "
-        << (sum.peak_bytes < b.peak_bytes ? "save " + Gb(b.peak_bytes - sum.peak_bytes) : std::string("save nothing"))
+    out << "without cpu_ckpt   step " << Ms(b.step_seconds) << ", memory peak " << FormatGb(b.peak_bytes) << ": copies "
+        << (sum.peak_bytes < b.peak_bytes ? "save " + FormatGb(b.peak_bytes - sum.peak_bytes) : std::string("save nothing"))
         << " at " << Ms(sum.step_seconds - b.step_seconds) << " of step time\n";
   }
   out << "critical path      " << ranked(sum.critical_path_by_category) << "\n";

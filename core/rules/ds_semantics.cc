@@ -94,4 +94,15 @@ std::string ShowValue(const Json& value) {
   return out;
 }
 
+bool Contains(const std::vector<std::string_view>& names, std::string_view key) {
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+std::string PyRepr(const Json& value) {
+  if (value.is_string()) return "'" + value.get<std::string>() + "'";
+  if (value.is_null()) return "None";
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  return value.dump();
+}
+
 }  // namespace dsp::ds_semantics

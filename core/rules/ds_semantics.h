@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/config/deepspeed_version.h"
 #include "core/json/document.h"
@@ -62,6 +64,12 @@ std::string OffloadDevice(const ConfigView& view, const std::string& section);
 
 // A short rendering of a JSON value for messages: strings quoted, others dumped, long values cut.
 std::string ShowValue(const Json& value);
+
+// Python's repr() of a JSON scalar, as DeepSpeed's f"{x!r}" prints it: 'text', True, None, 3.
+std::string PyRepr(const Json& value);
+
+// Whether `key` is one of a signature's keyword names.
+bool Contains(const std::vector<std::string_view>& names, std::string_view key);
 
 // Lower-cased ASCII copy.
 std::string Lower(std::string text);

@@ -25,7 +25,7 @@ struct Guard {
   std::string outcome;  // what DeepSpeed does when the guard fails
 };
 
-PackageVersion V(const char* text) { return *PackageVersion::Parse(text); }
+PackageVersion Version(const char* text) { return *PackageVersion::Parse(text); }
 
 bool HasPass(const Json* passes, const char* name) {
   if (passes == nullptr || !passes->is_array()) return false;
@@ -42,18 +42,18 @@ std::vector<Guard> GuardsFor(RuleContext& ctx) {
   const Json* passes = v.Get("/compile/passes");
   std::optional<int64_t> stage = EffectiveZeroStage(ctx);
   if (deepcompile) {
-    out.push_back({"DeepCompile", "/compile/deepcompile", true, V("2.6"), {}, Severity::kWarning,
+    out.push_back({"DeepCompile", "/compile/deepcompile", true, Version("2.6"), {}, Severity::kWarning,
                    "compile/util.py registers DeepCompile's passes only with torch >= 2.6 on CUDA, so the run silently "
                    "uses plain torch.compile"});
     if (HasPass(passes, "autotp") && ctx.parallel().tp > 1 && ctx.version() >= ds_release::kCompileAutoTp) {
-      out.push_back({"the AutoTP compile pass", "/compile/passes", true, V("2.6"), {}, Severity::kError,
+      out.push_back({"the AutoTP compile pass", "/compile/passes", true, Version("2.6"), {}, Severity::kError,
                      "init_autotp raises RuntimeError(\"The AutoTP compile pass requires PyTorch >= 2.6, found X.\") "
                      "(pre-releases such as 2.6.0a0 fail too)"});
       bool moe = ctx.options().model == nullptr || ctx.options().model->num_experts > 0;
       if (moe) {
         out.push_back({"the AutoTP compile pass on a batched-MoE model" +
                            std::string(ctx.options().model == nullptr ? " (if --model is one)" : ""),
-                       "/compile/passes", false, V("5.8.0"), V("5.10.1"),
+                       "/compile/passes", false, Version("5.8.0"), Version("5.10.1"),
                        ctx.options().model == nullptr ? Severity::kWarning : Severity::kError,
                        "init_tp.py raises RuntimeError: transformers in [5.8.0, 5.10.1) mutates the MoE routing tensor "
                        "in place in batched_mm_experts_forward (huggingface/transformers#45621), so the pass cannot capture "
@@ -61,16 +61,16 @@ std::vector<Guard> GuardsFor(RuleContext& ctx) {
       }
     }
     if (HasPass(passes, "autosp") && stage.value_or(0) <= 1) {
-      out.push_back({"AutoSP", "/compile/passes", true, V("2.9"), {}, Severity::kError,
+      out.push_back({"AutoSP", "/compile/passes", true, Version("2.9"), {}, Severity::kError,
                      "init_autosp raises RuntimeError(\"AutoSP requires PyTorch >= 2.9, found X.\")"});
     }
   }
   if (const Json* z = v.Get("/zero_optimization/zenflow"); z != nullptr && !z->is_null()) {
-    out.push_back({"ZenFlow", "/zero_optimization/zenflow", true, V("2.1"), {}, Severity::kError,
+    out.push_back({"ZenFlow", "/zero_optimization/zenflow", true, Version("2.1"), {}, Severity::kError,
                    "configure_zenflow raises ValueError(\"Please use PyTorch 2.1 or later to enable ZenFlow...\")"});
   }
   if (ctx.parallel().sp > 1) {
-    out.push_back({"Ulysses sequence parallelism", "/sequence_parallel_size", true, V("2.3"), {}, Severity::kWarning,
+    out.push_back({"Ulysses sequence parallelism", "/sequence_parallel_size", true, Version("2.3"), {}, Severity::kWarning,
                    "DeepSpeed warns that Ulysses with PyTorch < 2.3 may hit rank indexing errors"});
   }
   if (DictFlag(v, "/expert_parallel/enabled")) {
@@ -82,14 +82,14 @@ std::vector<Guard> GuardsFor(RuleContext& ctx) {
                           ? "5.0.0"
                           : nullptr;
     if (min != nullptr) {
-      out.push_back({"the AutoEP preset " + preset, "/expert_parallel", false, V(min), {}, Severity::kError,
+      out.push_back({"the AutoEP preset " + preset, "/expert_parallel", false, Version(min), {}, Severity::kError,
                      "the preset raises ValueError(\"AutoEP preset '" + preset + "' ... requires Transformers >= " + min + "\")"});
     }
   }
   return out;
 }
 
-void Check(RuleContext& ctx) {
+void CheckEnvironment(RuleContext& ctx) {
   std::vector<Guard> guards = GuardsFor(ctx);
   std::vector<std::string> unchecked;
   for (const Guard& g : guards) {
@@ -148,7 +148,7 @@ RuleSet EnvironmentRules() {
        "job can add --torch-version/--transformers-version for the environment it launches in.",
        ""},
   };
-  set.check = Check;
+  set.check = CheckEnvironment;
   return set;
 }
 

@@ -31,15 +31,8 @@ constexpr MasterKey kMasterKeys[] = {
     {"async_split_plan", "#8359", "the split plan's device-to-host copy stays synchronous"},
 };
 
-bool IsNull(const Json* j) { return j == nullptr || j->is_null(); }
-
 // Python's repr() of a config value, as DeepSpeed's f"{x!r}" prints it.
-std::string PyRepr(const Json& v) {
-  if (v.is_string()) return "'" + v.get<std::string>() + "'";
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_null()) return "None";
-  return v.dump();
-}
+using ds_semantics::PyRepr;
 
 // comm_num_sm (>= 1), comm_qp_margin and comm_max_tokens_per_rank (>= 0): isinstance int.
 void CheckCounts(RuleContext& ctx) {

@@ -28,8 +28,6 @@ std::string Quoted(const std::vector<std::string>& items) {
   return out;
 }
 
-bool IsNull(const Json* j) { return j == nullptr || j->is_null(); }
-
 }  // namespace
 
 void CheckFields(RuleContext& ctx, const EpFacts& f) {

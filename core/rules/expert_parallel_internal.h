@@ -15,6 +15,7 @@
 namespace dsp::autoep {
 
 inline constexpr const char* kSection = "/expert_parallel";
+inline bool IsNull(const Json* j) { return j == nullptr || j->is_null(); }
 inline std::string Key(std::string_view key) {
   return std::string(kSection) + "/" + std::string(key);
 }

@@ -50,12 +50,10 @@ namespace {
 
 using autoep::EpFacts;
 using autoep::Key;
-using autoep::kSection;
 using ds_semantics::ShowValue;
 
-std::string S(int64_t v) { return std::to_string(v); }
 
-bool IsNull(const Json* j) { return j == nullptr || j->is_null(); }
+using autoep::IsNull;
 
 void CheckSection(RuleContext& ctx, const Json& section) {
   const ConfigView& v = ctx.view();
@@ -89,7 +87,7 @@ void CheckSection(RuleContext& ctx, const Json& section) {
     ignored.push_back(key);
   }
   if (ignored.empty()) return;
-  ctx.Report("ep-disabled-settings", enabled != nullptr ? Key("enabled") : std::string(kSection),
+  ctx.Report("ep-disabled-settings", enabled != nullptr ? Key("enabled") : std::string(autoep::kSection),
              "expert_parallel sets " + JoinList(ignored) + " but enabled is " +
                  (enabled != nullptr ? ShowValue(*enabled) : std::string("absent (false)")) +
                  ": DeepSpeed returns before reading them, so AutoEP does not run and the settings "
@@ -101,7 +99,7 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
   const ConfigView& v = ctx.view();
   if (!f.folding_release && f.tp > 1) {
     ctx.Report("ep-autotp-unsupported", "/tensor_parallel/autotp_size",
-               "AutoEP does not currently support AutoTP (tensor_parallel.autotp_size=" + S(f.tp) +
+               "AutoEP does not currently support AutoTP (tensor_parallel.autotp_size=" + std::to_string(f.tp) +
                    "): DeepSpeed " + ctx.version().ToString() +
                    " raises ValueError; AutoEP+AutoTP "
                    "folding arrived later (PR #8064)",
@@ -111,7 +109,7 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
     ctx.Report("ep-data-before-sequence-parallel", "/use_data_before_expert_parallelism",
                "use_data_before_expert_parallel_ is not supported with mp_size > 1 "
                "(sequence_parallel_size=" +
-                   S(f.sp) +
+                   std::to_string(f.sp) +
                    "): groups._create_expert_and_data_parallel raises NotImplementedError",
                "remove use_data_before_expert_parallelism, or run without sequence parallelism");
   }
@@ -136,20 +134,20 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
   };
   if (f.sp > 1)
     reject("/sequence_parallel_size",
-           "sequence parallelism yet (sequence_parallel_size=" + S(f.sp) + ")");
+           "sequence parallelism yet (sequence_parallel_size=" + std::to_string(f.sp) + ")");
   for (const char* p : {"/zero_optimization/zero_quantized_gradients"}) {
     if (ds_semantics::PydanticBool(v, p, false).value_or(false)) {
       reject(p, "zero_quantized_gradients or LoCo quantized gradients yet");
     }
   }
   if (auto mics = v.Int("/zero_optimization/mics_shard_size"); mics.present() && mics.value > 0) {
-    reject(mics.pointer, "MiCS yet (mics_shard_size=" + S(mics.value) + ")");
+    reject(mics.pointer, "MiCS yet (mics_shard_size=" + std::to_string(mics.value) + ")");
   }
   if (auto hpz = v.Int("/zero_optimization/zero_hpz_partition_size");
       hpz.present() && hpz.value > 1) {
     reject(hpz.pointer,
            "hpZeRO secondary tensor groups yet (zero_optimization.zero_hpz_partition_size=" +
-               S(hpz.value) + ")");
+               std::to_string(hpz.value) + ")");
   }
 }
 
@@ -225,30 +223,30 @@ void CheckModel(RuleContext& ctx, const EpFacts& f) {
   int64_t first = 0;
   while (first < m->num_hidden_layers && !m->IsMoeLayer(first)) ++first;
   const std::string layer =
-      "model.layers." + S(first) + (m->UsesMixtralNaming() ? ".block_sparse_moe" : ".mlp");
+      "model.layers." + std::to_string(first) + (m->UsesMixtralNaming() ? ".block_sparse_moe" : ".mlp");
   const int64_t n = m->num_experts;
   std::string fits;
   if (f.world && f.pp >= 1 && *f.world % f.pp == 0) {
     std::vector<std::string> both;
     for (int64_t d = 1; d <= n; ++d) {
-      if (n % d == 0 && (*f.world / f.pp) % d == 0) both.push_back(S(d));
+      if (n % d == 0 && (*f.world / f.pp) % d == 0) both.push_back(std::to_string(d));
     }
-    fits = "; values that also divide the stage size " + S(*f.world / f.pp) + ": " +
+    fits = "; values that also divide the stage size " + std::to_string(*f.world / f.pp) + ": " +
            JoinList(both, ", ");
   }
   if (f.ep && *f.ep >= 1 && *f.ep > n) {
     ctx.Report(
         "ep-experts-divisibility", f.ep_pointer(),
-        "autoep_size=" + S(*f.ep) + " exceeds num_experts=" + S(n) + " in layer '" + layer +
+        "autoep_size=" + std::to_string(*f.ep) + " exceeds num_experts=" + std::to_string(n) + " in layer '" + layer +
             "'. Each rank must own at least one expert. Valid autoep_size values (divisors of " +
-            S(n) + "): [" + DivisorList(n) + "]",
-        "use an autoep_size that divides " + S(n) + fits);
+            std::to_string(n) + "): [" + DivisorList(n) + "]",
+        "use an autoep_size that divides " + std::to_string(n) + fits);
   } else if (f.ep && *f.ep >= 1 && n % *f.ep != 0) {
     ctx.Report("ep-experts-divisibility", f.ep_pointer(),
-               "num_experts=" + S(n) + " in layer '" + layer +
-                   "' is not divisible by autoep_size=" + S(*f.ep) +
+               "num_experts=" + std::to_string(n) + " in layer '" + layer +
+                   "' is not divisible by autoep_size=" + std::to_string(*f.ep) +
                    ". Suggested autoep_size values: [" + DivisorList(n) + "]",
-               "use an autoep_size that divides " + S(n) + fits);
+               "use an autoep_size that divides " + std::to_string(n) + fits);
   }
   const ConfigView& v = ctx.view();
   const Json* ne = v.Get(Key("num_expert_groups"));
@@ -262,8 +260,8 @@ void CheckModel(RuleContext& ctx, const EpFacts& f) {
   if (!IsNull(ne) && ne->is_number_integer() && ne->get<int64_t>() >= 1) {
     if (n % ne->get<int64_t>() != 0) {
       ctx.Report("ep-group-counts", Key("num_expert_groups"),
-                 "num_expert_groups (" + S(ne->get<int64_t>()) + ") must divide num_experts (" +
-                     S(n) + ") in layer '" + layer + "'",
+                 "num_expert_groups (" + std::to_string(ne->get<int64_t>()) + ") must divide num_experts (" +
+                     std::to_string(n) + ") in layer '" + layer + "'",
                  "use one of " + DivisorList(n));
     }
     if (IsNull(nl)) {
@@ -275,14 +273,14 @@ void CheckModel(RuleContext& ctx, const EpFacts& f) {
   }
 }
 
-void Check(RuleContext& ctx) {
-  const Json* section = ctx.view().Get(kSection);
+void CheckExpertParallel(RuleContext& ctx) {
+  const Json* section = ctx.view().Get(autoep::kSection);
   if (section == nullptr) return;
   if (ctx.version() < ds_release::kAutoEp) {
     const Json* enabled =
         section->is_object() && section->contains("enabled") ? &(*section)["enabled"] : nullptr;
     if (enabled != nullptr && ds_semantics::PyTruthy(*enabled)) {
-      ctx.ReportKey("ep-unsupported-version", kSection,
+      ctx.ReportKey("ep-unsupported-version", autoep::kSection,
                     "DeepSpeed " + ctx.version().ToString() + " has no AutoEP (added in " +
                         ds_release::kAutoEp.ToString() +
                         ", PR #7938): the expert_parallel section is an unknown "
@@ -437,7 +435,7 @@ RuleSet ExpertParallelRules() {
   };
   for (const auto& info : autoep::FoldingRuleInfos()) set.rules.push_back(info);
   for (const auto& info : autoep::MasterKeyRuleInfos()) set.rules.push_back(info);
-  set.check = Check;
+  set.check = CheckExpertParallel;
   return set;
 }
 

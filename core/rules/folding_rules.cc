@@ -15,7 +15,6 @@
 namespace dsp::autoep {
 namespace {
 
-std::string S(int64_t v) { return std::to_string(v); }
 std::string PyList(int64_t n) { return "[" + DivisorList(n) + "]"; }
 
 // The zero_optimization offload key the engine sees as "not None" (pydantic: "auto" and null mean
@@ -52,18 +51,18 @@ void CheckSpec(RuleContext& ctx, const EpFacts& f) {
   const int64_t w = *f.world;
   if (f.pp < 1 || w % f.pp != 0) {
     ctx.Report("ep-fold-pp-divides-world", kSection,
-               "pp_size=" + S(f.pp) + " must divide world_size=" + S(w) +
+               "pp_size=" + std::to_string(f.pp) + " must divide world_size=" + std::to_string(w) +
                    ". Valid pp_size values: " + PyList(w),
                "use a pipeline size that divides the world size");
     return;
   }
   const int64_t stage = w / f.pp;
   const std::string stage_text =
-      "(world_size=" + S(w) + " / pp_size=" + S(f.pp) + " = " + S(stage) + ")";
+      "(world_size=" + std::to_string(w) + " / pp_size=" + std::to_string(f.pp) + " = " + std::to_string(stage) + ")";
   if (f.folding_release && stage % f.tp != 0) {
     ctx.Report(
         "ep-fold-autotp-divides-stage", "/tensor_parallel/autotp_size",
-        "tensor_parallel.autotp_size=" + S(f.tp) + " must divide the stage size " + stage_text +
+        "tensor_parallel.autotp_size=" + std::to_string(f.tp) + " must divide the stage size " + stage_text +
             ". Computed dp would be non-integral. Valid autotp_size values: " + PyList(stage),
         "use one of " + DivisorList(stage) + " for autotp_size");
   }
@@ -72,7 +71,7 @@ void CheckSpec(RuleContext& ctx, const EpFacts& f) {
   if (stage % width == 0) return;
   if (!f.folding_release) {
     ctx.Report("ep-fold-width-divides-stage", f.ep_pointer(),
-               "autoep_size=" + S(*f.ep) + " must divide the stage size " + stage_text +
+               "autoep_size=" + std::to_string(*f.ep) + " must divide the stage size " + stage_text +
                    ". Valid autoep_size values: " + PyList(stage),
                "use one of " + DivisorList(stage) + " for autoep_size");
     return;
@@ -80,8 +79,8 @@ void CheckSpec(RuleContext& ctx, const EpFacts& f) {
   ctx.Report(
       "ep-fold-width-divides-stage",
       *f.etp == 1 ? f.ep_pointer() : Key("expert_tensor_parallel_size"),
-      "expert_parallel.autoep_size * expert_parallel.expert_tensor_parallel_size (" + S(*f.ep) +
-          " * " + S(*f.etp) + " = " + S(width) + ") must divide the stage size " + stage_text +
+      "expert_parallel.autoep_size * expert_parallel.expert_tensor_parallel_size (" + std::to_string(*f.ep) +
+          " * " + std::to_string(*f.etp) + " = " + std::to_string(width) + ") must divide the stage size " + stage_text +
           ". Computed edp would be non-integral. Valid expert-width values: " + PyList(stage),
       "pick autoep_size so that autoep_size x expert_tensor_parallel_size is one of " +
           DivisorList(stage));
@@ -92,7 +91,7 @@ void CheckGlobal(RuleContext& ctx, const EpFacts& f) {
   const ConfigView& v = ctx.view();
   const bool folded = f.folding_release && f.tp > 1;
   const std::string tp_ptr = "/tensor_parallel/autotp_size";
-  const std::string tp_text = "tensor_parallel.autotp_size=" + S(f.tp);
+  const std::string tp_text = "tensor_parallel.autotp_size=" + std::to_string(f.tp);
   if (folded && ds_semantics::PydanticBool(v, "/compile/deepcompile", false).value_or(false)) {
     ctx.Report(
         "ep-fold-deepcompile", "/compile/deepcompile",
@@ -102,7 +101,7 @@ void CheckGlobal(RuleContext& ctx, const EpFacts& f) {
   }
   if (folded && f.pp > 1) {
     ctx.Report("ep-fold-pipeline", tp_ptr,
-               "AutoEP+AutoTP folding currently supports pp_size=1 only; got pp_size=" + S(f.pp) +
+               "AutoEP+AutoTP folding currently supports pp_size=1 only; got pp_size=" + std::to_string(f.pp) +
                    " (" + tp_text + ")",
                "drop the pipeline, or set autotp_size to 1 for AutoEP with pipeline parallelism");
   }
@@ -111,20 +110,20 @@ void CheckGlobal(RuleContext& ctx, const EpFacts& f) {
         "ep-fold-sequence-parallel", "/sequence_parallel_size",
         "tensor_parallel.autotp_size and Ulysses sequence parallelism are mutually exclusive for "
         "AutoEP folding (autotp_size=" +
-            S(f.tp) + ", sp_size=" + S(f.sp) + ")",
+            std::to_string(f.tp) + ", sp_size=" + std::to_string(f.sp) + ")",
         "use either autotp_size > 1 or sequence_parallel_size > 1 with AutoEP, not both");
   }
   if (f.etp && *f.etp != 1 && *f.etp >= 1) {
     ctx.Report(
         "ep-expert-tp", Key("expert_tensor_parallel_size"),
         f.folding_release
-            ? "expert_parallel.expert_tensor_parallel_size=" + S(*f.etp) +
+            ? "expert_parallel.expert_tensor_parallel_size=" + std::to_string(*f.etp) +
                   " is reserved for "
                   "expert-internal tensor parallelism and is not supported yet (rejected even "
                   "without AutoTP)"
             : "AutoEP only supports expert_parallel.expert_tensor_parallel_size=1 in this "
               "release (expert_tensor_parallel_size=" +
-                  S(*f.etp) + ")",
+                  std::to_string(*f.etp) + ")",
         "use expert_tensor_parallel_size=1 (or remove the key)");
   }
   const Json* tpp = v.Get("/tensor_parallel/preset_model");
@@ -211,12 +210,12 @@ void CheckNodes(RuleContext& ctx, const EpFacts& f) {
     for (int64_t r : g) nodes.insert(r / *gpn);
     if (nodes.size() < 2) continue;
     std::vector<std::string> ranks;
-    for (int64_t r : g) ranks.push_back(S(r));
+    for (int64_t r : g) ranks.push_back(std::to_string(r));
     ctx.Report(
         "ep-crosses-nodes", f.ep_pointer(),
-        "expert-parallel groups of " + S(*f.ep) + " ranks span " +
-            S(static_cast<int64_t>(nodes.size())) + " nodes (e.g. ranks [" + JoinList(ranks, ", ") +
-            "] with " + S(*gpn) +
+        "expert-parallel groups of " + std::to_string(*f.ep) + " ranks span " +
+            std::to_string(static_cast<int64_t>(nodes.size())) + " nodes (e.g. ranks [" + JoinList(ranks, ", ") +
+            "] with " + std::to_string(*gpn) +
             " GPUs per node): the token all-to-all of every MoE layer crosses the inter-node "
             "network",
         "keep autoep_size a divisor of the GPUs per node (" + DivisorList(*gpn) + ")" +
@@ -234,12 +233,12 @@ void CheckFolding(RuleContext& ctx, const EpFacts& f) {
   if (f.pp > 1) {
     ctx.Report(
         "ep-mpu-unchecked", kSection,
-        "with a pipeline (pp_size=" + S(f.pp) +
+        "with a pipeline (pp_size=" + std::to_string(f.pp) +
             ") the engine takes the pipeline size from the "
             "mpu and also requires the mpu's tensor-model-parallel size to be 1 (\"AutoEP does not "
             "currently support tensor model parallelism from mpu\"); ds-plan cannot see the mpu",
         "make sure the mpu reports a tensor/model-parallel size of 1 and a pipeline size of " +
-            S(f.pp));
+            std::to_string(f.pp));
   }
   CheckNodes(ctx, f);
 }

@@ -17,7 +17,8 @@ using namespace ds_semantics;
 constexpr const char* kOp = "/gradient_allreduce_op";
 
 // Python repr() of the value get_gradient_allreduce_op complains about.
-std::string PyRepr(const Json& v) {
+// repr() of the value DeepSpeed lower-cases before comparing it.
+std::string LoweredPyRepr(const Json& v) {
   if (v.is_string()) return "'" + Lower(v.get<std::string>()) + "'";
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
@@ -43,7 +44,7 @@ void CheckAllreduceOp(RuleContext& ctx) {
     ctx.Report("gradient-allreduce-op-invalid", kOp,
                "gradient_allreduce_op is " + ShowValue(*op) +
                    ": DeepSpeed raises \"Invalid gradient_allreduce_op. Supported operations: "
-                   "['mean', 'sum']. Got: " + PyRepr(*op) + "\"",
+                   "['mean', 'sum']. Got: " + LoweredPyRepr(*op) + "\"",
                "use \"mean\" (the default: average over data-parallel ranks) or \"sum\"");
     return;
   }

@@ -4,6 +4,7 @@
 // --model matching.
 #include <string>
 
+#include "core/rules/ds_semantics.h"
 #include "core/rules/tensor_parallel_internal.h"
 #include "core/util/text.h"
 
@@ -11,12 +12,7 @@ namespace dsp::autotp {
 namespace {
 
 // A JSON value as Python would print it in an error message.
-std::string PyRepr(const Json& v) {
-  if (v.is_string()) return "'" + v.get<std::string>() + "'";
-  if (v.is_null()) return "None";
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  return v.dump();
-}
+using ds_semantics::PyRepr;
 
 std::string PatternHint(const PythonRegex& re) {
   if (re.error.find("?<") != std::string::npos) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rules/ds_semantics.h"
 #include "core/rules/tensor_parallel_internal.h"
 #include "core/util/text.h"
 
@@ -19,12 +20,7 @@ std::string Lower(std::string s) {
 }
 
 // A JSON value as Python would print it in an error message.
-std::string PyRepr(const Json& v) {
-  if (v.is_string()) return "'" + v.get<std::string>() + "'";
-  if (v.is_null()) return "None";
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  return v.dump();
-}
+using ds_semantics::PyRepr;
 
 // Python's isinstance(v, int): JSON integers and booleans, not 2.0.
 std::optional<int64_t> PyInt(const Json& v) {

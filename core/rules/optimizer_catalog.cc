@@ -6,82 +6,82 @@
 namespace dsp {
 namespace {
 
-using V = std::vector<std::string_view>;
+using Keys = std::vector<std::string_view>;
 
 // torch.optim keyword arguments (torch 2.x; torch/optim/*.py). foreach/maximize/capturable/
 // differentiable/fused are keyword-only flags that JSON can still pass.
 const OptimizerClass kTorchAdam{"torch.optim.Adam", "torch/optim/adam.py",
-                                V{"lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize",
+                                Keys{"lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize",
                                   "capturable", "differentiable", "fused", "decoupled_weight_decay"},
                                 {}, true, false, true};
 const OptimizerClass kTorchAdamW{"torch.optim.AdamW", "torch/optim/adamw.py",
-                                 V{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
+                                 Keys{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
                                    "capturable", "differentiable", "fused"},
                                  {}, true, false, true};
 const OptimizerClass kTorchAdagrad{"torch.optim.Adagrad", "torch/optim/adagrad.py",
-                                   V{"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps",
+                                   Keys{"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps",
                                      "foreach", "maximize", "differentiable", "fused"},
                                    {}, true, false, true};
 const OptimizerClass kTorchSgd{"torch.optim.SGD", "torch/optim/sgd.py",
-                               V{"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
+                               Keys{"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
                                  "foreach", "differentiable", "fused"},
                                {}, false, false, true};
 
 // DeepSpeed 0.19.6 ops.
 const OptimizerClass kFusedAdam{"FusedAdam", "deepspeed/ops/adam/fused_adam.py",
-                                V{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
+                                Keys{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
                                   "set_grad_none"},
-                                V{"adam_w_mode"}, true, true, false};
+                                Keys{"adam_w_mode"}, true, true, false};
 const OptimizerClass kCpuAdam{"DeepSpeedCPUAdam", "deepspeed/ops/adam/cpu_adam.py",
-                              V{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
+                              Keys{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
                                 "fp32_optimizer_states"},
-                              V{"adamw_mode"}, true, false, false};
+                              Keys{"adamw_mode"}, true, false, false};
 const OptimizerClass kZenFlowCpuAdam{"ZenFlowCPUAdam", "deepspeed/ops/adam/zenflow_cpu_adam.py",
-                                     V{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
+                                     Keys{"lr", "bias_correction", "betas", "eps", "weight_decay", "amsgrad",
                                        "fp32_optimizer_states"},
-                                     V{"adamw_mode", "overlap_step"}, true, false, false};
+                                     Keys{"adamw_mode", "overlap_step"}, true, false, false};
 const OptimizerClass kFusedLamb{"FusedLamb", "deepspeed/ops/lamb/fused_lamb.py",
-                                V{"lr", "bias_correction", "betas", "eps", "eps_inside_sqrt", "weight_decay",
+                                Keys{"lr", "bias_correction", "betas", "eps", "eps_inside_sqrt", "weight_decay",
                                   "max_coeff", "min_coeff", "amsgrad"},
                                 {}, false, true, false};
 const OptimizerClass kCpuAdagrad{"DeepSpeedCPUAdagrad", "deepspeed/ops/adagrad/cpu_adagrad.py",
-                                 V{"lr", "eps", "weight_decay", "amsgrad", "fp32_optimizer_states"},
+                                 Keys{"lr", "eps", "weight_decay", "amsgrad", "fp32_optimizer_states"},
                                  {}, true, false, false};
 const OptimizerClass kFusedLion{"FusedLion", "deepspeed/ops/lion/fused_lion.py",
-                                V{"lr", "betas", "weight_decay", "set_grad_none"}, {}, true, false, false};
+                                Keys{"lr", "betas", "weight_decay", "set_grad_none"}, {}, true, false, false};
 const OptimizerClass kCpuLion{"DeepSpeedCPULion", "deepspeed/ops/lion/cpu_lion.py",
-                              V{"lr", "betas", "weight_decay", "fp32_optimizer_states"}, {}, true, false, false};
+                              Keys{"lr", "betas", "weight_decay", "fp32_optimizer_states"}, {}, true, false, false};
 const OptimizerClass kOnebitAdam{"OnebitAdam", "deepspeed/runtime/fp16/onebit/adam.py",
-                                 V{"lr", "freeze_step", "bias_correction", "betas", "eps", "eps_inside_sqrt",
+                                 Keys{"lr", "freeze_step", "bias_correction", "betas", "eps", "eps_inside_sqrt",
                                    "weight_decay", "amsgrad", "cuda_aware", "comm_backend_name"},
-                                 V{"deepspeed"}, false, true, false};
+                                 Keys{"deepspeed"}, false, true, false};
 const OptimizerClass kZeroOneAdam{"ZeroOneAdam", "deepspeed/runtime/fp16/onebit/zoadam.py",
-                                  V{"lr", "bias_correction", "betas", "eps", "eps_inside_sqrt", "weight_decay",
+                                  Keys{"lr", "bias_correction", "betas", "eps", "eps_inside_sqrt", "weight_decay",
                                     "var_freeze_step", "var_update_scaler", "local_step_scaler",
                                     "local_step_clipper", "amsgrad", "cuda_aware", "comm_backend_name"},
-                                  V{"deepspeed"}, false, true, false};
+                                  Keys{"deepspeed"}, false, true, false};
 const OptimizerClass kOnebitLamb{"OnebitLamb", "deepspeed/runtime/fp16/onebit/lamb.py",
-                                 V{"lr", "freeze_step", "bias_correction", "betas", "eps", "eps_inside_sqrt",
+                                 Keys{"lr", "freeze_step", "bias_correction", "betas", "eps", "eps_inside_sqrt",
                                    "weight_decay", "max_coeff", "min_coeff", "amsgrad", "cuda_aware",
                                    "comm_backend_name", "coeff_beta", "factor_max", "factor_min",
                                    "factor_threshold"},
-                                 V{"deepspeed"}, false, true, false};
+                                 Keys{"deepspeed"}, false, true, false};
 // mup's MuAdam/MuAdamW/MuSGD forward **kwargs to torch Adam/AdamW/SGD and return those classes.
 const OptimizerClass kMuAdam{"mup.MuAdam", "mup/optim.py",
-                             V{"impl", "lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize",
+                             Keys{"impl", "lr", "betas", "eps", "weight_decay", "amsgrad", "foreach", "maximize",
                                "capturable", "differentiable", "fused", "decoupled_weight_decay"},
                              {}, true, false, true};
 const OptimizerClass kMuAdamW{"mup.MuAdamW", "mup/optim.py",
-                              V{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
+                              Keys{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
                                 "capturable", "differentiable", "fused"},
                               {}, true, false, true};
 const OptimizerClass kMuSgd{"mup.MuSGD", "mup/optim.py",
-                            V{"impl", "lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
+                            Keys{"impl", "lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
                               "foreach", "differentiable", "fused"},
                             {}, false, false, true};
 // engine.py builds MuonWithAuxAdam's groups from these keys only and drops every other one.
 const OptimizerClass kMuon{"MuonWithAuxAdam", "deepspeed/runtime/zero/muon/muon_optimizer.py",
-                           V{"lr", "momentum", "weight_decay", "muon_lr", "ns_method", "betas", "eps", "adam_lr"},
+                           Keys{"lr", "momentum", "weight_decay", "muon_lr", "ns_method", "betas", "eps", "adam_lr"},
                            {}, true, false, false, true};
 
 // torch.optim classes reached through the fallback getattr(torch.optim, name) (exact spelling).
@@ -89,35 +89,35 @@ const std::vector<OptimizerClass>& TorchFallbacks() {
   static const std::vector<OptimizerClass> classes = {
       {"SGD", "torch/optim/sgd.py", kTorchSgd.params, {}, false, false, true},
       {"RMSprop", "torch/optim/rmsprop.py",
-       V{"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
+       Keys{"lr", "alpha", "eps", "weight_decay", "momentum", "centered", "capturable", "foreach", "maximize",
          "differentiable"},
        {}, false, false, true},
       {"Adamax", "torch/optim/adamax.py",
-       V{"lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
+       Keys{"lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
        {}, false, false, true},
       {"NAdam", "torch/optim/nadam.py",
-       V{"lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay", "foreach",
+       Keys{"lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay", "foreach",
          "maximize", "capturable", "differentiable"},
        {}, false, false, true},
       {"RAdam", "torch/optim/radam.py",
-       V{"lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "foreach", "maximize", "capturable",
+       Keys{"lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "foreach", "maximize", "capturable",
          "differentiable"},
        {}, false, false, true},
       {"Adadelta", "torch/optim/adadelta.py",
-       V{"lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize", "differentiable"},
+       Keys{"lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize", "differentiable"},
        {}, false, false, true},
       {"ASGD", "torch/optim/asgd.py",
-       V{"lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
+       Keys{"lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"},
        {}, false, false, true},
       {"LBFGS", "torch/optim/lbfgs.py",
-       V{"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"},
+       Keys{"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"},
        {}, false, false, true},
       {"Rprop", "torch/optim/rprop.py",
-       V{"lr", "etas", "step_sizes", "capturable", "foreach", "maximize", "differentiable"}, {}, false, false,
+       Keys{"lr", "etas", "step_sizes", "capturable", "foreach", "maximize", "differentiable"}, {}, false, false,
        true},
-      {"SparseAdam", "torch/optim/sparse_adam.py", V{"lr", "betas", "eps", "maximize"}, {}, false, false, true},
+      {"SparseAdam", "torch/optim/sparse_adam.py", Keys{"lr", "betas", "eps", "maximize"}, {}, false, false, true},
       {"Adafactor", "torch/optim/_adafactor.py",
-       V{"lr", "beta2_decay", "eps", "d", "weight_decay", "foreach", "maximize"}, {}, false, false, false},
+       Keys{"lr", "beta2_decay", "eps", "d", "weight_decay", "foreach", "maximize"}, {}, false, false, false},
   };
   return classes;
 }

@@ -16,14 +16,7 @@ namespace dsp {
 namespace {
 
 using namespace ds_semantics;
-constexpr Condition kBuilt = Condition::kDeepSpeedBuildsOptimizer;
-
-bool Contains(const std::vector<std::string_view>& list, std::string_view key) {
-  for (auto k : list) {
-    if (k == key) return true;
-  }
-  return false;
-}
+constexpr Condition kBuildsOptimizer = Condition::kDeepSpeedBuildsOptimizer;
 
 std::string ClassText(const OptimizerChoice& c) {
   std::string s = std::string(c.cls->name) + " (" + std::string(c.cls->source) + ")";
@@ -39,7 +32,7 @@ void CheckType(RuleContext& ctx, const std::string& type, const OptimizerChoice&
   for (const auto& n : KnownOptimizerNames()) {
     if (Lower(n) == Lower(type)) guess = n;
   }
-  ctx.ReportIf(kBuilt, "optimizer-type-unknown", "/optimizer/type",
+  ctx.ReportIf(kBuildsOptimizer, "optimizer-type-unknown", "/optimizer/type",
                "optimizer type \"" + type + "\" is neither a DeepSpeed optimizer nor a torch.optim class: "
                "DeepSpeed asserts \"" + type + " is not a supported DeepSpeed Optimizer\"",
                guess.empty() ? "use one of Adam, AdamW, Lamb, Lion, Adagrad, OneBitAdam, ZeroOneAdam, "
@@ -59,7 +52,7 @@ void CheckParams(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
     if (key == "max_grad_norm") continue;  // optimizer-max-grad-norm
     if (Contains(cls.params, key) || Contains(choice.popped, key)) continue;
     if (key == "params" || Contains(cls.passed_by_deepspeed, key)) {
-      ctx.ReportIf(kBuilt, "optimizer-param-unknown", pointer,
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-unknown", pointer,
                    "optimizer.params." + key + ": DeepSpeed itself passes " +
                        (key == "params" ? std::string("the model's parameters") : "\"" + key + "\"") +
                        " to " + ClassText(choice) + ", so the call raises TypeError (got multiple values for '" +
@@ -68,14 +61,14 @@ void CheckParams(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
       continue;
     }
     if (cls.ignores_unknown) {
-      ctx.ReportIf(kBuilt, "optimizer-param-ignored", pointer,
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-ignored", pointer,
                    "optimizer.params." + key + " is silently dropped: for Muon DeepSpeed copies only " +
                        JoinList(accepted) + " into the parameter groups (engine.py _configure_basic_optimizer)",
                    "remove it, or use one of the keys Muon reads");
       continue;
     }
     std::string guess = ClosestMatch(key, accepted);
-    ctx.ReportIf(kBuilt, "optimizer-param-unknown", pointer,
+    ctx.ReportIf(kBuildsOptimizer, "optimizer-param-unknown", pointer,
                  "optimizer.params." + key + " is not a parameter of " + ClassText(choice) +
                      ": DeepSpeed passes optimizer.params as keyword arguments, so the constructor raises "
                      "TypeError (unexpected keyword argument '" + key + "')",
@@ -97,7 +90,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
   const OptimizerClass& cls = *choice.cls;
   auto at = [](const std::string& key) { return PointerJoin("/optimizer/params", key); };
   if (cls.rejects_amsgrad && params.contains("amsgrad") && PyTruthy(params["amsgrad"])) {
-    ctx.ReportIf(kBuilt, "optimizer-param-value", at("amsgrad"),
+    ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", at("amsgrad"),
                  "amsgrad is " + ShowValue(params["amsgrad"]) + ": " + std::string(cls.name) + " raises \"" +
                      AmsgradName(cls.name) +
                      " does not support the AMSGrad variant.\" (the flag is tested for truthiness, so \"false\" counts)",
@@ -106,7 +99,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
   if (cls.name == "MuonWithAuxAdam" && params.contains("ns_method")) {
     const Json& m = params["ns_method"];
     if (!m.is_string() || (m != "standard" && m != "gram")) {
-      ctx.ReportIf(kBuilt, "optimizer-param-value", at("ns_method"),
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", at("ns_method"),
                    "ns_method is " + ShowValue(m) + ": MuonWithAuxAdam asserts \"ns_method must be one of "
                    "{'standard', 'gram'}\"",
                    "use \"gram\" (the default) or \"standard\"");
@@ -114,7 +107,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
   }
   if (!choice.deepspeed_name.empty() && choice.deepspeed_name.starts_with("mu") && choice.deepspeed_name != "muon" &&
       !params.contains("lr")) {
-    ctx.ReportIf(kBuilt, "optimizer-param-value", "/optimizer/params",
+    ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", "/optimizer/params",
                  "optimizer " + choice.deepspeed_name + " without params.lr: mup's process_param_groups "
                  "reads kwargs['lr'] and raises KeyError: 'lr'",
                  "add \"lr\" to optimizer.params");
@@ -124,7 +117,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
   auto negative = [&](const char* key, const char* what) {
     if (!params.contains(key) || !params[key].is_number()) return;
     if (params[key].get<double>() < 0) {
-      ctx.ReportIf(kBuilt, "optimizer-param-value", at(key),
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", at(key),
                    std::string(key) + " is " + ShowValue(params[key]) + ": " + std::string(cls.name) +
                        " raises ValueError(\"Invalid " + what + ": " + ShowValue(params[key]) + "\")",
                    std::string("use a value >= 0 for ") + key);
@@ -138,7 +131,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
     const Json& b = params["betas"];
     for (size_t i = 0; i < b.size() && i < 2; ++i) {
       if (b[i].is_number() && (b[i].get<double>() < 0 || b[i].get<double>() >= 1)) {
-        ctx.ReportIf(kBuilt, "optimizer-param-value", at("betas") + "/" + std::to_string(i),
+        ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", at("betas") + "/" + std::to_string(i),
                      "betas[" + std::to_string(i) + "] is " + ShowValue(b[i]) + ": " + std::string(cls.name) +
                          " raises ValueError(\"Invalid beta parameter at index " + std::to_string(i) + "\"): it must be in [0, 1)",
                      "use a value in [0, 1), for example 0.9 and 0.999");
@@ -150,7 +143,7 @@ void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& pa
     double momentum = params.contains("momentum") && params["momentum"].is_number() ? params["momentum"].get<double>() : 0;
     double dampening = params.contains("dampening") && params["dampening"].is_number() ? params["dampening"].get<double>() : 0;
     if (momentum <= 0 || dampening != 0) {
-      ctx.ReportIf(kBuilt, "optimizer-param-value", at("nesterov"),
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", at("nesterov"),
                    "nesterov with momentum " + std::to_string(momentum) + " and dampening " + std::to_string(dampening) +
                        ": torch.optim.SGD raises \"Nesterov momentum requires a momentum and zero dampening\"",
                    "set momentum > 0 and dampening 0, or drop nesterov");
@@ -167,7 +160,7 @@ void CheckZero(RuleContext& ctx, const std::string& type, const OptimizerChoice&
   if (!choice.cls->zero_supported) {
     const Json* allow = v.Get("/zero_allow_untested_optimizer");
     if (allow == nullptr || !PyTruthy(*allow)) {
-      ctx.ReportIf(kBuilt, "optimizer-zero-untested", "/optimizer/type",
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-zero-untested", "/optimizer/type",
                    "optimizer " + type + " builds " + ClassText(choice) + ", which is not in ZeRO's tested list "
                    "(runtime/zero/utils.py ZERO_SUPPORTED_OPTIMIZERS): with ZeRO stage " + std::to_string(*stage) +
                    " DeepSpeed asserts \"You are using an untested ZeRO Optimizer. Please add "
@@ -178,19 +171,19 @@ void CheckZero(RuleContext& ctx, const std::string& type, const OptimizerChoice&
   if (name == "muon") {
     auto rs = PydanticBool(v, "/zero_optimization/reduce_scatter", true);
     if (rs.value_or(true) && *stage == 3) {
-      ctx.ReportIf(kBuilt, "optimizer-param-value", "/optimizer/type",
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", "/optimizer/type",
                    "Muon with ZeRO stage 3 and reduce_scatter on (its default): stage3.py raises "
                    "ValueError(\"Muon and reduce scatter cannot be used together\")",
                    "set zero_optimization.reduce_scatter to false");
     } else if (*stage == 3 && PydanticBool(v, "/zero_optimization/zero_quantized_gradients", false).value_or(false)) {
       // The next check of the same constructor (stage3.py DeepSpeedZeroOptimizer_Stage3.__init__):
       // qgZ reduces gradients by all-to-all, which Muon's whole-matrix update cannot take.
-      ctx.ReportIf(kBuilt, "optimizer-param-value", "/zero_optimization/zero_quantized_gradients",
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", "/zero_optimization/zero_quantized_gradients",
                    "Muon with ZeRO stage 3 and zero_quantized_gradients: stage3.py raises "
                    "ValueError(\"Muon and all2all process group cannot be used together\")",
                    "set zero_optimization.zero_quantized_gradients to false");
     } else if (rs.value_or(true) && OffloadDevice(v, "offload_optimizer") != "none") {
-      ctx.ReportIf(kBuilt, "optimizer-param-value", "/optimizer/type",
+      ctx.ReportIf(kBuildsOptimizer, "optimizer-param-value", "/optimizer/type",
                    "Muon with ZeRO stage " + std::to_string(*stage) + ", reduce_scatter and optimizer offload: "
                    "stage_1_and_2.py raises \"Muon with reduce scatter does not support optimizer offload\"",
                    "disable zero_optimization.reduce_scatter or the optimizer offload");
@@ -204,14 +197,14 @@ void CheckLambLossScale(RuleContext& ctx, const OptimizerChoice& choice) {
   if (choice.deepspeed_name != "lamb" && choice.deepspeed_name != "onebitlamb") return;
   auto scale = ctx.view().Number("/fp16/loss_scale");
   if (!scale.present() || scale.value == 0) return;
-  ctx.ReportIf(kBuilt, "optimizer-lamb-static-loss-scale", scale.pointer,
+  ctx.ReportIf(kBuildsOptimizer, "optimizer-lamb-static-loss-scale", scale.pointer,
                "fp16.loss_scale is " + ShowValue(*ctx.view().Get(scale.pointer)) + " (a static loss scale) with the " +
                    choice.deepspeed_name + " optimizer: DeepSpeed asserts \"DeepSpeed " + choice.deepspeed_name +
                    " optimizer requires dynamic loss scaling\" (checked even when fp16 is disabled)",
                "set fp16.loss_scale to 0 (dynamic loss scaling)");
 }
 
-void Check(RuleContext& ctx) {
+void CheckOptimizer(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   const Json* section = v.Get("/optimizer");
   if (section == nullptr || !section->is_object()) return;
@@ -220,7 +213,7 @@ void Check(RuleContext& ctx) {
   if (type == nullptr || type->is_null()) {
     // config.py get_optimizer_params returns None without a type: the params are never read.
     if (params != nullptr) {
-      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("optimizer-params-without-type", "/optimizer/params",
+      if (Holds(kBuildsOptimizer, ctx.options().consumer) != false) ctx.Report("optimizer-params-without-type", "/optimizer/params",
                  "optimizer.params without optimizer.type: DeepSpeed ignores the section (get_optimizer_params "
                  "returns None), so these settings do nothing",
                  "add \"type\" (for example \"AdamW\"), or remove the section if the script passes its own optimizer");
@@ -305,7 +298,7 @@ RuleSet OptimizerRules() {
        "reads the params: the section does nothing.",
        ""},
   };
-  set.check = Check;
+  set.check = CheckOptimizer;
   return set;
 }
 

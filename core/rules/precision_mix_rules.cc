@@ -26,7 +26,7 @@ std::string Torch(const std::string& c) {
   return c == "fp16" ? "torch.float16" : c == "bf16" ? "torch.bfloat16" : c == "int8" ? "torch.int8" : "torch.float32";
 }
 
-void Check(RuleContext& ctx) {
+void CheckPrecisionMix(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   const Json* g = v.Get("/data_types/grad_accum_dtype");
   if (g == nullptr || g->is_null()) return;
@@ -84,7 +84,7 @@ RuleSet PrecisionMixRules() {
        "BF16_Optimizer refuses even without an optimizer.",
        ""},
   };
-  set.check = Check;
+  set.check = CheckPrecisionMix;
   return set;
 }
 

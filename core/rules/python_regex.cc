@@ -10,19 +10,23 @@
 #include "core/rules/python_regex_dialect.h"
 
 namespace dsp {
-namespace {
-
+// Outside the anonymous namespace because PythonRegexCode (declared in python_regex.h) holds one.
+namespace pyre {
 struct CodeFree {
   void operator()(pcre2_code* code) const { pcre2_code_free(code); }
 };
+using Code = std::unique_ptr<pcre2_code, CodeFree>;
+}  // namespace pyre
+
+namespace {
+
+using pyre::Code;
 struct ContextFree {
   void operator()(pcre2_compile_context* context) const { pcre2_compile_context_free(context); }
 };
 struct MatchDataFree {
   void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
 };
-using Code = std::unique_ptr<pcre2_code, CodeFree>;
-
 // Python str patterns: UTF-8 text, Unicode \w \d \s \b unless (?a), '.' and '$' around "\n"
 // only. Not PCRE2_MATCH_INVALID_UTF: with JIT, 10.42 then misses non-ASCII \W and \D matches
 // (PCRE2 issue #224); a subject that is not UTF-8 (no JSON string is) just never matches.
@@ -106,7 +110,7 @@ bool MatchAt(const pcre2_code* code, std::string_view text, size_t start) {
 }  // namespace
 
 struct PythonRegexCode {
-  Code code;  // compiled with PCRE2_ANCHORED: re.match from the start offset
+  pyre::Code code;  // compiled with PCRE2_ANCHORED: re.match from the start offset
 };
 
 bool PythonRegex::MatchPrefix(std::string_view text) const {

@@ -23,8 +23,6 @@ namespace {
 
 constexpr size_t npos = std::string_view::npos;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsFlag(char c) { return c != '\0' && std::string_view("aiLmsxtu").find(c) != npos; }
 // What verbose mode skips; PCRE2's (?x) skips the same ASCII set.
 bool IsPySpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 bool AllDigits(std::string_view s) {

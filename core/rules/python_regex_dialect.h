@@ -10,6 +10,12 @@
 
 namespace dsp::pyre {
 
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// The letters Python's `re` reads as inline flags after "(?" (sre_parse.py FLAGS).
+inline bool IsFlag(char c) {
+  return c != '\0' && std::string_view("aiLmsxtu").find(c) != std::string_view::npos;
+}
+
 // A lookbehind with top-level alternatives: Python requires one width for all of them, PCRE2 10.42
 // accepts alternatives of different fixed widths, so python_regex.cc measures each.
 struct Lookbehind {

@@ -11,13 +11,9 @@
 namespace dsp::pyre {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsOctal(char c) { return c >= '0' && c <= '7'; }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsFlag(char c) {
-  return c != '\0' && std::string_view("aiLmsxtu").find(c) != std::string_view::npos;
-}
 
 // A code point as \x{...}: one spelling PCRE2 reads the same inside and outside classes.
 std::string Hex(unsigned long value) {

@@ -16,7 +16,7 @@ namespace dsp {
 namespace {
 
 using namespace ds_semantics;
-constexpr Condition kBuilt = Condition::kDeepSpeedBuildsScheduler;
+constexpr Condition kBuildsScheduler = Condition::kDeepSpeedBuildsScheduler;
 
 struct SchedulerClass {
   std::string_view name;
@@ -69,13 +69,6 @@ const std::vector<SchedulerClass>& Schedulers() {
   return all;
 }
 
-bool Contains(const std::vector<std::string_view>& list, std::string_view key) {
-  for (auto k : list) {
-    if (k == key) return true;
-  }
-  return false;
-}
-
 std::string At(const std::string& key) { return PointerJoin("/scheduler/params", key); }
 
 // isinstance(v, int) in Python: JSON integers and booleans.
@@ -91,7 +84,7 @@ void CheckPositiveInt(RuleContext& ctx, const Json& params, const std::string& k
   if (v.is_string() && v.get<std::string>() == "auto") return;  // filled by the Trainer/Accelerate
   bool ok = PyInt(v) && AsDouble(v) > 0;
   if (!ok) {
-    ctx.ReportIf(kBuilt, "scheduler-param-value", pointer,
+    ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", pointer,
                  "scheduler.params." + key + " is " + ShowValue(v) + ": " + raise,
                  v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>()
                      ? "write it as an integer (" + std::to_string(static_cast<long long>(v.get<double>())) + ")"
@@ -122,7 +115,7 @@ void CheckOneCycleLists(RuleContext& ctx, const Json& params) {
   if (lists.empty()) return;
   if (ctx.version() < ds_release::kOneCycleGroupLists) {
     for (const auto& [key, n] : lists) {
-      ctx.ReportIf(kBuilt, "scheduler-onecycle-group-lists", At(key.c_str()),
+      ctx.ReportIf(kBuildsScheduler, "scheduler-onecycle-group-lists", At(key.c_str()),
                    key + " is a list: OneCycle in DeepSpeed " + ctx.version().ToString() +
                        " writes the whole list into every param group (_initialize_lr / _initialize_momentum), "
                        "and the first optimizer.step() raises TypeError (unsupported operand type(s) for -: "
@@ -133,7 +126,7 @@ void CheckOneCycleLists(RuleContext& ctx, const Json& params) {
   }
   for (const auto& [key, n] : lists) {
     if (n == lists.front().second) continue;
-    ctx.ReportIf(kBuilt, "scheduler-onecycle-group-lists", At(key.c_str()),
+    ctx.ReportIf(kBuildsScheduler, "scheduler-onecycle-group-lists", At(key.c_str()),
                  key + " has " + std::to_string(n) + " entries and " + lists.front().first + " " +
                      std::to_string(lists.front().second) + ": OneCycle takes one per param group and "
                      "_format_param raises ValueError(\"expected <groups> values for " + key + ", got " +
@@ -164,12 +157,12 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
   if (params.contains("warmup_type")) {
     const Json& t = params["warmup_type"];
     if (t.is_array() || t.is_object()) {
-      ctx.ReportIf(kBuilt, "scheduler-param-value", At("warmup_type"),
+      ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", At("warmup_type"),
                    "warmup_type is a " + std::string(t.type_name()) + ": " + name +
                        " raises TypeError (unhashable type) when it tests `warmup_type not in {'log', 'linear'}`",
                    "use \"log\" or \"linear\"");
     } else if (!(t == "log" || t == "linear" || (t.is_string() && t == "auto"))) {
-      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-warmup-type-fallback", At("warmup_type"),
+      if (Holds(kBuildsScheduler, ctx.options().consumer) != false) ctx.Report("scheduler-warmup-type-fallback", At("warmup_type"),
                  "warmup_type is " + ShowValue(t) + ": " + name + " logs \"Using unknown warmup_type\" and uses "
                  "\"log\" (the names are case-sensitive)",
                  "use \"log\" or \"linear\"");
@@ -178,7 +171,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
   if ((name == "WarmupDecayLR" || name == "WarmupCosineLR") && params.contains("total_num_steps")) {
     const Json& t = params["total_num_steps"];
     if (!t.is_number() && !t.is_boolean() && !(t.is_string() && t == "auto")) {
-      ctx.ReportIf(kBuilt, "scheduler-param-value", At("total_num_steps"),
+      ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", At("total_num_steps"),
                    "total_num_steps is " + ShowValue(t) + ": " + name +
                        " compares it with warmup_num_steps and raises TypeError ('<' not supported)",
                    "use the number of optimizer steps of the run");
@@ -186,7 +179,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
       const Json* w = params.contains("warmup_num_steps") ? &params["warmup_num_steps"] : nullptr;
       double warmup = w != nullptr && w->is_number() ? std::max(2.0, w->get<double>()) : 1000.0;
       if (t.get<double>() < warmup) {
-        if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-total-below-warmup", At("total_num_steps"),
+        if (Holds(kBuildsScheduler, ctx.options().consumer) != false) ctx.Report("scheduler-total-below-warmup", At("total_num_steps"),
                    "total_num_steps (" + t.dump() + ") is below the warmup (" + std::to_string(static_cast<long long>(warmup)) +
                        " steps" + (w == nullptr ? ", the default" : "") + "): " + name +
                        " only logs a warning, and the run never leaves warmup",
@@ -212,7 +205,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
           d = std::strtod(text.c_str(), &end);
           while (end != nullptr && (*end == ' ' || *end == '\t')) ++end;
           if (text.empty() || end == text.c_str() || *end != '\0') {
-            ctx.ReportIf(kBuilt, "scheduler-param-value", At(key),
+            ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", At(key),
                          std::string(key) + " is " + ShowValue(v) + ": OneCycle calls float() on it and raises "
                          "ValueError (could not convert string to float)",
                          "use a number of steps");
@@ -224,7 +217,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
           return;
         }
         if (allow_zero ? d < 0 : d <= 0) {
-          ctx.ReportIf(kBuilt, "scheduler-param-value", At(key),
+          ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", At(key),
                        std::string(key) + " is " + ShowValue(v) + ": OneCycle raises ValueError(\"" + key +
                            (allow_zero ? " must be non-negative" : " must be positive") + "\") (since 0.19.4)",
                        allow_zero ? "use 0 or more" : "use a positive number of steps");
@@ -240,7 +233,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
   if (name == "OneCycleLR") {
     CheckPositiveInt(ctx, params, "total_steps", "OneCycleLR raises ValueError(\"Expected positive integer total_steps\")");
     if (!params.contains("total_steps") && !(params.contains("epochs") && params.contains("steps_per_epoch"))) {
-      ctx.ReportIf(kBuilt, "scheduler-param-missing", "/scheduler/params",
+      ctx.ReportIf(kBuildsScheduler, "scheduler-param-missing", "/scheduler/params",
                    "OneCycleLR without total_steps (or epochs and steps_per_epoch): it raises ValueError(\"You must "
                    "define either total_steps OR (epochs AND steps_per_epoch)\")",
                    "add \"total_steps\"");
@@ -249,7 +242,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
       const Json& p = params["pct_start"];
       if (!(p.is_number_float() && p.get<double>() >= 0 && p.get<double>() <= 1)) {
         bool hjson_int = ctx.doc().float_literals.count(At("pct_start")) != 0 && p.is_number_integer();
-        ctx.ReportIf(kBuilt, "scheduler-param-value", At("pct_start"),
+        ctx.ReportIf(kBuildsScheduler, "scheduler-param-value", At("pct_start"),
                      "pct_start is " + ShowValue(p) +
                          (hjson_int ? " (written as a float, but hjson, DeepSpeed's loader, makes a whole number an int)" : "") +
                          ": OneCycleLR requires a float between 0 and 1 and raises ValueError(\"Expected float between 0 "
@@ -260,7 +253,7 @@ void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params
   }
 }
 
-void Check(RuleContext& ctx) {
+void CheckScheduler(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   const Json* section = v.Get("/scheduler");
   if (section == nullptr || !section->is_object()) return;
@@ -268,7 +261,7 @@ void Check(RuleContext& ctx) {
   const Json* params = v.Get("/scheduler/params");
   if (type == nullptr || type->is_null()) {
     if (params != nullptr) {
-      if (Holds(kBuilt, ctx.options().consumer) != false) ctx.Report("scheduler-params-without-type", "/scheduler/params",
+      if (Holds(kBuildsScheduler, ctx.options().consumer) != false) ctx.Report("scheduler-params-without-type", "/scheduler/params",
                  "scheduler.params without scheduler.type: DeepSpeed ignores the section (get_scheduler_params returns None)",
                  "add \"type\" (for example \"WarmupLR\"), or remove the section");
     }
@@ -287,7 +280,7 @@ void Check(RuleContext& ctx) {
     for (const auto& n : names) {
       if (Lower(n) == Lower(name)) guess = n;
     }
-    ctx.ReportIf(kBuilt, "scheduler-type-unknown", "/scheduler/type",
+    ctx.ReportIf(kBuildsScheduler, "scheduler-type-unknown", "/scheduler/type",
                  "scheduler type \"" + name + "\" is neither in deepspeed.runtime.lr_schedules nor in "
                  "torch.optim.lr_scheduler: DeepSpeed asserts \"DeepSpeed does not recognize LR scheduler " + name + "\"",
                  guess.empty() ? "use WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest"
@@ -295,7 +288,7 @@ void Check(RuleContext& ctx) {
     return;
   }
   if (!cls->buildable) {
-    ctx.ReportIf(kBuilt, "scheduler-type-unknown", "/scheduler/type",
+    ctx.ReportIf(kBuildsScheduler, "scheduler-type-unknown", "/scheduler/type",
                  "torch.optim.lr_scheduler." + name + " needs Python callables or scheduler objects, which a JSON "
                  "config cannot hold: DeepSpeed's call " + name + "(optimizer, **params) fails",
                  "build this scheduler in the script and pass lr_scheduler= to deepspeed.initialize");
@@ -317,7 +310,7 @@ void Check(RuleContext& ctx) {
                           : Fp16Enabled(v) || Bf16Enabled(v)      ? "FP16_Optimizer"
                                                                   : "";
     if (!wrapper.empty()) {
-      ctx.ReportIf(kBuilt, "scheduler-torch-wrapped-optimizer", "/scheduler/type",
+      ctx.ReportIf(kBuildsScheduler, "scheduler-torch-wrapped-optimizer", "/scheduler/type",
                    "torch.optim.lr_scheduler." + name + " from the config gets DeepSpeed's wrapped optimizer (" + wrapper +
                        (wrapper == "FP16_Optimizer" ? " or FP16_UnfusedOptimizer" : "") +
                        "), and torch raises TypeError(\"" + wrapper + " is not an Optimizer\")",
@@ -326,7 +319,7 @@ void Check(RuleContext& ctx) {
     }
   }
   if (params == nullptr || params->is_null()) {
-    ctx.ReportIf(kBuilt, "scheduler-params-missing", "/scheduler",
+    ctx.ReportIf(kBuildsScheduler, "scheduler-params-missing", "/scheduler",
                  "scheduler " + name + " without \"params\": DeepSpeed calls " + name + "(optimizer, **None) and raises "
                  "TypeError (argument after ** must be a mapping), even for a scheduler whose arguments all have defaults",
                  "add \"params\": {} (or the scheduler's settings)");
@@ -340,7 +333,7 @@ void Check(RuleContext& ctx) {
     const std::string& key = it.key();
     if (Contains(cls->required, key) || Contains(cls->optional, key)) continue;
     std::string guess = ClosestMatch(key, accepted);
-    ctx.ReportIf(kBuilt, "scheduler-param-unknown", At(key),
+    ctx.ReportIf(kBuildsScheduler, "scheduler-param-unknown", At(key),
                  "scheduler.params." + key + " is not a parameter of " + name +
                      ": DeepSpeed passes scheduler.params as keyword arguments, so it raises TypeError (unexpected "
                      "keyword argument '" + key + "')",
@@ -349,7 +342,7 @@ void Check(RuleContext& ctx) {
   }
   for (auto req : cls->required) {
     if (params->contains(std::string(req))) continue;
-    ctx.ReportIf(kBuilt, "scheduler-param-missing", "/scheduler/params",
+    ctx.ReportIf(kBuildsScheduler, "scheduler-param-missing", "/scheduler/params",
                  name + " needs scheduler.params." + std::string(req) + ": it has no default, so DeepSpeed's call raises "
                  "TypeError (missing required positional argument '" + std::string(req) + "')",
                  "add \"" + std::string(req) + "\"" +
@@ -426,7 +419,7 @@ RuleSet SchedulerRules() {
       {"scheduler-params-without-type", Severity::kWarning, "scheduler", "scheduler.params without scheduler.type",
        "get_scheduler_params (runtime/config.py) returns None without a type: the section does nothing.", ""},
   };
-  set.check = Check;
+  set.check = CheckScheduler;
   return set;
 }
 

@@ -53,7 +53,6 @@ bool Truthy(const Json* v) {
                            ((v->is_object() || v->is_array()) && v->empty()));
 }
 
-std::string S(int64_t v) { return std::to_string(v); }
 
 // TP values that divide every count given (0 entries ignored).
 std::string CommonDivisors(std::vector<int64_t> counts) {
@@ -75,11 +74,11 @@ void CheckSizes(RuleContext& ctx) {
     const int64_t w = *ctx.world();
     ctx.Report(
         "tp-world-divisibility", pc.autotp_size.pointer,
-        "tensor_parallel.autotp_size=" + S(tp) + " does not divide the world size " + S(w) +
+        "tensor_parallel.autotp_size=" + std::to_string(tp) + " does not divide the world size " + std::to_string(w) +
             ": DeepSpeed lays the ranks out as a (world/TP, TP) device mesh and fails creating "
             "it (\"" +
-            S(w) + " is not divisible by " + S(tp) + "\")",
-        "use an autotp_size that divides " + S(w) + ": " + DivisorList(w));
+            std::to_string(w) + " is not divisible by " + std::to_string(tp) + "\")",
+        "use an autotp_size that divides " + std::to_string(w) + ": " + DivisorList(w));
   }
 
   for (const char* p :
@@ -87,13 +86,13 @@ void CheckSizes(RuleContext& ctx) {
     auto s = v.Int(p);
     if (!s.present() || tp <= 1 || s.value == 1 || s.value == tp) continue;
     ctx.Report("tp-size-mismatch", p,
-               "tensor_parallel.tp.tp_size (" + S(s.value) +
+               "tensor_parallel.tp.tp_size (" + std::to_string(s.value) +
                    ") does not match "
                    "tensor_parallel.autotp_size (" +
-                   S(tp) +
+                   std::to_string(tp) +
                    "): DeepSpeed raises ValueError when it "
                    "applies AutoTP",
-               "remove tp.tp_size (it is set from autotp_size), or set it to 1 or " + S(tp));
+               "remove tp.tp_size (it is set from autotp_size), or set it to 1 or " + std::to_string(tp));
   }
 
   auto gpn = ctx.options().gpus_per_node;
@@ -106,9 +105,9 @@ void CheckSizes(RuleContext& ctx) {
     }
   }
   if (crosses) {
-    std::string why = tp > *gpn ? "each TP group of " + S(tp) + " ranks spans " +
-                                      S((tp + *gpn - 1) / *gpn) + " nodes of " + S(*gpn) + " GPUs"
-                                : S(*gpn) + " GPUs per node is not a multiple of " + S(tp) +
+    std::string why = tp > *gpn ? "each TP group of " + std::to_string(tp) + " ranks spans " +
+                                      std::to_string((tp + *gpn - 1) / *gpn) + " nodes of " + std::to_string(*gpn) + " GPUs"
+                                : std::to_string(*gpn) + " GPUs per node is not a multiple of " + std::to_string(tp) +
                                       ", so some TP groups straddle two nodes";
     ctx.Report("tp-crosses-nodes", pc.autotp_size.pointer,
                "tensor-parallel groups are contiguous ranks and " + why +
@@ -183,7 +182,7 @@ void CheckPresetsAndSettings(RuleContext& ctx) {
                  "partition_config has no layer_specs and no preset specs are merged, yet it takes "
                  "priority over the model's HF tp_plan and DeepSpeed's heuristics: AutoTP "
                  "partitions nothing and all " +
-                     S(tp) + " ranks of a TP group hold the whole model",
+                     std::to_string(tp) + " ranks of a TP group hold the whole model",
                  "add layer_specs, set a preset_model (with use_default_specs true), or remove "
                  "partition_config");
     }
@@ -209,7 +208,7 @@ void CheckPresetsAndSettings(RuleContext& ctx) {
           "tp-settings-without-autotp", first,
           JoinList(ignored) + (ignored.size() > 1 ? " are" : " is") +
               " set but tensor_parallel.autotp_size is " +
-              (ctx.parallel().autotp_size.present() ? S(ctx.parallel().autotp_size.value)
+              (ctx.parallel().autotp_size.present() ? std::to_string(ctx.parallel().autotp_size.value)
                                                     : std::string("not set (default 0)")) +
               ": the engine applies AutoTP only when autotp_size > 1, so DeepSpeed ignores " +
               (ignored.size() > 1 ? "them" : "it"),
@@ -228,19 +227,19 @@ void CheckModel(RuleContext& ctx) {
   if (kv > 0 && tp > kv) {
     ctx.Report(
         "tp-exceeds-kv-heads", at,
-        "AutoTP: autotp_size (" + S(tp) + ") exceeds the model's key-value head count (" + S(kv) +
+        "AutoTP: autotp_size (" + std::to_string(tp) + ") exceeds the model's key-value head count (" + std::to_string(kv) +
             "); ranks beyond the head count hold no attention shard and attention throughput "
             "will not scale past that point (DeepSpeed logs this as a warning)",
-        "autotp_size values that split the " + S(m->num_attention_heads) + " query and " + S(kv) +
+        "autotp_size values that split the " + std::to_string(m->num_attention_heads) + " query and " + std::to_string(kv) +
             " key-value heads evenly: " + valid);
   } else if (kv > 0 && kv % tp != 0) {
     int64_t hi = kv / tp + 1, lo = kv / tp, n_hi = kv % tp;
     ctx.Report("tp-uneven-heads", at,
-               "the model's " + S(kv) + " key-value heads do not split evenly over autotp_size=" +
-                   S(tp) + ": DeepSpeed shards attention on key-value head boundaries, so " +
-                   (n_hi == 1 ? std::string("rank 0 gets ") : "ranks 0-" + S(n_hi - 1) + " get ") +
-                   S(hi) + " key-value heads (" + S(hi * m->num_attention_heads / kv) +
-                   " query heads) and the others " + S(lo) +
+               "the model's " + std::to_string(kv) + " key-value heads do not split evenly over autotp_size=" +
+                   std::to_string(tp) + ": DeepSpeed shards attention on key-value head boundaries, so " +
+                   (n_hi == 1 ? std::string("rank 0 gets ") : "ranks 0-" + std::to_string(n_hi - 1) + " get ") +
+                   std::to_string(hi) + " key-value heads (" + std::to_string(hi * m->num_attention_heads / kv) +
+                   " query heads) and the others " + std::to_string(lo) +
                    ", and every layer waits for the busiest rank",
                "autotp_size values that split the heads evenly: " + valid);
   }
@@ -261,7 +260,7 @@ void CheckModel(RuleContext& ctx) {
                  "partition_config or preset it converts transformers' tp_plan, whose gpt_oss "
                  "entries use styles TPPlanConverter does not support (local_rowwise, gather, "
                  "ep_router, grouped_gemm), and DeepSpeed raises ValueError; and the per-head "
-                 "self_attn.sinks [" + S(m->num_attention_heads) + "] is a raw parameter AutoTP "
+                 "self_attn.sinks [" + std::to_string(m->num_attention_heads) + "] is a raw parameter AutoTP "
                  "never shards, so splitting q/k/v makes the attention's cat of scores and sinks "
                  "fail",
                  "give layer_specs that leave self_attn replicated (\"partition_type\": "
@@ -270,11 +269,11 @@ void CheckModel(RuleContext& ctx) {
   }
   if (m->vocab_size > 0 && m->vocab_size % tp != 0) {
     ctx.Report("tp-uneven-vocab", at,
-               "vocab_size " + S(m->vocab_size) + " is not a multiple of autotp_size=" + S(tp) +
+               "vocab_size " + std::to_string(m->vocab_size) + " is not a multiple of autotp_size=" + std::to_string(tp) +
                    ": where the vocabulary is split (a column lm_head, e.g. from the HF tp_plan) "
                    "the shards are uneven (" +
-                   S(m->vocab_size / tp + 1) + " vs " + S(m->vocab_size / tp) + " rows)",
-               "pad the vocabulary to a multiple of " + S(tp) +
+                   std::to_string(m->vocab_size / tp + 1) + " vs " + std::to_string(m->vocab_size / tp) + " rows)",
+               "pad the vocabulary to a multiple of " + std::to_string(tp) +
                    " (often 64 x TP), or ignore if the "
                    "lm_head stays row-parallel or replicated");
   }

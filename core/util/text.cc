@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace dsp {
 
@@ -95,6 +96,14 @@ std::string DivisorList(long long n) {
   }
   return out;
 }
+
+std::string FormatNumber(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+std::string FormatGb(double bytes) { return FormatNumber("%.2f GB", bytes / 1e9); }
 
 std::string PointerEscape(std::string_view token) {
   std::string out;

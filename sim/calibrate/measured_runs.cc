@@ -12,9 +12,9 @@
 namespace dsp::sim {
 namespace {
 
-class Row {
+class RunRow {
  public:
-  Row(const std::map<std::string, size_t>& header, std::vector<std::string> cells, int line)
+  RunRow(const std::map<std::string, size_t>& header, std::vector<std::string> cells, int line)
       : header_(header), cells_(std::move(cells)), line_(line) {}
 
   bool Has(const std::string& column) const {
@@ -66,7 +66,7 @@ class Row {
     lhs = *dsp_r_;                         \
   } while (false)
 
-Result<MeasuredRun> ReadRow(const Row& r) {
+Result<MeasuredRun> ReadRow(const RunRow& r) {
   MeasuredRun run;
   run.run_id = r.Text("run_id");
   if (run.run_id.empty()) return r.Fail("run_id", "is missing");
@@ -168,7 +168,7 @@ Result<std::vector<MeasuredRun>> ParseMeasuredRuns(const std::string& tsv) {
       }
       continue;
     }
-    auto run = ReadRow(Row(header, std::move(cells), number));
+    auto run = ReadRow(RunRow(header, std::move(cells), number));
     if (!run.ok()) return run.error();
     runs.push_back(std::move(run).value());
   }

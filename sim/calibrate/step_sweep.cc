@@ -11,9 +11,9 @@
 namespace dsp::sim {
 namespace {
 
-class Row {
+class SweepRow {
  public:
-  Row(const std::map<std::string, std::string>& cells, int line) : cells_(cells), line_(line) {}
+  SweepRow(const std::map<std::string, std::string>& cells, int line) : cells_(cells), line_(line) {}
 
   const std::string* Text(const std::string& column, bool required, std::string* error) const {
     auto it = cells_.find(column);
@@ -63,7 +63,7 @@ Result<std::vector<SweepStep>> ParseStepSweep(std::string_view tsv) {
     std::map<std::string, std::string> named;
     for (size_t i = 0; i < header.size() && i < cells.size(); ++i) named[header[i]] = cells[i];
     if (named["status"] != "ok") continue;
-    const Row row(named, number);
+    const SweepRow row(named, number);
     std::string error;
     SweepStep s;
     for (const char* column : {"model", "config", "recompute", "attention"}) row.Text(column, true, &error);

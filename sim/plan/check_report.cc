@@ -10,12 +10,6 @@
 namespace dsp::sim {
 namespace {
 
-std::string Printf(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -24,23 +18,23 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 // percentage after them.
 std::string Bytes(double b) {
   double a = std::fabs(b);
-  if (a < 1e3) return Printf("%.0f B", b);
-  if (a < 1e6) return Printf("%.2f KB", b / 1e3);
-  if (a < 1e9) return Printf("%.2f MB", b / 1e6);
-  return Printf("%.3f GB", b / 1e9);
+  if (a < 1e3) return FormatNumber("%.0f B", b);
+  if (a < 1e6) return FormatNumber("%.2f KB", b / 1e3);
+  if (a < 1e9) return FormatNumber("%.2f MB", b / 1e6);
+  return FormatNumber("%.3f GB", b / 1e9);
 }
 
 std::string Seconds(double s) {
   double a = std::fabs(s);
   if (a == 0) return "0 s";
-  if (a < 1e-3) return Printf("%.2f us", s * 1e6);
-  if (a < 1) return Printf("%.3f ms", s * 1e3);
-  return Printf("%.4f s", s);
+  if (a < 1e-3) return FormatNumber("%.2f us", s * 1e6);
+  if (a < 1) return FormatNumber("%.3f ms", s * 1e3);
+  return FormatNumber("%.4f s", s);
 }
 
 std::string Relative(double rel) {
   if (std::isinf(rel)) return "(was 0)";
-  return Printf("(%+.2f%%)", rel * 100);
+  return FormatNumber("(%+.2f%%)", rel * 100);
 }
 
 std::string Short(const std::string& sha) { return sha.substr(0, 12); }
@@ -70,16 +64,16 @@ std::string FormatPlanValue(const std::string& field, const Json& value) {
     double v = value.get<double>();
     if (EndsWith(field, "_bytes") || EndsWith(field, "bytes_per_step")) return Bytes(v);
     if (EndsWith(field, "seconds")) return Seconds(v);
-    if (EndsWith(field, "mfu")) return Printf("%.2f %%", v * 100);
-    if (EndsWith(field, "tokens_per_second")) return Printf("%.0f", v);
-    return Printf("%g", v);
+    if (EndsWith(field, "mfu")) return FormatNumber("%.2f %%", v * 100);
+    if (EndsWith(field, "tokens_per_second")) return FormatNumber("%.0f", v);
+    return FormatNumber("%g", v);
   }
   return value.dump();
 }
 
 std::string RenderPlanCheckText(const PlanCheckResult& r) {
   std::ostringstream out;
-  const std::string tol = Printf("%g%%", r.tolerance_percent);
+  const std::string tol = FormatNumber("%g%%", r.tolerance_percent);
   const size_t failures = r.comparison.failures();
   if (!r.recomputed) {
     out << r.plan_path << ": CHANGED, the recorded inputs no longer give a plan (errors above)\n";

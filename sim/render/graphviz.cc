@@ -194,7 +194,7 @@ class Builder {
     }
     for (int layer : hidden) {
       if (summaries_.empty() || summaries_.back().last + 1 != layer) {
-        summaries_.push_back({layer, layer});
+        summaries_.push_back({layer, layer, nullptr, {}});
       } else {
         summaries_.back().last = layer;
       }

@@ -21,7 +21,7 @@ constexpr std::array<ErrorBand, 6> kBands = {{
     {"megatron-lm", "H100", 19, 0.120, 0.300, 0, 0.000, 0.000},
 }};
 
-std::string Percent(double fraction) {
+std::string WholePercent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
   return buf;
@@ -59,15 +59,15 @@ std::string BandText(const Accuracy& a, bool memory) {
   }
   const double mean = memory ? a.band->memory_mean_abs : a.band->step_mean_abs;
   const double worst = memory ? a.band->memory_max_abs : a.band->step_max_abs;
-  return "\u00b1" + Percent(mean) + " (mean |" + (memory ? "peak-memory" : "step-time") + " error| over " +
+  return "\u00b1" + WholePercent(mean) + " (mean |" + (memory ? "peak-memory" : "step-time") + " error| over " +
          std::to_string(runs) + " measured " + a.engine + " run" +
-         (runs == 1 ? "" : "s") + " on " + a.gpu_class + "; worst " + Percent(worst) + ")";
+         (runs == 1 ? "" : "s") + " on " + a.gpu_class + "; worst " + WholePercent(worst) + ")";
 }
 
 std::string BandShort(const Accuracy& a, bool memory) {
   const int runs = a.band == nullptr ? 0 : (memory ? a.band->memory_runs : a.band->step_runs);
   if (runs == 0) return "not validated";
-  return "\u00b1" + Percent(memory ? a.band->memory_mean_abs : a.band->step_mean_abs);
+  return "\u00b1" + WholePercent(memory ? a.band->memory_mean_abs : a.band->step_mean_abs);
 }
 
 Json AccuracyToJson(const Accuracy& a) {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/report/validate_report.h"
+#include "core/util/text.h"
 
 namespace dsp::sim {
 namespace {
@@ -21,36 +22,30 @@ constexpr CollectiveKind kAllKinds[] = {CollectiveKind::kAllReduce, CollectiveKi
                                         CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
                                         CollectiveKind::kBroadcast, CollectiveKind::kSendRecv};
 
-std::string Printf(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
-std::string Gb(double bytes) { return Printf("%.2f", bytes / 1e9); }
+std::string GbValue(double bytes) { return FormatNumber("%.2f", bytes / 1e9); }
 
 // Bytes with a unit that keeps three significant figures readable: "512 B", "64.0 MB", "1.20 GB".
 std::string HumanBytes(double bytes) {
-  if (bytes < 1e3) return Printf("%.0f B", bytes);
-  if (bytes < 1e6) return Printf("%.1f KB", bytes / 1e3);
-  if (bytes < 1e9) return Printf("%.1f MB", bytes / 1e6);
-  return Printf("%.2f GB", bytes / 1e9);
+  if (bytes < 1e3) return FormatNumber("%.0f B", bytes);
+  if (bytes < 1e6) return FormatNumber("%.1f KB", bytes / 1e3);
+  if (bytes < 1e9) return FormatNumber("%.1f MB", bytes / 1e6);
+  return FormatNumber("%.2f GB", bytes / 1e9);
 }
 
 std::string HumanSeconds(double s) {
   if (s == 0) return "0";
-  if (s < 1e-3) return Printf("%.1f us", s * 1e6);
-  if (s < 1) return Printf("%.2f ms", s * 1e3);
-  return Printf("%.3f s", s);
+  if (s < 1e-3) return FormatNumber("%.1f us", s * 1e6);
+  if (s < 1) return FormatNumber("%.2f ms", s * 1e3);
+  return FormatNumber("%.3f s", s);
 }
 
 std::string HumanCount(double n) {
-  if (n >= 1e9) return Printf("%.2f B", n / 1e9);
-  if (n >= 1e6) return Printf("%.2f M", n / 1e6);
-  return Printf("%.0f", n);
+  if (n >= 1e9) return FormatNumber("%.2f B", n / 1e9);
+  if (n >= 1e6) return FormatNumber("%.2f M", n / 1e6);
+  return FormatNumber("%.0f", n);
 }
 
-std::string Percent(double fraction) { return Printf("%.1f %%", fraction * 100); }
+std::string PercentSpaced(double fraction) { return FormatNumber("%.1f %%", fraction * 100); }
 
 // Pads or right-aligns to a column width.
 std::string Left(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
@@ -112,21 +107,21 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
       {"optimizer states", m.optimizer_states_bytes}, {"activations", m.activations_bytes},
       {"buffers", m.buffers_bytes},         {"peak", m.peak_bytes}};
   for (const auto& [label, bytes] : rows) {
-    out << "  " << Left(label, 18) << Right(Gb(bytes), 10) << "\n";
+    out << "  " << Left(label, 18) << Right(GbValue(bytes), 10) << "\n";
   }
   if (m.cpu_bytes > 0) {
-    out << "  " << Left("offloaded to CPU", 18) << Right(Gb(m.cpu_bytes), 10);
+    out << "  " << Left("offloaded to CPU", 18) << Right(GbValue(m.cpu_bytes), 10);
     if (m.host_memory_bytes > 0) {
-      out << "   (node: " << Gb(m.node_host_bytes) << " of " << Gb(m.host_memory_bytes) << " GB host memory)";
+      out << "   (node: " << GbValue(m.node_host_bytes) << " of " << GbValue(m.host_memory_bytes) << " GB host memory)";
     }
     out << "\n";
   }
   if (m.hpz_secondary_bytes > 0) {
-    out << "  " << Left("  of parameters:", 18) << Right(Gb(m.hpz_secondary_bytes), 10)
+    out << "  " << Left("  of parameters:", 18) << Right(GbValue(m.hpz_secondary_bytes), 10)
         << "   the hpZ secondary partition\n";
   }
   if (m.optimizer_step_peak_bytes > 0 && m.optimizer_step_peak_bytes >= m.peak_bytes) {
-    out << "  note: the peak is the optimizer step's: " << Gb(m.optimizer_step_transient_bytes)
+    out << "  note: the peak is the optimizer step's: " << GbValue(m.optimizer_step_transient_bytes)
         << " GB of gradients flattened and cast to fp32 on top of the model states\n";
   }
 
@@ -137,26 +132,26 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
     if (p == r.params.by_family.end() || p->second == 0) continue;  // the model has none
     FamilyMemory fm;
     if (auto it = m.by_family.find(fam); it != m.by_family.end()) fm = it->second;
-    out << "  " << Left(std::string(ParamFamilyName(fam)), 18) << Right(Gb(fm.parameters_bytes), 12)
-        << Right(Gb(fm.gradients_bytes), 12) << Right(Gb(fm.optimizer_states_bytes), 12) << "\n";
+    out << "  " << Left(std::string(ParamFamilyName(fam)), 18) << Right(GbValue(fm.parameters_bytes), 12)
+        << Right(GbValue(fm.gradients_bytes), 12) << Right(GbValue(fm.optimizer_states_bytes), 12) << "\n";
   }
 
   double hbm = m.hbm_bytes;
   const double needed = m.peak_bytes + m.allowance_bytes;
   // The allowance (fragmentation, CUDA context, NCCL) is part of the verdict: say so when present.
   const std::string allowance =
-      m.allowance_bytes > 0 ? " + " + Gb(m.allowance_bytes) + " GB allowance" : std::string();
+      m.allowance_bytes > 0 ? " + " + GbValue(m.allowance_bytes) + " GB allowance" : std::string();
   if (!m.host_fits) {
     out << "\n  verdict: DOES NOT FIT: the " << m.node_host_bytes / std::max(m.cpu_bytes, 1.0)
-        << " ranks of a node need " << Gb(m.node_host_bytes) << " GB of host memory, the node has "
-        << Gb(m.host_memory_bytes) << " GB\n";
+        << " ranks of a node need " << GbValue(m.node_host_bytes) << " GB of host memory, the node has "
+        << GbValue(m.host_memory_bytes) << " GB\n";
   } else if (m.fits) {
-    out << "\n  verdict: FITS: peak " << Gb(m.peak_bytes) << " GB" << allowance << " of " << Gb(hbm)
-        << " GB HBM (" << Printf("%.0f %%", hbm > 0 ? 100 * needed / hbm : 0) << "), "
-        << Gb(hbm - needed) << " GB free\n";
+    out << "\n  verdict: FITS: peak " << GbValue(m.peak_bytes) << " GB" << allowance << " of " << GbValue(hbm)
+        << " GB HBM (" << FormatNumber("%.0f %%", hbm > 0 ? 100 * needed / hbm : 0) << "), "
+        << GbValue(hbm - needed) << " GB free\n";
   } else {
-    out << "\n  verdict: DOES NOT FIT: peak " << Gb(m.peak_bytes) << " GB" << allowance << " exceeds "
-        << Gb(hbm) << " GB HBM by " << Gb(needed - hbm) << " GB\n";
+    out << "\n  verdict: DOES NOT FIT: peak " << GbValue(m.peak_bytes) << " GB" << allowance << " exceeds "
+        << GbValue(hbm) << " GB HBM by " << GbValue(needed - hbm) << " GB\n";
   }
   if (r.cluster != nullptr) {
     out << "  accuracy " << BandText(AccuracyFor(r.engine.engine, r.cluster->gpu), true) << "\n";
@@ -166,14 +161,14 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
 void RenderTime(const SimulateResult& r, std::ostringstream& out) {
   const TimeReport& t = r.time;
   out << "\nStep time\n";
-  out << "  step " << HumanSeconds(t.step_seconds) << ", " << Printf("%.0f", t.tokens_per_second)
-      << " tokens/s, MFU " << Percent(t.mfu) << "\n";
+  out << "  step " << HumanSeconds(t.step_seconds) << ", " << FormatNumber("%.0f", t.tokens_per_second)
+      << " tokens/s, MFU " << PercentSpaced(t.mfu) << "\n";
   if (r.cluster != nullptr) out << "  accuracy " << BandText(AccuracyFor(r.engine.engine, r.cluster->gpu), false) << "\n";
   out << "\n";
   out << "  " << Left("breakdown", 28) << Right("seconds", 12) << Right("share", 10) << "\n";
   auto row = [&](const std::string& label, double s) {
     double share = t.step_seconds > 0 ? s / t.step_seconds : 0;
-    out << "  " << Left(label, 28) << Right(HumanSeconds(s), 12) << Right(Percent(share), 10) << "\n";
+    out << "  " << Left(label, 28) << Right(HumanSeconds(s), 12) << Right(PercentSpaced(share), 10) << "\n";
   };
   row("compute", t.compute_seconds - t.host_wait_seconds);
   // A phase whose kernels are shorter than the host takes to issue them (the cluster's host figures).
@@ -192,7 +187,7 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
   if (other > 1e-9 * std::max(1.0, t.step_seconds)) row("pipeline bubble / other", other);
   row("step", t.step_seconds);
   if (t.checkpoint_copy_bytes > 0) {
-    out << "\n  cpu_checkpointing: " << Printf("%.2f", t.checkpoint_copy_bytes / 1e9)
+    out << "\n  cpu_checkpointing: " << FormatNumber("%.2f", t.checkpoint_copy_bytes / 1e9)
         << " GB over PCIe per step (both ways), " << HumanSeconds(t.checkpoint_copy_seconds) << " on the link, "
         << (t.checkpoint_offload_seconds > 0 ? HumanSeconds(t.checkpoint_offload_seconds) + " of it exposed"
                                              : std::string("hidden behind compute"))
@@ -212,7 +207,7 @@ void RenderCollectives(const SimulateResult& r, std::ostringstream& out) {
   for (const CollectiveCall& c : r.time.collectives) {
     out << "  " << Left(std::string(c.purpose), 34) << Left(std::string(CollectiveKindName(c.kind)), 15)
         << Left(std::string(GroupKindName(c.group)), 7) << Right(std::to_string(c.group_size), 5)
-        << Right(HumanBytes(c.bytes_per_call), 12) << Right(Printf("%g", c.calls_per_step), 11) << "  "
+        << Right(HumanBytes(c.bytes_per_call), 12) << Right(FormatNumber("%g", c.calls_per_step), 11) << "  "
         << Left(c.inter_node ? "inter" : "intra", 6) << Right(HumanSeconds(c.seconds), 11)
         << Right(HumanSeconds(c.exposed_seconds), 11) << "\n";
   }

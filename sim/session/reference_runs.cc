@@ -27,7 +27,7 @@ Result<int64_t> Int(const TsvRecord& row, const std::string& key) {
   return Error{"column " + key + ": '" + cell + "' is not an integer"};
 }
 
-Result<double> Number(const TsvRecord& row, const std::string& key) {
+Result<double> RecordNumber(const TsvRecord& row, const std::string& key) {
   const std::string& cell = Cell(row, key);
   try {
     size_t used = 0;
@@ -86,12 +86,12 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
   const auto [micro, accum, zero, gpus, per_node, pp, seq, tp, cp, ep, vp] =
       std::tuple{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]};
   if (per_node <= 0 || gpus % per_node != 0) return Error{o.run_id + ": gpus is not a multiple of gpus_per_node"};
-  auto measured = Number(r, "measured_iter_s");
+  auto measured = RecordNumber(r, "measured_iter_s");
   if (!measured.ok()) return Error{o.run_id + ": " + measured.error().message};
   if (*measured <= 0) return Error{o.run_id + ": column measured_iter_s: a step takes more than 0 s"};
   o.measured_seconds = *measured;
   if (!Cell(r, "measured_peak_mem_gb").empty()) {
-    auto peak = Number(r, "measured_peak_mem_gb");
+    auto peak = RecordNumber(r, "measured_peak_mem_gb");
     if (!peak.ok()) return Error{o.run_id + ": " + peak.error().message};
     o.measured_peak_gb = *peak;
   }

@@ -109,12 +109,6 @@ Status ApplyKnob(const std::string& key, const Json& v, PlanKnobs& k, Json& conf
   return Status::Ok();
 }
 
-std::string Gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  return buf;
-}
-
 std::string Delta(double now, double before) {
   if (before == 0 || now == before) return "";
   char buf[32];
@@ -486,7 +480,7 @@ std::string OneLineVerdict(const Evaluation& now, const Evaluation* before) {
   std::string out = counts.warnings ? "valid, " + std::to_string(counts.warnings) + " warning" +
                                           (counts.warnings == 1 ? "" : "s")
                                     : std::string("valid");
-  out += std::string("; ") + (now.memory.fits ? "FITS" : "DOES NOT FIT") + " peak " + Gb(now.memory.peak_bytes) +
+  out += std::string("; ") + (now.memory.fits ? "FITS" : "DOES NOT FIT") + " peak " + FormatGb(now.memory.peak_bytes) +
          (compare ? Delta(now.memory.peak_bytes, before->memory.peak_bytes) : "");
   char step[64];
   std::snprintf(step, sizeof step, "; step %.3f s", now.time.step_seconds);

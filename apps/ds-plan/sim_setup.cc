@@ -82,20 +82,20 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   tp_comm_overlap_option = app->add_flag("--tp-comm-overlap", tp_comm_overlap,
                 "megatron-lm: TransformerEngine's userbuffers overlap the sequence-parallel all-gather and "
                 "reduce-scatter with the GEMMs (needs --megatron-sp)");
-  app->add_option("--attention", attention,
+  attention_option = app->add_option("--attention", attention,
                   "attention kernel: flash (the default: the one the engine runs on this GPU: cuDNN's under "
                   "megatron-lm, FlashAttention-2 for sdpa and flash_attention_2 on H100/H200), cudnn (cuDNN "
                   "or FlashAttention-3), flash2 (FlashAttention-2) or materialized (scores in HBM, as "
                   "before 2022)")
       ->check(CLI::IsMember({"flash", "cudnn", "flash2", "materialized"}));
-  app->add_flag("--fused-loss", fused_loss,
+  fused_loss_option = app->add_flag("--fused-loss", fused_loss,
                 "lm_head and the loss run as one chunked op that never materializes the logits: "
                 "Liger-Kernel's fused linear cross-entropy (the Trainer's use_liger_kernel, "
                 "ArcticTraining's liger_kernel)");
-  app->add_flag("--tiled-mlp", tiled_mlp,
+  tiled_mlp_option = app->add_flag("--tiled-mlp", tiled_mlp,
                 "DeepSpeed's TiledMLP (ALST's tiled_mlp_compute): each dense MLP runs in sequence shards, saves "
                 "only its input and runs its forward again in backward");
-  app->add_flag("--expandable-segments", expandable_segments,
+  expandable_segments_option = app->add_flag("--expandable-segments", expandable_segments,
                 "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows "
                 "segments instead of splitting blocks, so the cluster's fragmentation allowance is not added");
   app->add_option("--attn-impl", attn_impl,
@@ -201,12 +201,25 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
     args->moe_token_dispatcher = v.get<std::string>();
     used.push_back("moe token dispatcher " + args->moe_token_dispatcher);
   }
+  if (note.contains("attention") && !GivenOrRecorded(args->attention_option, *args)) {
+    const Json& v = note["attention"];
+    if (!v.is_string() || !sim::ParseAttentionKernel(v.get<std::string>())) {
+      return Error{"_ds_plan.attention must be \"flash\", \"cudnn\", \"flash2\" or \"materialized\", got " +
+                   v.dump().substr(0, 40)};
+    }
+    args->attention = v.get<std::string>();
+    used.push_back("attention " + args->attention);
+  }
   // Boolean keys: the flag's value when the command line did not give it.
   for (auto [key, field, option, label] :
        {std::tuple{"tp_comm_overlap", &args->tp_comm_overlap, args->tp_comm_overlap_option, "tp comm overlap"},
         std::tuple{"fp8", &args->fp8, args->fp8_option, "fp8"},
         std::tuple{"fp8_param_gather", &args->fp8_param_gather, args->fp8_param_gather_option, "fp8 param gather"},
-        std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"}}) {
+        std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
+        std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
+        std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
+        std::tuple{"expandable_segments", &args->expandable_segments, args->expandable_segments_option,
+                   "expandable segments"}}) {
     if (!note.contains(key) || GivenOrRecorded(option, *args)) continue;
     if (!note[key].is_boolean()) return Error{"_ds_plan." + std::string(key) + " must be true or false"};
     *field = note[key].get<bool>();

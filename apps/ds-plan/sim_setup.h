@@ -65,6 +65,10 @@ struct SimArgs {
   CLI::Option* moe_token_dispatcher_option = nullptr;
   CLI::Option* moe_grouped_gemm_option = nullptr;
   CLI::Option* fp8_param_gather_option = nullptr;
+  CLI::Option* attention_option = nullptr;
+  CLI::Option* fused_loss_option = nullptr;
+  CLI::Option* tiled_mlp_option = nullptr;
+  CLI::Option* expandable_segments_option = nullptr;
   bool flags_are_explicit = false;
 
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,

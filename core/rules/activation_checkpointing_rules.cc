@@ -20,22 +20,22 @@ namespace {
 
 using namespace ds_semantics;
 
-constexpr const char* kSection = "/activation_checkpointing";
+constexpr const char* kCheckpointingSection = "/activation_checkpointing";
 
-std::string Key(const char* key) { return std::string(kSection) + "/" + key; }
+std::string CheckpointingKey(const char* key) { return std::string(kCheckpointingSection) + "/" + key; }
 
 // Values are read with get_scalar_param and used with Python truthiness: "false" is true.
 void CheckFlagTypes(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   for (const char* key : {"partition_activations", "contiguous_memory_optimization",
                           "cpu_checkpointing", "synchronize_checkpoint_boundary", "profile"}) {
-    const Json* value = v.Get(Key(key));
+    const Json* value = v.Get(CheckpointingKey(key));
     if (value == nullptr || !value->is_string()) continue;
     // What the string says, as a reader would take it ("auto" says nothing).
     std::optional<bool> parsed;
-    if (value->get_ref<const std::string&>() != "auto") parsed = PydanticBool(v, Key(key), false);
+    if (value->get_ref<const std::string&>() != "auto") parsed = PydanticBool(v, CheckpointingKey(key), false);
     bool inverted = parsed.has_value() && !*parsed && PyTruthy(*value);
-    ctx.ReportAs(inverted ? Severity::kError : Severity::kWarning, "ckpt-flag-not-bool", Key(key),
+    ctx.ReportAs(inverted ? Severity::kError : Severity::kWarning, "ckpt-flag-not-bool", CheckpointingKey(key),
                  std::string("activation_checkpointing.") + key + " is the string " +
                      ShowValue(*value) + ": DeepSpeed does not validate this section and tests the "
                      "value's truthiness, so any non-empty string counts as true" +
@@ -47,17 +47,17 @@ void CheckFlagTypes(RuleContext& ctx) {
 
 void CheckContiguous(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
-  if (!DictFlag(v, Key("contiguous_memory_optimization"))) return;
-  if (!DictFlag(v, Key("partition_activations"))) {
-    ctx.Report("ckpt-contiguous-without-partition", Key("contiguous_memory_optimization"),
+  if (!DictFlag(v, CheckpointingKey("contiguous_memory_optimization"))) return;
+  if (!DictFlag(v, CheckpointingKey("partition_activations"))) {
+    ctx.Report("ckpt-contiguous-without-partition", CheckpointingKey("contiguous_memory_optimization"),
                "contiguous_memory_optimization is on but partition_activations is not: "
                "deepspeed.checkpointing.configure() asserts \"Contiguous Checkpointing is only "
                "available with partitioned activations\"",
                "set \"partition_activations\": true, or turn contiguous_memory_optimization off");
   }
-  const Json* count = v.Get(Key("number_checkpoints"));
+  const Json* count = v.Get(CheckpointingKey("number_checkpoints"));
   if (count == nullptr || count->is_null()) {
-    ctx.ReportIf(Condition::kCheckpointingReadsThisFile, "ckpt-contiguous-without-count", Key("contiguous_memory_optimization"),
+    ctx.ReportIf(Condition::kCheckpointingReadsThisFile, "ckpt-contiguous-without-count", CheckpointingKey("contiguous_memory_optimization"),
                std::string("contiguous_memory_optimization is on but number_checkpoints is ") +
                    (count == nullptr ? "not set" : "null") +
                    ": deepspeed.checkpointing.configure() asserts \"Must specify the number of "
@@ -76,8 +76,8 @@ void CheckContiguousCount(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
   const ModelSpec* model = ctx.options().model;
   if (model == nullptr || model->num_hidden_layers <= 0) return;
-  if (!DictFlag(v, Key("contiguous_memory_optimization")) || !DictFlag(v, Key("partition_activations"))) return;
-  Setting<double> count = v.Number(Key("number_checkpoints"));
+  if (!DictFlag(v, CheckpointingKey("contiguous_memory_optimization")) || !DictFlag(v, CheckpointingKey("partition_activations"))) return;
+  Setting<double> count = v.Number(CheckpointingKey("number_checkpoints"));
   if (!count.present() || count.value < 1) return;
   const int64_t pp = std::max<int64_t>(ctx.options().pp, 1);
   const int64_t per_stage = (model->num_hidden_layers + pp - 1) / pp;
@@ -89,8 +89,8 @@ void CheckContiguousCount(RuleContext& ctx) {
   }
   const int64_t needed = per_stage * in_flight;
   if (static_cast<double>(needed) <= count.value) return;
-  ctx.Report("ckpt-contiguous-too-few", Key("number_checkpoints"),
-             "number_checkpoints is " + ShowValue(*v.Get(Key("number_checkpoints"))) + " but " +
+  ctx.Report("ckpt-contiguous-too-few", CheckpointingKey("number_checkpoints"),
+             "number_checkpoints is " + ShowValue(*v.Get(CheckpointingKey("number_checkpoints"))) + " but " +
                  std::to_string(needed) + " layer inputs are checkpointed before the first backward (" +
                  std::to_string(per_stage) + " layers per pipeline stage" +
                  (in_flight > 1 ? " x " + std::to_string(in_flight) + " micro-batches in flight" : std::string()) +
@@ -102,9 +102,9 @@ void CheckContiguousCount(RuleContext& ctx) {
 
 void CheckCpuCheckpointing(RuleContext& ctx) {
   const ConfigView& v = ctx.view();
-  if (!DictFlag(v, Key("cpu_checkpointing")) || DictFlag(v, Key("partition_activations"))) return;
+  if (!DictFlag(v, CheckpointingKey("cpu_checkpointing")) || DictFlag(v, CheckpointingKey("partition_activations"))) return;
   bool async = ctx.version() >= ds_history::kAsyncCpuCheckpointing;
-  ctx.Report("ckpt-cpu-without-partition", Key("cpu_checkpointing"),
+  ctx.Report("ckpt-cpu-without-partition", CheckpointingKey("cpu_checkpointing"),
              std::string("cpu_checkpointing without partition_activations: DeepSpeed accepts it "
                          "(the configure() docstring saying it \"only works with "
                          "partition_activation\" is out of date) and offloads the whole, "
@@ -158,7 +158,7 @@ RuleSet CheckpointingRules() {
        ""},
   };
   set.check = [](RuleContext& ctx) {
-    const Json* section = ctx.view().Get(kSection);
+    const Json* section = ctx.view().Get(kCheckpointingSection);
     if (section == nullptr || !section->is_object()) return;
     CheckFlagTypes(ctx);
     CheckContiguous(ctx);

@@ -12,6 +12,7 @@
 #include "core/util/file_io.h"
 #include "core/util/text.h"
 #include "core/validate/validator.h"
+#include "sim/frameworks/attention_kernel.h"
 
 namespace dsp::sim {
 namespace {
@@ -324,6 +325,12 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "moe_token_dispatcher_type", k.engine.moe_dispatcher == MoeDispatcher::kAllGather, "allgather");
   SetOrErase(note, "moe_grouped_gemm", k.engine.moe_grouped_gemm, true);
   SetOrErase(note, "fp8_param_gather", k.engine.fp8_param_gather, true);
+  // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
+  SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
+             std::string(AttentionKernelName(k.engine.attention)));
+  SetOrErase(note, "fused_loss", k.engine.fused_loss, true);
+  SetOrErase(note, "tiled_mlp", k.engine.tiled_mlp, true);
+  SetOrErase(note, "expandable_segments", k.engine.expandable_segments, true);
   if (note.empty()) {
     config.erase("_ds_plan");
   } else {

@@ -17,6 +17,7 @@
 #include "sim/schedule/program.h"
 #include "sim/schedule/simulator.h"
 #include "sim/cost/sim_input.h"
+#include "sim/frameworks/attention_kernel.h"
 
 namespace dsp::sim {
 namespace {
@@ -109,6 +110,11 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
     if (fp8) note["fp8"] = true;
     if (tp_comm_overlap) note["tp_comm_overlap"] = true;
   }
+  // What the training script changes, as CandidateInput prices it, so the file simulates as ranked.
+  if (o.attention != AttentionKernel::kFramework) note["attention"] = std::string(AttentionKernelName(o.attention));
+  if (o.fused_loss && fw.trains_transformers_modules) note["fused_loss"] = true;
+  if (o.tiled_mlp && fw.trains_transformers_modules && !fw.op_level_sac) note["tiled_mlp"] = true;
+  if (o.expandable_segments) note["expandable_segments"] = true;
   c["_ds_plan"] = note;
   return c;
 }

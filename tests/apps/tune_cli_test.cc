@@ -89,5 +89,43 @@ TEST(TuneCliTest, TheEmittedPlanSimulatesAsTuneRankedIt) {
   std::filesystem::remove_all(dir);
 }
 
+// What the training script changes (the attention kernel, Liger's fused loss, the allocator's
+// expandable segments) is part of the plan tune ranked: the emitted file carries it under
+// _ds_plan, so simulate on it prints the same step and peak without the flags repeated.
+TEST(TuneCliTest, TheScriptSettingsTuneRankedWithTravelInTheEmittedFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-script-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "best.json").string();
+  const std::string world = std::string(kLlama8b) + " --world-size 8 --seq-len 16384";
+  auto t = RunCli("tune" + world + " --top 1 --format json --attention cudnn --fused-loss --expandable-segments"
+                  " --emit-config " + ShellQuote(out), false);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const Json best = Json::parse(t.output)["plans"][0];
+  const Json note = Json::parse(std::ifstream(out))["_ds_plan"];
+  EXPECT_EQ(note["attention"], "cudnn");
+  EXPECT_EQ(note["fused_loss"], true);
+  EXPECT_EQ(note["expandable_segments"], true);
+  EXPECT_FALSE(note.contains("tiled_mlp"));
+  auto s = RunCli("simulate " + ShellQuote(out) + world + " --format json", false);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const Json sim = Json::parse(s.output);
+  EXPECT_EQ(sim["engine"]["attention"], "cudnn");
+  EXPECT_TRUE(sim["engine"]["fused_loss"].get<bool>());
+  EXPECT_TRUE(sim["engine"]["expandable_segments"].get<bool>());
+  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
+  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
+  // The command line wins over the note, and a kernel ds-plan does not know is refused by name.
+  auto flash2 = RunCli("simulate " + ShellQuote(out) + world + " --attention flash2 --format json", false);
+  ASSERT_EQ(flash2.exit_code, 0) << flash2.output;
+  EXPECT_EQ(Json::parse(flash2.output)["engine"]["attention"], "flash2");
+  Json broken = Json::parse(std::ifstream(out));
+  broken["_ds_plan"]["attention"] = "flash3";
+  std::ofstream(out) << broken.dump();
+  auto bad = RunCli("simulate " + ShellQuote(out) + world);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("_ds_plan.attention"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dsp

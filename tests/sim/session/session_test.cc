@@ -156,6 +156,26 @@ TEST(SessionTest, KnobsOutsideTheConfigMoveTheWorldAndPipeline) {
   const Json written = s->ConfigToWrite();
   EXPECT_EQ(written["_ds_plan"]["pipeline_stages"], 4);
   EXPECT_EQ(written["_ds_plan"]["recompute"], "full");
+  EXPECT_FALSE(written["_ds_plan"].contains("fused_loss"));
+}
+
+// The training-script settings a session was opened with (explore's --attention, --fused-loss,
+// --tiled-mlp, --expandable-segments) are written too, so the file simulates as explored.
+TEST(SessionTest, TheScriptSettingsAreWrittenUnderDsPlan) {
+  PlanKnobs k;
+  k.world_size = 64;
+  k.engine.attention = AttentionKernel::kCudnn;
+  k.engine.fused_loss = true;
+  k.engine.tiled_mlp = true;
+  k.engine.expandable_segments = true;
+  const char* config = "samples/configs/zero3-offload.json";
+  Session s(config, Source(config), Model("samples/models/llama-3-70b.json"), H100(), k);
+  ASSERT_TRUE(s.now().has_numbers()) << s.now().message;
+  const Json note = s.ConfigToWrite()["_ds_plan"];
+  EXPECT_EQ(note["attention"], "cudnn");
+  EXPECT_EQ(note["fused_loss"], true);
+  EXPECT_EQ(note["tiled_mlp"], true);
+  EXPECT_EQ(note["expandable_segments"], true);
 }
 
 TEST(SessionTest, PrecisionSetsTheBf16AndFp16SectionsTogether) {

@@ -30,7 +30,7 @@ std::string Locate(const std::string& name, const std::string& steps_path) {
   return name;  // the read fails and names it
 }
 
-std::string Render(const std::vector<sim::SweepStep>& steps, const sim::StepsCalibration& fit) {
+std::string RenderSweepFit(const std::vector<sim::SweepStep>& steps, const sim::StepsCalibration& fit) {
   std::ostringstream out;
   out << "step                                        measured ms   before ms    error    after ms    error\n";
   double before = 0, after = 0;
@@ -94,7 +94,7 @@ bool FitSteps(const SimArgs& flags, const std::string& steps_path, StepsFit* out
   }
   auto fit = sim::CalibrateFromSteps(calibration, *setups.front()->eval->input.cluster);
   if (!fit.ok()) return fail(steps_path + ": " + fit.error().message);
-  out->report = Render(*steps, *fit) + "fitted:";
+  out->report = RenderSweepFit(*steps, *fit) + "fitted:";
   for (const auto& [name, value] : fit->fitted) out->report += " " + name + "=" + FormatNumber("%.4g", value);
   out->report += "\n";
   out->fitted = fit->fitted;

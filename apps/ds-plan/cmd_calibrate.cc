@@ -46,7 +46,7 @@ struct CalibrateArgs {
   SimArgs sim;
 };
 
-std::string Render(const sim::CalibrationResult& r) {
+std::string RenderCalibration(const sim::CalibrationResult& r) {
   std::ostringstream out;
   out << "run                                   measured   before   error    after   error\n";
   for (const sim::RunFit& f : r.runs) {
@@ -72,7 +72,7 @@ std::string Render(const sim::CalibrationResult& r) {
 }
 
 // The predictions of the cluster as given, as the Markdown table docs/validation.md holds.
-std::string Markdown(const sim::CalibrationResult& r) {
+std::string CalibrationMarkdown(const sim::CalibrationResult& r) {
   std::ostringstream out;
   out << "| run | measured s | predicted s | error | Calculon s | Calculon error |\n";
   out << "|---|---:|---:|---:|---:|---:|\n";
@@ -189,7 +189,7 @@ int RunCalibrate(const CalibrateArgs& args) {
   auto result = sim::Calibrate(runs, *cluster, args.no_fit ? std::vector<std::string>{} : args.fit);
   if (!result.ok()) return UsageError(result.error().message);
   // With -o - the fitted cluster has standard output to itself; the report moves to stderr.
-  (args.output == "-" ? std::cerr : std::cout) << (args.format == "markdown" ? Markdown(*result) : Render(*result));
+  (args.output == "-" ? std::cerr : std::cout) << (args.format == "markdown" ? CalibrationMarkdown(*result) : RenderCalibration(*result));
   if (args.output.empty()) return kExitOk;
   return WriteFitted(args, result->fitted,
                      "fitted by ds-plan calibrate to " + std::to_string(runs.size() - result->held_out_runs) +

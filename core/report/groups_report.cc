@@ -9,7 +9,7 @@
 namespace dsp {
 namespace {
 
-std::vector<RankGroup> Shown(const std::vector<RankGroup>& groups, const GroupsView& view) {
+std::vector<RankGroup> ShownGroups(const std::vector<RankGroup>& groups, const GroupsView& view) {
   return view.rank ? GroupsContaining(groups, *view.rank) : groups;
 }
 
@@ -48,7 +48,7 @@ std::string Table(const Plan& plan, const GroupsView& view) {
   if (view.rank) out += "groups of rank " + std::to_string(*view.rank) + "\n";
   bool crossing = false;
   for (const auto& [kind, groups] : plan.groups.groups) {
-    auto shown = Shown(groups, view);
+    auto shown = ShownGroups(groups, view);
     std::string name(GroupKindName(kind));
     size_t size = groups.empty() ? 0 : groups.front().size();
     std::string row = name + std::string(7 - std::min<size_t>(name.size(), 6), ' ') + "size " +
@@ -90,7 +90,7 @@ Json JsonReport(const Plan& plan, const GroupsView& view) {
   Json crosses = Json::object();
   for (const auto& [kind, list] : plan.groups.groups) {
     std::string name(GroupKindName(kind));
-    groups[name] = Shown(list, view);
+    groups[name] = ShownGroups(list, view);
     crosses[name] = plan.gpus_per_node ? Json(AnyCrosses(list, static_cast<int>(*plan.gpus_per_node)))
                                        : Json(nullptr);
   }

@@ -151,7 +151,7 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
   }
 }
 
-void CheckModel(RuleContext& ctx, const EpFacts& f) {
+void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
   const ModelSpec* m = ctx.options().model;
   if (m == nullptr) return;
   if (!m->is_moe()) {
@@ -297,7 +297,7 @@ void CheckExpertParallel(RuleContext& ctx) {
   CheckEngine(ctx, f);
   autoep::CheckFolding(ctx, f);
   autoep::CheckFields(ctx, f);
-  CheckModel(ctx, f);
+  CheckEpModel(ctx, f);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ std::string AmsgradName(std::string_view cls) {
 }
 
 // Values the constructors refuse (torch.optim's ValueErrors, DeepSpeed's AMSGrad RuntimeError).
-void CheckValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& params) {
+void CheckOptimizerValues(RuleContext& ctx, const OptimizerChoice& choice, const Json& params) {
   const OptimizerClass& cls = *choice.cls;
   auto at = [](const std::string& key) { return PointerJoin("/optimizer/params", key); };
   if (cls.rejects_amsgrad && params.contains("amsgrad") && PyTruthy(params["amsgrad"])) {
@@ -227,9 +227,9 @@ void CheckOptimizer(RuleContext& ctx) {
   if (choice.cls == nullptr) return;
   if (params != nullptr && params->is_object()) {
     CheckParams(ctx, choice, *params);
-    CheckValues(ctx, choice, *params);
+    CheckOptimizerValues(ctx, choice, *params);
   } else if (choice.deepspeed_name.starts_with("mu") && choice.deepspeed_name != "muon") {
-    CheckValues(ctx, choice, Json::object());
+    CheckOptimizerValues(ctx, choice, Json::object());
   }
   CheckZero(ctx, name, choice);
   CheckLambLossScale(ctx, choice);

@@ -136,7 +136,7 @@ void CheckOneCycleLists(RuleContext& ctx, const Json& params) {
   }
 }
 
-void CheckValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params) {
+void CheckSchedulerValues(RuleContext& ctx, const SchedulerClass& cls, const Json& params) {
   const std::string name(cls.name);
   if (name == "OneCycle") CheckOneCycleLists(ctx, params);
   if (name.starts_with("Warmup") && ctx.version() >= ds_release::kWarmupStepsValidated) {
@@ -348,7 +348,7 @@ void CheckScheduler(RuleContext& ctx) {
                  "add \"" + std::string(req) + "\"" +
                      (req == "total_num_steps" ? " (the run's optimizer steps; the Hugging Face Trainer fills \"auto\")" : ""));
   }
-  CheckValues(ctx, *cls, *params);
+  CheckSchedulerValues(ctx, *cls, *params);
 }
 
 }  // namespace

@@ -217,7 +217,7 @@ void CheckPresetsAndSettings(RuleContext& ctx) {
   }
 }
 
-void CheckModel(RuleContext& ctx) {
+void CheckTpModel(RuleContext& ctx) {
   const ModelSpec* m = ctx.options().model;
   const int64_t tp = ctx.parallel().tp;
   if (m == nullptr || tp <= 1) return;
@@ -414,7 +414,7 @@ RuleSet TensorParallelRules() {
     CheckDtype(ctx);
     CheckTpAlias(ctx);
     CheckPresetsAndSettings(ctx);
-    CheckModel(ctx);
+    CheckTpModel(ctx);
     auto specs = autotp::CheckLayerSpecs(ctx);
     autotp::CheckSpecsAgainstModel(ctx, specs);
   };

@@ -32,7 +32,7 @@ CompareRow Row(std::string what, double predicted, double measured) {
   return r;
 }
 
-std::string Pad(const std::string& s, size_t width, bool right) {
+std::string PadCell(const std::string& s, size_t width, bool right) {
   if (s.size() >= width) return s;
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
@@ -130,18 +130,18 @@ std::string RenderComparison(const Comparison& c, const std::string& plan_label,
   out << "  trace    " << (t.gpu.empty() ? "GPU not named" : t.gpu) << ", " << t.kernels << " GPU events, "
       << t.steps << (t.steps == 1 ? " step" : " steps (per-step figures below)") << "\n\n";
   if (c.has_prediction) {
-    out << Pad("class", 16, false) << Pad("predicted ms", 14, true) << Pad("measured ms", 14, true)
-        << Pad("gap ms", 11, true) << Pad("gap", 11, true) << "\n";
+    out << PadCell("class", 16, false) << PadCell("predicted ms", 14, true) << PadCell("measured ms", 14, true)
+        << PadCell("gap ms", 11, true) << PadCell("gap", 11, true) << "\n";
   } else {
-    out << Pad("class", 16, false) << Pad("measured ms", 14, true) << Pad("share", 10, true) << "\n";
+    out << PadCell("class", 16, false) << PadCell("measured ms", 14, true) << PadCell("share", 10, true) << "\n";
   }
   auto line = [&](const CompareRow& r) {
     if (c.has_prediction) {
-      out << Pad(r.what, 16, false) << Pad(Ms(r.predicted), 14, true) << Pad(Ms(r.measured), 14, true)
-          << Pad((r.gap() >= 0 ? "+" : "") + Ms(r.gap()), 11, true) << Pad(Pct(r.gap(), r.measured), 11, true);
+      out << PadCell(r.what, 16, false) << PadCell(Ms(r.predicted), 14, true) << PadCell(Ms(r.measured), 14, true)
+          << PadCell((r.gap() >= 0 ? "+" : "") + Ms(r.gap()), 11, true) << PadCell(Pct(r.gap(), r.measured), 11, true);
     } else {
-      out << Pad(r.what, 16, false) << Pad(Ms(r.measured), 14, true)
-          << Pad(Pct(r.measured, c.step_measured).substr(1), 10, true);
+      out << PadCell(r.what, 16, false) << PadCell(Ms(r.measured), 14, true)
+          << PadCell(Pct(r.measured, c.step_measured).substr(1), 10, true);
     }
     if (r.exposed_measured >= 0) {
       out << "  exposed " << (c.has_prediction ? Ms(r.exposed_predicted) + " / " : std::string())
@@ -159,7 +159,7 @@ std::string RenderComparison(const Comparison& c, const std::string& plan_label,
   if (c.has_prediction) {
     line(step);
   } else {
-    out << Pad("step", 16, false) << Pad(Ms(step.measured), 14, true) << "\n";
+    out << PadCell("step", 16, false) << PadCell(Ms(step.measured), 14, true) << "\n";
   }
   out << "\nmeasured: kernel time summed per class (streams that overlap count twice); GPU idle is\n"
          "the span with no GPU event (host launch gaps, synchronisation); step is the GPU span\n";

@@ -51,7 +51,7 @@ std::string PercentSpaced(double fraction) { return FormatNumber("%.1f %%", frac
 std::string Left(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 std::string Right(const std::string& s, size_t w) { return s.size() >= w ? " " + s : std::string(w - s.size(), ' ') + s; }
 
-std::string LayoutLine(const LayoutSummary& l) {
+std::string LayoutText(const LayoutSummary& l) {
   auto f = [](const char* k, const std::optional<int64_t>& v) {
     return std::string(k) + "=" + (v ? std::to_string(*v) : "?");
   };
@@ -78,7 +78,7 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
   }
   out << "  cluster  " << c.name << ": " << r.gpus_per_node << " x " << c.gpu.name << " per node, " << nodes
       << (nodes == 1 ? " node" : " nodes") << "\n";
-  out << "  layout   " << LayoutLine(r.layout) << "\n";
+  out << "  layout   " << LayoutText(r.layout) << "\n";
   out << "  step     seq " << r.workload.seq_len << ", micro batch " << r.workload.micro_batch << ", "
       << r.workload.grad_accum << (r.workload.grad_accum == 1 ? " micro-step" : " micro-steps") << ": "
       << r.samples_per_step << " samples, " << tokens << " tokens per step; recompute "
@@ -97,7 +97,7 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
 }
 
-void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
+void MemorySection(const SimulateResult& r, std::ostringstream& out) {
   const MemoryReport& m = r.memory;
   out << "\nMemory per rank (GB = 1e9 bytes";
   if (r.layout.pp && *r.layout.pp > 1) out << "; pipeline stage " << m.pipeline_stage << ", the most loaded";
@@ -158,7 +158,7 @@ void RenderMemory(const SimulateResult& r, std::ostringstream& out) {
   }
 }
 
-void RenderTime(const SimulateResult& r, std::ostringstream& out) {
+void TimeSection(const SimulateResult& r, std::ostringstream& out) {
   const TimeReport& t = r.time;
   out << "\nStep time\n";
   out << "  step " << HumanSeconds(t.step_seconds) << ", " << FormatNumber("%.0f", t.tokens_per_second)
@@ -195,7 +195,7 @@ void RenderTime(const SimulateResult& r, std::ostringstream& out) {
   }
 }
 
-void RenderCollectives(const SimulateResult& r, std::ostringstream& out) {
+void CollectivesSection(const SimulateResult& r, std::ostringstream& out) {
   out << "\nCollectives per step (one rank)\n";
   if (r.time.collectives.empty()) {
     out << "  none\n";
@@ -241,9 +241,9 @@ std::vector<std::pair<std::string, double>> ExposedByKind(const TimeReport& time
 std::string RenderSimulateText(const SimulateResult& result) {
   std::ostringstream out;
   RenderHeader(result, out);
-  RenderMemory(result, out);
-  RenderTime(result, out);
-  RenderCollectives(result, out);
+  MemorySection(result, out);
+  TimeSection(result, out);
+  CollectivesSection(result, out);
   return out.str();
 }
 

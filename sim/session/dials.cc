@@ -18,7 +18,7 @@ std::vector<Json> Powers(int64_t lo, int64_t hi) {
   return out;
 }
 
-std::vector<Json> Divisors(int64_t n, int64_t at_most) {
+std::vector<Json> DivisorChoices(int64_t n, int64_t at_most) {
   std::vector<Json> out;
   for (int64_t d = 1; d <= std::min(n, at_most); ++d) {
     if (n % d == 0) out.emplace_back(d);
@@ -153,12 +153,12 @@ std::vector<Json> DialChoices(const Session& s, const Dial& d) {
   const int64_t world = WorldOf(s);
   if (k == "nodes") return Powers(1, 8192);
   if (k == "gpus_per_node") return Powers(1, 16);
-  if (k == "tensor_parallel.autotp_size" || k == "sequence_parallel_size") return Divisors(world, 512);
+  if (k == "tensor_parallel.autotp_size" || k == "sequence_parallel_size") return DivisorChoices(world, 512);
   if (k == "expert_parallel.autoep_size") {
     if (!s.model().is_moe()) return {};
-    return Divisors(world, std::max<int64_t>(s.model().num_experts, 1));
+    return DivisorChoices(world, std::max<int64_t>(s.model().num_experts, 1));
   }
-  if (k == "pp") return Divisors(world, std::max<int64_t>(s.model().num_hidden_layers, 1));
+  if (k == "pp") return DivisorChoices(world, std::max<int64_t>(s.model().num_hidden_layers, 1));
   if (k == "zero_optimization.stage") return {0, 1, 2, 3};
   if (k.ends_with(".device")) return {"none", "cpu", "nvme"};
   if (k == "train_micro_batch_size_per_gpu") return Powers(1, 256);

@@ -30,9 +30,18 @@ Result<std::string> ModelFile(const std::string& column, const std::string& tabl
 }  // namespace
 
 Result<ModernCalibration> ModernCalibrationRuns(const std::vector<sim::TsvRecord>& rows, const std::string& table,
-                                                const std::string& hardware, const std::vector<std::string>& hold_out) {
-  std::set<std::string> machines;
-  for (const sim::TsvRecord& r : rows) machines.insert(r.at("hardware"));
+                                                const std::string& hardware, const std::vector<std::string>& hold_out,
+                                                const std::vector<std::string>& groups) {
+  std::set<std::string> machines, unseen_groups(groups.begin(), groups.end());
+  auto in_groups = [&](const sim::TsvRecord& r) {
+    return groups.empty() || std::find(groups.begin(), groups.end(), r.at("group")) != groups.end();
+  };
+  for (const sim::TsvRecord& r : rows) {
+    if (!in_groups(r)) continue;
+    machines.insert(r.at("hardware"));
+    unseen_groups.erase(r.at("group"));
+  }
+  if (!unseen_groups.empty()) return Error{"--group " + *unseen_groups.begin() + ": no run of the table is in it"};
   if (hardware.empty() && machines.size() > 1) {
     std::string names;
     for (const std::string& m : machines) names += (names.empty() ? "" : ", ") + m;
@@ -44,7 +53,7 @@ Result<ModernCalibration> ModernCalibrationRuns(const std::vector<sim::TsvRecord
   ModernCalibration out;
   std::set<std::string> unmatched(hold_out.begin(), hold_out.end());
   for (const sim::TsvRecord& r : rows) {
-    if (!hardware.empty() && r.at("hardware") != hardware) continue;
+    if ((!hardware.empty() && r.at("hardware") != hardware) || !in_groups(r)) continue;
     auto plan = sim::PlanModernRun(r);
     if (!plan.ok()) return plan.error();
     auto path = ModelFile(plan->model, table);

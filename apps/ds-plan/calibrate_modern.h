@@ -18,10 +18,12 @@ struct ModernCalibration {
   std::vector<sim::CalibrationRun> runs;  // each predictor owns its model and plan
 };
 
-// Errors: a table mixing machines without --hardware, a --hardware or --hold-out that matches no
-// row, a model file not found (looked up beside TABLE, under its modern/ folder, then among the
+// `groups` (--group), when not empty, keeps only the rows of those groups (the table's group
+// column). Errors: a table mixing machines without --hardware, a --hardware, --group or --hold-out
+// that matches no row, a model file not found (looked up beside TABLE, under its modern/ folder, then among the
 // bundled models by name), a row that does not parse.
 Result<ModernCalibration> ModernCalibrationRuns(const std::vector<sim::TsvRecord>& rows, const std::string& table,
-                                                const std::string& hardware, const std::vector<std::string>& hold_out);
+                                                const std::string& hardware, const std::vector<std::string>& hold_out,
+                                                const std::vector<std::string>& groups = {});
 
 }  // namespace dsp::app

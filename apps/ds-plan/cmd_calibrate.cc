@@ -42,6 +42,7 @@ struct CalibrateArgs {
   std::string steps;
   // A modern-runs table: the machine whose rows to fit, and the rows kept out of the fit.
   std::string hardware;
+  std::vector<std::string> groups;
   std::vector<std::string> hold_out;
   SimArgs sim;
 };
@@ -171,12 +172,12 @@ int RunCalibrate(const CalibrateArgs& args) {
   std::vector<sim::CalibrationRun> runs;
   auto records = sim::ParseTsvRecords(*tsv);
   if (records.ok() && sim::IsModernRunsTable(*records)) {
-    auto modern = ModernCalibrationRuns(*records, args.runs, args.hardware, args.hold_out);
+    auto modern = ModernCalibrationRuns(*records, args.runs, args.hardware, args.hold_out, args.groups);
     if (!modern.ok()) return UsageError(args.runs + ": " + modern.error().message);
     runs = std::move(modern->runs);
   } else {
-    if (!args.hardware.empty() || !args.hold_out.empty()) {
-      return UsageError("--hardware and --hold-out read a modern-runs table (samples/runs/modern-runs.tsv's columns)");
+    if (!args.hardware.empty() || !args.hold_out.empty() || !args.groups.empty()) {
+      return UsageError("--hardware, --group and --hold-out read a modern-runs table (samples/runs/modern-runs.tsv's columns)");
     }
     auto measured = sim::ParseMeasuredRuns(*tsv);
     if (!measured.ok()) return UsageError(args.runs + ": " + measured.error().message);
@@ -223,6 +224,9 @@ Command AddCalibrateCommand(CLI::App& root) {
   app->add_option("--hardware", args->hardware,
                   "a modern-runs table (samples/runs/modern-runs.tsv): fit the runs on this machine (its hardware "
                   "column), each predicted as simulate predicts it");
+  app->add_option("--group", args->groups,
+                  "a modern-runs table: fit only the runs of these groups (its group column, comma-separated)")
+      ->delimiter(',');
   app->add_option("--hold-out", args->hold_out,
                   "run ids to keep out of the fit (comma-separated): their error is reported apart, out of sample")
       ->delimiter(',');

@@ -20,6 +20,7 @@ const std::vector<FitParameter>& FitParameters() {
       {"inter_node.max_rails", "/inter_node/max_rails", 1.0, 8.0},
       {"host.forward_seconds_per_kernel", "/host/forward_seconds_per_kernel", 0.0, 200e-6},
       {"host.backward_seconds_per_kernel", "/host/backward_seconds_per_kernel", 0.0, 200e-6},
+      {"host.zero3_fetch_seconds", "/host/zero3_fetch_seconds", 0.0, 2e-3},
   };
   return kAll;
 }
@@ -39,6 +40,7 @@ double GetFigure(const Cluster& c, const std::string& name) {
   if (name == "inter_node.max_rails") return c.inter_node.max_rails > 0 ? c.inter_node.max_rails : c.gpus_per_node;
   if (name == "host.forward_seconds_per_kernel") return c.host.forward_seconds_per_kernel;
   if (name == "host.backward_seconds_per_kernel") return c.host.backward_seconds_per_kernel;
+  if (name == "host.zero3_fetch_seconds") return c.host.zero3_fetch_seconds;
   return 0;
 }
 
@@ -55,6 +57,7 @@ void SetFigure(Cluster& c, const std::string& name, double value) {
   if (name == "inter_node.max_rails") c.inter_node.max_rails = value;
   if (name == "host.forward_seconds_per_kernel") c.host.forward_seconds_per_kernel = value;
   if (name == "host.backward_seconds_per_kernel") c.host.backward_seconds_per_kernel = value;
+  if (name == "host.zero3_fetch_seconds") c.host.zero3_fetch_seconds = value;
 }
 
 std::vector<CalibrationRun> CalibrationRunsOf(const std::vector<MeasuredRun>& runs) {

@@ -26,10 +26,13 @@ RankParams CountRankParams(const SimInput& in);
 double ParamGatherBytesPerElement(const SimInput& in, double elements, double linear, double bpe);
 
 /// ZeRO-3's view of one decoder layer: its gathered modules and the share of the layer's gathered
-/// elements that backward gathers again after a recomputed forward.
+/// elements that backward gathers again after a recomputed forward. `fetches` counts the modules
+/// the hooks fetch one by one, each routed expert's own (transformers' Mixtral and Qwen MoE blocks
+/// hold an nn.Linear per expert weight), AutoEP's routed experts aside (gathered over edp).
 struct Zero3Layer {
   double modules = 0;
   double regathered = 1.0;
+  double fetches = 0;
 };
 Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe);
 

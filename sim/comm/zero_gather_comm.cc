@@ -30,16 +30,20 @@ Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   std::vector<double> weights;
   const bool skip_experts = !moe && layer >= m.num_hidden_layers;
   if (layer >= m.num_hidden_layers) layer = 0;
+  double fetches = 0;
   for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
-    if (skip_experts && p.family == ParamFamily::kRoutedExperts) continue;
+    const bool routed = p.family == ParamFamily::kRoutedExperts;
+    if (skip_experts && routed) continue;
     const double numel = static_cast<double>(p.numel()) /
                          ShardDivisorOf(p.family, in);
     if (numel < in.zero.param_persistence_threshold) continue;
+    if (!(routed && in.plan->sizes.expert_parallel)) ++fetches;
     // AutoEP's routed experts are gathered over edp in their own call per expert weight.
     weights.push_back(numel);
   }
   Zero3Layer z;
   z.modules = static_cast<double>(weights.size());
+  z.fetches = fetches;
   double total = 0, regathered = 0, after = 0;
   for (double w : weights) total += w;
   for (auto it = weights.rbegin(); it != weights.rend(); ++it) {
@@ -75,36 +79,43 @@ void PlanZero3Gathers(const PlanContext& ctx, const RankParams& params, Collecti
   const double bytes_per_call = gathered * wire.param_gather / calls;
   const double quant = zero.quantized_weights ? QuantizationKernelSeconds(in, gathered / calls) : 0.0;
   const double bwd_share = in.workload.recompute == Recompute::kFull ? dense_layer.regathered : 1.0;
+  // The hooks' host work per fetched module (cluster host.zero3_fetch_seconds) holds the gather
+  // stream between gathers; spread over the calls that stand for the modules. DeepCompile replaces
+  // the hooks with gather ops in the compiled graph.
+  const double fetch_host = zero.deepcompile ? 0.0 : in.cluster->host.zero3_fetch_seconds;
+  const double moe_fetches = ctx.moe_layers > 0 ? DescribeZero3Layer(in, true).fetches * ctx.moe_layers : 0.0;
+  const double fetches = dense_layer.fetches * ctx.dense_layers + moe_fetches + 1.0;
+  const double host = fetch_host * fetches / calls;
   if (mics) {
     // MiCS gathers inside the shard group.
     plan.AddOnBlocks("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, zero.mics_shard_size, false,
-                     bytes_per_call, calls * passes, fwd, quant);
+                     bytes_per_call, calls * passes, fwd, quant + host);
     plan.AddOnBlocks("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, zero.mics_shard_size, false,
-                     bytes_per_call, calls * bwd_share, bwd, quant);
+                     bytes_per_call, calls * bwd_share, bwd, quant + host);
   } else if (hpz) {
     // hpZ: the step's first forward gathers the primary partition over the whole group; it leaves
     // the secondary copy behind, which every later gather (recomputed forward, backward, the next
     // micro-steps) reads inside the hpZ block (all_gather_coalesced with use_secondary_tensor).
     const double micro = static_cast<double>(std::max<int64_t>(in.workload.grad_accum, 1));
     plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call, calls / micro, fwd,
-             StageScope::kAll, copies, quant);
+             StageScope::kAll, copies, quant + host);
     plan.DropFloor();  // one first prefetch per micro-step: hpz_all_gather_fwd keeps it
     plan.AddOnBlocks("hpz_all_gather_fwd", CollectiveKind::kAllGather, dense_group, zero.hpz_partition_size, false,
-                     bytes_per_call, calls * (passes - 1.0 / micro), fwd, quant);
+                     bytes_per_call, calls * (passes - 1.0 / micro), fwd, quant + host);
     plan.AddOnBlocks("hpz_all_gather_bwd", CollectiveKind::kAllGather, dense_group, zero.hpz_partition_size, false,
-                     bytes_per_call, calls * bwd_share, bwd, quant);
+                     bytes_per_call, calls * bwd_share, bwd, quant + host);
   } else {
     plan.Add("zero3_all_gather_fwd", CollectiveKind::kAllGather, dense_group, bytes_per_call, calls * passes, fwd,
-             StageScope::kAll, copies, quant);
+             StageScope::kAll, copies, quant + host);
     plan.Add("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, bytes_per_call, calls * bwd_share, bwd,
-             StageScope::kAll, copies, quant);
+             StageScope::kAll, copies, quant + host);
   }
   if (ctx.moe_layers > 0) {
     for (auto [purpose, schedule, n] : {std::tuple{"zero3_all_gather_fwd", fwd, passes},
                                         std::tuple{"zero3_all_gather_bwd", bwd, 1.0}}) {
       plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp,
                params.routed * wire.param_gather / ctx.moe_layers, ctx.moe_layers * n, schedule, StageScope::kAll,
-               copies);
+               copies, fetch_host);
     }
   }
 }
@@ -119,9 +130,10 @@ Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
     const Zero3Layer z = ComputeZero3Layer(in, moe);
     memo.zero3_modules[i] = z.modules;
     memo.zero3_regathered[i] = z.regathered;
+    memo.zero3_fetches[i] = z.fetches;
     memo.has_zero3[i] = true;
   }
-  return Zero3Layer{memo.zero3_modules[i], memo.zero3_regathered[i]};
+  return Zero3Layer{memo.zero3_modules[i], memo.zero3_regathered[i], memo.zero3_fetches[i]};
 }
 
 void PlanZeroParameterGathers(const PlanContext& ctx, const RankParams& params, CollectivePlanner& plan) {

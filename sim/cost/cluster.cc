@@ -195,6 +195,7 @@ Status CheckRanges(const Json& json, const Cluster& c) {
       {"/memory/reserved_bytes", c.memory.reserved_bytes, 0, 1e14, true},
       {"/host/forward_seconds_per_kernel", c.host.forward_seconds_per_kernel, 0, 1e-2, true},
       {"/host/backward_seconds_per_kernel", c.host.backward_seconds_per_kernel, 0, 1e-2, true},
+      {"/host/zero3_fetch_seconds", c.host.zero3_fetch_seconds, 0, 1e-1, true},
   };
   // max_rails: rails one collective drives per node; 0 or absent means one per GPU of the node.
   if (c.inter_node.max_rails != 0 && !(c.inter_node.max_rails >= 1)) {
@@ -255,6 +256,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Object("host", false, [&](ObjectReader& r) {
     r.NonNegative("forward_seconds_per_kernel", &c.host.forward_seconds_per_kernel);
     r.NonNegative("backward_seconds_per_kernel", &c.host.backward_seconds_per_kernel);
+    r.NonNegative("zero3_fetch_seconds", &c.host.zero3_fetch_seconds);
   });
   root.RejectUnknownKeys();
   if (!error.empty()) return Error{error};

@@ -60,6 +60,13 @@ struct Efficiency {
 struct HostLaunch {
   double forward_seconds_per_kernel = 0;
   double backward_seconds_per_kernel = 0;
+  // DeepSpeed ZeRO-3 (eager, not DeepCompile): the host's work for each module whose parameters
+  // it all-gathers (the pre-forward/pre-backward hooks' fetch_sub_module and the post hooks'
+  // release_sub_module, Python bookkeeping per parameter, the all-gather's launch). The host waits
+  // for the gathers it issued (partitioned_param_coordinator.py fetch_sub_module synchronizes on
+  // the oldest fetch event once more than __max_ongoing_fetch_events = 2 are outstanding), so the
+  // gather stream idles for this between gathers. 0 = not modelled.
+  double zero3_fetch_seconds = 0;
 };
 
 // Device memory a training process cannot use for tensors: the CUDA context, NCCL's and cuBLAS's

@@ -221,13 +221,13 @@ class Builder {
   // `elements_by_reader` holds, per reader ordinal, the elements gathered for it.
   // Elements of the largest single tensor a gather fetches: the experts glob is E/EP x 3 separate
   // weights, which DeepSpeed fetches module by module.
-  double LargestTensor(const Node& gather) {
-    const double all = ParamBytes(gather) / bpe_;
+  double LargestTensor(const Node& gather) { return ParamBytes(gather) / bpe_ / FetchedTensors(gather); }
+  double FetchedTensors(const Node& gather) {
     if (gather.param.ends_with("*") && gather.shape && gather.shape->size() == 4) {
       Result<double> a = gather.shape->at(0).EvaluateReal(values_), b = gather.shape->at(1).EvaluateReal(values_);
-      if (a.ok() && b.ok() && *a * *b > 0) return all / (*a * *b);
+      if (a.ok() && b.ok() && *a * *b > 0) return *a * *b;
     }
-    return all;
+    return 1.0;
   }
 
   // Releases before 0.6.0 fetch the module about to run with a blocking all-gather
@@ -357,6 +357,15 @@ class Builder {
     }
     t.stream = StreamOf(t.group);
     t.deps = std::move(deps);
+    // Eager ZeRO-3's hooks: the host's work per fetched module holds the gather stream before the
+    // gather goes (cluster host.zero3_fetch_seconds; zero_gather_comm.cc prices it the same way).
+    const double fetch_host = in_.cluster->host.zero3_fetch_seconds;
+    if (IsParamGather(n) && in_.zero.stage == 3 && !in_.zero.deepcompile && fetch_host > 0) {
+      Task h{.name = "host fetch " + n.name, .phase = phase, .micro = m, .layer = t.layer, .stream = t.stream};
+      h.compute_seconds = fetch_host * FetchedTensors(n);
+      h.deps = std::move(t.deps);
+      t.deps = {Add(std::move(h))};
+    }
     if (IsAllToAll(n)) {  // send and receive buffers live for the call
       t.alloc_at_start = memory_.all_to_all_bytes;
       t.alloc_at_end = -memory_.all_to_all_bytes;

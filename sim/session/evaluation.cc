@@ -299,6 +299,18 @@ Result<ResolvedWorld> ResolveWorld(const PlanKnobs& k, const Cluster& cluster) {
 namespace {
 
 // What the numbers assume that the config does not say, as notes.
+// Eager ZeRO-3 under DeepSpeed's hooks on a cluster that does not price their host time.
+void AddZero3HostNote(Evaluation& e) {
+  const SimInput& input = e.input;
+  if (input.zero.stage == 3 && !input.zero.deepcompile &&
+      input.engine.framework().gradients == GradientSync::kDeepSpeedZero &&
+      e.cluster.host.zero3_fetch_seconds <= 0) {
+    e.notes.push_back("the cluster gives no host.zero3_fetch_seconds: the host time of ZeRO-3's per-module hooks "
+                      "is not priced, and with few tokens per GPU the step is then too fast (docs/validation.md "
+                      "\"Modern runs, every engine\"; fit yours with calibrate)");
+  }
+}
+
 void AddAssumptionNotes(Evaluation& e, const ModelSpec& model) {
   ConfigView view(e.config);
   if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
@@ -478,6 +490,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   }
   FillSimInput(*e, model, knobs, &*batch, seq_len);
   SimInput& input = e->input;
+  AddZero3HostNote(*e);
   if (Status zero = CheckZeroAgainstEngine(input.engine, input.zero); !zero.ok()) {
     return stop(Evaluation::Outcome::kBadKnobs, zero.error().message);
   }

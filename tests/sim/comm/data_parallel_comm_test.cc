@@ -60,6 +60,26 @@ TEST(DataParallelCommTest, ZeroThreeGathersEveryModuleForwardAndBackward) {
   EXPECT_EQ(FindPlanned(planned, "zero3_all_gather_fwd")->schedule, CommSchedule::kForwardOverlap);
 }
 
+// The host work of eager ZeRO-3's hooks (cluster host.zero3_fetch_seconds) is paid once per module
+// fetched, on the gather stream: Llama's modules are its gathers; Mixtral's 8 experts are 24 more
+// nn.Linear modules per layer that its 4 attention gathers stand for. DeepCompile has no hooks.
+TEST(DataParallelCommTest, ZeroThreeHooksAddTheirHostTimeOncePerFetchedModule) {
+  const std::string config = R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 3, "overlap_comm": true}})";
+  auto gather_seconds = [&](const char* model, double host, bool deepcompile) {
+    CommCase c(config, Sizes(8, 8), model);
+    c.cluster.host.zero3_fetch_seconds = host;
+    c.input.zero.deepcompile = deepcompile;
+    const auto planned = c.Run(PlanDataParallel);
+    return FindPlanned(planned, "zero3_all_gather_fwd")->seconds_per_unit;
+  };
+  EXPECT_NEAR(gather_seconds("llama-3-8b.json", 1e-3, false) - gather_seconds("llama-3-8b.json", 0, false),
+              (7 * 32 + 1) * 1e-3, 1e-9);
+  EXPECT_NEAR(gather_seconds("mixtral-8x7b.json", 1e-3, false) - gather_seconds("mixtral-8x7b.json", 0, false),
+              ((4 + 8 * 3) * 32 + 1) * 1e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(gather_seconds("llama-3-8b.json", 1e-3, true), gather_seconds("llama-3-8b.json", 0, true));
+}
+
 TEST(DataParallelCommTest, MegatronDdpAllReducesTwentyFiveMegabyteBucketsBehindBackward) {
   CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})",
              Sizes(8, 8, 1, 1, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);

@@ -207,6 +207,38 @@ TEST(ProgramTest, ZeroThreeGathersForwardAndBackwardWithinThePrefetchWindow) {
   EXPECT_EQ(p.tasks.back().name, "optimizer step (CPU offload)");
 }
 
+// Eager ZeRO-3's hooks: each gather waits for the host's work on that module, on the gather's own
+// stream (the closed form adds the same seconds to each gather call: zero_gather_comm.cc).
+TEST(ProgramTest, ZeroThreeHostFetchHoldsTheGatherStreamBeforeEachGather) {
+  ScheduleCase c("zero3-offload.json", 16, 8, "llama-3-70b.json", 1, 4096, 1);
+  EXPECT_EQ(Count(c.program, [](const Task& t) { return t.name.starts_with("host fetch "); }), 0);
+  c.sim->cluster.host.zero3_fetch_seconds = 1e-3;
+  auto p = BuildProgram(c.graph, c.input());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(Count(*p, [](const Task& t) { return t.name.starts_with("host fetch "); }), 2 * (80 * 7 + 2));
+  int checked = 0;
+  for (const Task& t : p->tasks) {
+    if (!t.name.starts_with("fwd allgather_") && !t.name.starts_with("bwd allgather_")) continue;
+    ASSERT_EQ(t.deps.size(), 1u) << t.name;
+    const Task& host = p->tasks[static_cast<size_t>(t.deps[0])];
+    EXPECT_TRUE(host.name.starts_with("host fetch ")) << t.name;
+    EXPECT_EQ(host.stream, t.stream) << t.name;
+    EXPECT_FALSE(host.collective);
+    EXPECT_DOUBLE_EQ(host.compute_seconds, 1e-3);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * (80 * 7 + 2));
+  auto slower = Simulate(*p, c.input());
+  auto before = Simulate(c.program, c.input());
+  ASSERT_TRUE(slower.ok() && before.ok());
+  EXPECT_GT(slower->step_seconds, before->step_seconds);
+  // DeepCompile gathers from the compiled graph: no hooks.
+  c.sim->input.zero.deepcompile = true;
+  auto compiled = BuildProgram(c.graph, c.input());
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_EQ(Count(*compiled, [](const Task& t) { return t.name.starts_with("host fetch "); }), 0);
+}
+
 TEST(ProgramTest, FullRecomputeRerunsEachLayerBeforeItsBackward) {
   ScheduleCase c("autosp-sp4.json", 8, 8, "llama-3-8b.json", 1, 4096, 1);
   c.sim->input.workload.recompute = Recompute::kFull;

@@ -28,10 +28,13 @@ constexpr double kRouterProbBytes = 4;  // routers take the softmax in fp32 (HF 
 double Div(double x, int by) { return x / std::max(by, 1); }
 
 // Bytes per element a norm saves of its input: the 16-bit input (Megatron's fused kernels), or
-// LlamaRMSNorm's fp32 upcast (`hidden_states.to(torch.float32)`, which pow and the rsqrt product
-// keep for backward); its 16-bit output is the next projection's saved input, counted there.
+// LlamaRMSNorm's (transformers modeling_llama.py, the same in Qwen3's): the fp32 upcast
+// (`hidden_states.to(torch.float32)`, which pow and the rsqrt product keep for backward) and the
+// normalized 16-bit tensor `self.weight * hidden_states.to(input_dtype)` keeps for the weight's
+// gradient, 4 + 2; its output is the next projection's saved input, counted there.
 double NormInputBytes(const LayerShape& shape) {
-  return shape.hf_eager && shape.rms_norm ? 4.0 : kActivationBytes;
+  if (!shape.hf_eager || !shape.rms_norm) return kActivationBytes;
+  return shape.compiled ? 4.0 : 4.0 + kActivationBytes;
 }
 
 // Bytes per element of a tensor a GEMM saves as its input: fp8 under TransformerEngine's FP8.
@@ -128,6 +131,13 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   attention = Div(LinearInputBytes(shape) * tokens * h, replicated);  // q/k/v input
   // Q, K, V and the attention output feeding o_proj.
   attention += Div(kActivationBytes * tokens * (a * d_qk + g * d_qk + g * d_v + a * d_v), t);
+  // Eager q_norm/k_norm keep what any RMSNorm keeps (NormInputBytes) of q and k; the projections'
+  // own outputs are freed (the rotary embedding keeps only cos and sin: autograd's mul saves the
+  // operand the other's gradient needs). Measured: Qwen3-30B-A3B's activations on an H200
+  // (docs/validation.md "One GPU, measured").
+  if (shape.hf_eager && !shape.compiled) {
+    attention += Div(NormInputBytes(shape) * tokens * static_cast<double>(shape.qk_norm_cols), t);
+  }
   // TransformerEngine's o_proj saves its own fp8 cast of the attention output.
   if (shape.fp8_saved_inputs) attention += Div(1.0 * tokens * a * d_v, t);
   // MLA's latent path: q_a / kv_a outputs and their norms, on every TP rank.

@@ -43,7 +43,13 @@ struct LayerShape {
   // (ForCausalLMLoss) and log_softmax saves its fp32 output. Measured on an H200 with transformers
   // 5.17 (docs/validation.md, "One GPU, measured").
   bool hf_eager = false;
+  // DeepCompile runs the transformers modules through torch.compile: Inductor's partitioner, not
+  // eager autograd, decides what is saved. Its norms are counted as before the eager norms' bf16
+  // copies were (4 bytes per element) and q/k norms add nothing: not measured.
+  bool compiled = false;
   bool rms_norm = true;          // RMSNorm (the fp32 upcast above); LayerNorm runs fused
+  // q_norm/k_norm (Qwen3, Gemma 3): RMSNorm over each head of q and k, a·d + g·d elements a token.
+  int64_t qk_norm_cols = 0;
   // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as
   // the fp8 tensor it cast (1 byte: LayerNormLinear's ln_out, Linear's input, the activation output
   // feeding fc2), while the fused attention keeps its bf16 output beside o_proj's fp8 copy and the

@@ -123,6 +123,8 @@ LayerShape BaseShape(const SimInput& in) {
   shape.flash_attention = in.engine.flash_attention();
   // DeepSpeed trains the transformers model as written; the Megatron engines run Megatron's.
   shape.hf_eager = in.engine.hf_eager();
+  shape.compiled = in.zero.deepcompile;
+  if (m.qk_norm) shape.qk_norm_cols = (m.num_attention_heads + m.num_key_value_heads) * m.head_dim;
   shape.op_sac = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;
   shape.rms_norm = !m.layer_norm;
   shape.megatron_sp = in.engine.megatron_sp;

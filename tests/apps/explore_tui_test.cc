@@ -34,25 +34,30 @@ TEST(ExploreTuiTest, TmuxIsInstalled) {
 TEST(ExploreTuiTest, AKeyChangesTheLayoutAndTheVerdictAndUndoRestoresThem) {
   Tmux tmux(120, 40, Explore("--nodes 8"));
   std::string screen = tmux.WaitFor(kBefore);
-  EXPECT_NE(screen.find("DOES NOT FIT 136.77 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 147.57 GB"), std::string::npos) << screen;
   EXPECT_NE(screen.find("> nodes"), std::string::npos) << screen;
-  // Down twice selects tensor parallel; Right steps it from 1 to 2 (still too big: transformers'
-  // activations without recompute), then to 4, which fits.
+  // Down twice selects tensor parallel; Right steps it from 1 to 2 and 4 (still too big:
+  // transformers' activations without recompute), then to 8, which fits.
   tmux.Keys("Down Down");
   tmux.WaitFor("> tensor parallel");
   tmux.Keys("Right");
   screen = tmux.WaitFor(kAfter);
-  EXPECT_NE(screen.find("DOES NOT FIT 90.42 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 101.23 GB"), std::string::npos) << screen;
   EXPECT_NE(screen.find("[edited]"), std::string::npos) << screen;
   tmux.Keys("Right");
   screen = tmux.WaitFor("world 64 (8 x 8): tp=4 dp=16 sp=1 pp=1 zero=3");
-  EXPECT_NE(screen.find("FITS 67.25 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 78.05 GB"), std::string::npos) << screen;
+  tmux.Keys("Right");
+  screen = tmux.WaitFor("world 64 (8 x 8): tp=8 dp=8 sp=1 pp=1 zero=3");
+  EXPECT_NE(screen.find("FITS 66.46 GB"), std::string::npos) << screen;
   EXPECT_EQ(screen.find("DOES NOT FIT"), std::string::npos) << screen;
+  tmux.Keys("u");
+  tmux.WaitFor("world 64 (8 x 8): tp=4 dp=16 sp=1 pp=1 zero=3");
   tmux.Keys("u");
   tmux.WaitFor(kAfter);
   tmux.Keys("u");
   screen = tmux.WaitFor(kBefore);
-  EXPECT_NE(screen.find("DOES NOT FIT 136.77 GB"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 147.57 GB"), std::string::npos) << screen;
   tmux.Keys("q");
 }
 
@@ -103,7 +108,7 @@ TEST(ExploreTuiTest, PinShowsDeltasAndTuneAppliesTheChosenPlan) {
   tmux.WaitFor("baseline: " + std::string(kBefore));
   tmux.Keys("Down Down Right");
   std::string screen = tmux.WaitFor(kAfter);
-  EXPECT_NE(screen.find("DOES NOT FIT 90.42 GB (-33.9%)"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("DOES NOT FIT 101.23 GB (-31.4%)"), std::string::npos) << screen;
   // tune lists the best plans for the same world and the current batch (dp 32 x 16 x 1 = 512
   // samples); Down, Enter applies the second (tp 1, Ulysses sp 2, ZeRO-3, micro 8, full recompute:
   // the plan tune's event-schedule re-rank puts second on the H100 preset).

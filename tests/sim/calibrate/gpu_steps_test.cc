@@ -99,16 +99,17 @@ TEST(GpuStepsTest, ActivationsAtTheLossPeakWithin5PercentOnDenseModels) {
   const std::vector<Point> points = Predict(kPreset);
   ASSERT_EQ(points.size(), 23u);
   for (const Point& p : points) {
-    // Qwen3-30B-A3B keeps about 1 GB more than the model counts at every length (the MoE block's
-    // routing tensors, not modelled): within 5 % from 8K tokens, 16 % short at 2K.
+    // Qwen3-30B-A3B: with its q_norm/k_norm counted (activation_memory.cc), within 1 % from 8K
+    // tokens; at 2K about 0.8 GB the model does not count (the MoE block's routing tensors) is
+    // 12 % of it.
     const bool moe_short = p.label.rfind("qwen3", 0) == 0 && p.label.find(" s2048 ") != std::string::npos;
     // A few hundred MB the model does not count (cuBLAS and SDPA workspaces) weigh 6 % at 1K
     // tokens: within 5 % or 0.25 GB.
     const double gap = std::fabs(p.predicted_activations - p.measured_activations);
     if (!moe_short && gap < 0.25e9) continue;
-    EXPECT_LT(std::fabs(p.MemoryError()), moe_short ? 0.20 : 0.05) << p.label;
+    EXPECT_LT(std::fabs(p.MemoryError()), moe_short ? 0.15 : 0.05) << p.label;
   }
-  EXPECT_LT(MeanAbs(points, &Point::MemoryError), 0.03);
+  EXPECT_LT(MeanAbs(points, &Point::MemoryError), 0.02);
 }
 
 // Step time with the H200 preset, whose efficiencies and host figures calibrate --steps fitted to

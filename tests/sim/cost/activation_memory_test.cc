@@ -203,7 +203,8 @@ TEST(ActivationMemoryTest, FusedLossKeepsNoLogits) {
   LayerShape s = Llama8BLayer();
   s.hf_eager = true;
   const double T = 4096, h = 4096, V = 128256;
-  const double hidden = (4.0 + 2.0) * T * h;  // the final RMSNorm's fp32 input, lm_head's input
+  // The final RMSNorm's fp32 input and the bf16 tensor its weight multiplies, lm_head's input.
+  const double hidden = (4.0 + 2.0 + 2.0) * T * h;
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 14.0 * T * V);
   s.fused_loss = true;
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 2.0 * 2.0 * T * h + 2.0 * V * h);

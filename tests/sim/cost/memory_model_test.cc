@@ -124,17 +124,18 @@ TEST(MemoryModelTest, WorkedExampleLlama3_8BZero2) {
   ASSERT_EQ(r.layer_activations_bytes.size(), 32u);
   // transformers' modules, per token: the q/k/v input 2h, Q, K, V and the attention output
   // 2(4096 + 1024 + 1024 + 4096), o_proj's contiguous input 2 x 4096, the two LlamaRMSNorms'
-  // fp32 inputs 2 x 4h, the MLP input 2h and four ffn-wide tensors 4 x 2 x 14336, and
-  // FlashAttention's fp32 softmax statistics 4a (no scores): 192,640 bytes.
+  // fp32 inputs and the bf16 tensors their weights multiply 2 x 6h, the MLP input 2h and four
+  // ffn-wide tensors 4 x 2 x 14336, and FlashAttention's fp32 softmax statistics 4a (no scores):
+  // 209,024 bytes.
   constexpr double kT = 4096, kH = 4096;
-  EXPECT_EQ(kT * (2 * kH + 2 * 10240 + 2 * 4096 + 8 * kH + 2 * kH + 8 * 14336 + 4 * 32), 789'053'440);
-  EXPECT_DOUBLE_EQ(r.layer_activations_bytes[0], 789'053'440);
-  // Output: the final norm's fp32 input and lm_head's input (6h), and 14 bytes per logit at the
-  // loss's backward (bf16 logits, fp32 log_softmax output, nll's and log_softmax's fp32 gradients).
-  EXPECT_DOUBLE_EQ(r.output_activations_bytes, kT * (6 * kH + 14 * 128256.0));  // 7,455,375,360
-  EXPECT_DOUBLE_EQ(r.activations_bytes, 32 * 789'053'440.0 + 7'455'375'360);   // 32,705,085,440
+  EXPECT_EQ(kT * (2 * kH + 2 * 10240 + 2 * 4096 + 12 * kH + 2 * kH + 8 * 14336 + 4 * 32), 856'162'304);
+  EXPECT_DOUBLE_EQ(r.layer_activations_bytes[0], 856'162'304);
+  // Output: the final norm's 6h and lm_head's input (8h), and 14 bytes per logit at the loss's
+  // backward (bf16 logits, fp32 log_softmax output, nll's and log_softmax's fp32 gradients).
+  EXPECT_DOUBLE_EQ(r.output_activations_bytes, kT * (8 * kH + 14 * 128256.0));  // 7,488,929,792
+  EXPECT_DOUBLE_EQ(r.activations_bytes, 32 * 856'162'304.0 + 7'488'929'792);   // 34,886,123,520
   EXPECT_DOUBLE_EQ(r.buffers_bytes, 1e9);  // one 5e8-element bf16 reduce bucket (overlap_comm off)
-  EXPECT_DOUBLE_EQ(r.peak_bytes, 63'818'565'120);
+  EXPECT_DOUBLE_EQ(r.peak_bytes, 65'999'603'200);
   EXPECT_TRUE(r.fits);
   EXPECT_DOUBLE_EQ(r.by_family[ParamFamily::kEmbedding].parameters_bytes, 2.0 * 128256 * 4096);
   EXPECT_DOUBLE_EQ(r.by_family[ParamFamily::kRouter].parameters_bytes, 0);

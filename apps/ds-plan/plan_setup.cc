@@ -84,6 +84,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.moe_token_dispatcher = e.moe_token_dispatcher;
   in.moe_grouped_gemm = e.moe_grouped_gemm;
   in.fp8_param_gather = e.fp8_param_gather;
+  in.bf16_grad_buffer = e.bf16_grad_buffer;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -122,6 +123,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.moe_token_dispatcher = in.moe_token_dispatcher;
   a.moe_grouped_gemm = in.moe_grouped_gemm;
   a.fp8_param_gather = in.fp8_param_gather;
+  a.bf16_grad_buffer = in.bf16_grad_buffer;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -75,6 +75,9 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   fp8_param_gather_option = app->add_flag("--fp8-param-gather", fp8_param_gather,
                 "with --fp8: linear weights all-gathered in FP8 (megatron-lm: TransformerEngine FP8 parameters, "
                 "NeMo's fp8_params; fsdp2: torchao's enable_fsdp_float8_all_gather)");
+  bf16_grad_buffer_option = app->add_flag("--bf16-grad-buffer", bf16_grad_buffer,
+                "megatron-lm: gradients kept and reduced in bf16 (Megatron-Core's grad_reduce_in_fp32=False, NeMo's "
+                "distributed_fused_adam grad_sync_dtype: bf16), not Megatron-LM's fp32 main_grad");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -215,6 +218,7 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
        {std::tuple{"tp_comm_overlap", &args->tp_comm_overlap, args->tp_comm_overlap_option, "tp comm overlap"},
         std::tuple{"fp8", &args->fp8, args->fp8_option, "fp8"},
         std::tuple{"fp8_param_gather", &args->fp8_param_gather, args->fp8_param_gather_option, "fp8 param gather"},
+        std::tuple{"bf16_grad_buffer", &args->bf16_grad_buffer, args->bf16_grad_buffer_option, "bf16 grad buffer"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -302,6 +306,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
       args.moe_token_dispatcher == "allgather" ? sim::MoeDispatcher::kAllGather : sim::MoeDispatcher::kAllToAll;
   k.engine.moe_grouped_gemm = args.moe_grouped_gemm;
   k.engine.fp8_param_gather = args.fp8_param_gather;
+  k.engine.bf16_grad_buffer = args.bf16_grad_buffer;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

@@ -121,6 +121,11 @@ struct EngineSettings {
   // --fp8-param-gather: linear weights all-gathered in FP8 (Megatron-Core's --fp8-param-gather,
   // TransformerEngine FP8 parameters; torchao's enable_fsdp_float8_all_gather under fsdp2).
   bool fp8_param_gather = false;
+  // --bf16-grad-buffer (megatron-lm): gradients accumulate and reduce in bf16, not in Megatron-LM's
+  // fp32 main_grad (arguments.py forces accumulate_allreduce_grads_in_fp32 under --bf16):
+  // Megatron-Core's DistributedDataParallelConfig grad_reduce_in_fp32=False, NeMo's
+  // distributed_fused_adam with grad_sync_dtype bf16 (its contiguous_grad_buffer is bf16).
+  bool bf16_grad_buffer = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

@@ -138,6 +138,8 @@ struct FrameworkProfile {
   bool grouped_gemm_experts = false;
   // --fp8-param-gather: the FP8 all-gather of linear weights the framework offers.
   bool fp8_param_gather = false;
+  // --bf16-grad-buffer: its gradient buffer can be bf16 (Megatron-Core's grad_reduce_in_fp32=False).
+  bool bf16_grad_buffer = false;
   // Tensor parallelism always runs with sequence parallelism in the norm regions (torchtitan's TP
   // plan: SequenceParallel on attention_norm and ffn_norm), --megatron-sp or not.
   bool tp_always_sequence_parallel = false;

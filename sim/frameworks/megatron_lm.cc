@@ -36,6 +36,9 @@ const FrameworkProfile& MegatronLmProfile() {
     // --fp8-param-gather: TransformerEngine FP8 parameters, all-gathered in FP8 by the distributed
     // optimizer (NeMo's fp8_params).
     p.fp8_param_gather = true;
+    // core/distributed/distributed_data_parallel_config.py grad_reduce_in_fp32 (NeMo's
+    // distributed_fused_adam grad_sync_dtype); Megatron-LM's arguments.py forces fp32 under --bf16.
+    p.bf16_grad_buffer = true;
     // --expert-tensor-parallel-size, --moe-token-dispatcher-type, --moe-grouped-gemm
     // (core/transformer/moe/token_dispatcher.py, experts.py).
     p.megatron_moe_options = true;

@@ -53,6 +53,7 @@ struct PlanSnapshotInputs {
   std::string moe_token_dispatcher = "alltoall";  // --moe-token-dispatcher
   bool moe_grouped_gemm = false;   // --moe-grouped-gemm
   bool fp8_param_gather = false;   // --fp8-param-gather
+  bool bf16_grad_buffer = false;   // --bf16-grad-buffer
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

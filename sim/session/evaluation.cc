@@ -91,6 +91,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if ((e.moe_grouped_gemm || e.moe_dispatcher != MoeDispatcher::kAllToAll) && !fw.megatron_moe_options) {
     return Error{"--moe-grouped-gemm and --moe-token-dispatcher are Megatron-Core's: use them with --engine megatron-lm"};
   }
+  if (e.bf16_grad_buffer && !fw.bf16_grad_buffer) {
+    return Error{"--bf16-grad-buffer is Megatron-Core's gradient buffer: use it with --engine megatron-lm (DeepSpeed's "
+                 "config says its own: data_types.grad_accum_dtype)"};
+  }
   if (e.fp8_param_gather) {
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
     if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
@@ -253,6 +257,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
+         engine.bf16_grad_buffer == o.engine.bf16_grad_buffer &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&
@@ -362,7 +367,7 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
     const bool bf16 = ds_semantics::Bf16Enabled(view);
     const auto accum = view.String("/data_types/grad_accum_dtype");
     const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
-    if (Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) || fp32_accum) {
+    if ((Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) && !engine.bf16_grad_buffer) || fp32_accum) {
       input.workload.gradient_bytes_per_element = 4;
     }
   }

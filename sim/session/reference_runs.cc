@@ -121,6 +121,11 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     if (cp > 1) k.cp = cp, flags << " --cp " << cp;
     if (ep > 1) k.ep = ep, flags << " --ep " << ep;
     k.engine.megatron_sp = o.engine == Engine::kMegatronLm && Cell(r, "sequence_parallel") == "1";
+    // NeMo's recipes (NVIDIA/dgxc-benchmarking v24.11.1 llama3.1_*.yaml, gpt3_175b_hydra.yaml,
+    // nemotron4-*-synth.yaml) train with optim distributed_fused_adam, grad_sync_dtype bf16 and
+    // contiguous_grad_buffer: a bf16 gradient buffer, not Megatron-LM's fp32 main_grad.
+    k.engine.bf16_grad_buffer = framework == "nemo";
+    if (k.engine.bf16_grad_buffer) flags << " --bf16-grad-buffer";
     if (k.engine.megatron_sp) flags << " --megatron-sp";
     // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
     k.engine.tp_comm_overlap = k.engine.megatron_sp && Cell(r, "tp_comm_overlap") == "1";

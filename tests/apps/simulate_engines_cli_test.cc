@@ -192,6 +192,31 @@ TEST(SimulateEnginesCliTest, Fp8ParamGatherLightensMegatronWeights) {
   EXPECT_LT(fp8_params["memory"]["peak_bytes"].get<double>(), cached["memory"]["peak_bytes"].get<double>());
 }
 
+// Megatron-LM keeps an fp32 main_grad per parameter; NeMo's distributed_fused_adam with
+// grad_sync_dtype bf16 keeps a bf16 buffer: 2 bytes a parameter less, and half the bytes reduced.
+TEST(SimulateEnginesCliTest, Bf16GradBufferHalvesMegatronGradients) {
+  const std::string args = Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm";
+  const Json fp32 = Simulate(args);
+  const Json bf16 = Simulate(args + " --bf16-grad-buffer");
+  EXPECT_DOUBLE_EQ(2 * bf16["memory"]["gradients_bytes"].get<double>(), fp32["memory"]["gradients_bytes"].get<double>());
+  EXPECT_DOUBLE_EQ(bf16["memory"]["parameters_bytes"].get<double>(), fp32["memory"]["parameters_bytes"].get<double>());
+  auto reduced = [](const Json& j) {
+    double bytes = 0;
+    for (const Json& c : j["collectives"]) {
+      if (c["group"] == "dp" && c["kind"] == "reduce_scatter") {
+        bytes += c["bytes_per_call"].get<double>() * c["calls_per_step"].get<double>();
+      }
+    }
+    return bytes;
+  };
+  EXPECT_GT(reduced(fp32), 0);
+  EXPECT_DOUBLE_EQ(2 * reduced(bf16), reduced(fp32));
+  auto deepspeed = RunCli("simulate " + Llama8b("1") + kModel + " --bf16-grad-buffer");
+  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
+  EXPECT_NE(deepspeed.output.find("--bf16-grad-buffer is Megatron-Core's gradient buffer"), std::string::npos)
+      << deepspeed.output;
+}
+
 }  // namespace
 }  // namespace dsp
 

@@ -85,6 +85,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.moe_grouped_gemm = e.moe_grouped_gemm;
   in.fp8_param_gather = e.fp8_param_gather;
   in.bf16_grad_buffer = e.bf16_grad_buffer;
+  in.bf16_optimizer_states = e.bf16_optimizer_states;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -124,6 +125,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.moe_grouped_gemm = in.moe_grouped_gemm;
   a.fp8_param_gather = in.fp8_param_gather;
   a.bf16_grad_buffer = in.bf16_grad_buffer;
+  a.bf16_optimizer_states = in.bf16_optimizer_states;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -43,6 +43,7 @@ struct SimArgs {
   bool moe_grouped_gemm = false;  // --moe-grouped-gemm (megatron-lm)
   bool fp8_param_gather = false;  // --fp8-param-gather (megatron-lm, fsdp2; needs --fp8)
   bool bf16_grad_buffer = false;  // --bf16-grad-buffer (megatron-lm)
+  bool bf16_optimizer_states = false;  // --bf16-optimizer-states (megatron-lm)
   std::string attention = "flash";
   bool fused_loss = false;        // --fused-loss
   bool tiled_mlp = false;         // --tiled-mlp
@@ -67,6 +68,7 @@ struct SimArgs {
   CLI::Option* moe_grouped_gemm_option = nullptr;
   CLI::Option* fp8_param_gather_option = nullptr;
   CLI::Option* bf16_grad_buffer_option = nullptr;
+  CLI::Option* bf16_optimizer_states_option = nullptr;
   CLI::Option* attention_option = nullptr;
   CLI::Option* fused_loss_option = nullptr;
   CLI::Option* tiled_mlp_option = nullptr;

@@ -126,6 +126,10 @@ struct EngineSettings {
   // Megatron-Core's DistributedDataParallelConfig grad_reduce_in_fp32=False, NeMo's
   // distributed_fused_adam with grad_sync_dtype bf16 (its contiguous_grad_buffer is bf16).
   bool bf16_grad_buffer = false;
+  // --bf16-optimizer-states (megatron-lm): the master parameters and both Adam moments in bf16, 6
+  // bytes a parameter over the data-parallel group instead of 12: NeMo's distributed_fused_adam
+  // with dtype: bf16 (Apex DistributedFusedAdam's optimizer-state dtype).
+  bool bf16_optimizer_states = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

@@ -138,8 +138,9 @@ struct FrameworkProfile {
   bool grouped_gemm_experts = false;
   // --fp8-param-gather: the FP8 all-gather of linear weights the framework offers.
   bool fp8_param_gather = false;
-  // --bf16-grad-buffer: its gradient buffer can be bf16 (Megatron-Core's grad_reduce_in_fp32=False).
-  bool bf16_grad_buffer = false;
+  // --bf16-grad-buffer and --bf16-optimizer-states: its gradient buffer and optimizer states can be
+  // bf16 (Megatron-Core's grad_reduce_in_fp32=False, NeMo's distributed_fused_adam dtypes).
+  bool megatron_precision_options = false;
   // Tensor parallelism always runs with sequence parallelism in the norm regions (torchtitan's TP
   // plan: SequenceParallel on attention_norm and ffn_norm), --megatron-sp or not.
   bool tp_always_sequence_parallel = false;

@@ -38,7 +38,8 @@ const FrameworkProfile& MegatronLmProfile() {
     p.fp8_param_gather = true;
     // core/distributed/distributed_data_parallel_config.py grad_reduce_in_fp32 (NeMo's
     // distributed_fused_adam grad_sync_dtype); Megatron-LM's arguments.py forces fp32 under --bf16.
-    p.bf16_grad_buffer = true;
+    // NeMo's distributed_fused_adam dtype: the optimizer states' dtype.
+    p.megatron_precision_options = true;
     // --expert-tensor-parallel-size, --moe-token-dispatcher-type, --moe-grouped-gemm
     // (core/transformer/moe/token_dispatcher.py, experts.py).
     p.megatron_moe_options = true;

@@ -44,6 +44,7 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"moe_grouped_gemm", in.moe_grouped_gemm},
           {"fp8_param_gather", in.fp8_param_gather},
           {"bf16_grad_buffer", in.bf16_grad_buffer},
+          {"bf16_optimizer_states", in.bf16_optimizer_states},
           {"cp_comm_type", in.cp_comm_type.empty() ? Json(nullptr) : Json(in.cp_comm_type)},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
@@ -269,6 +270,7 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
                             std::pair{"moe_grouped_gemm", &out.moe_grouped_gemm},
                             std::pair{"fp8_param_gather", &out.fp8_param_gather},
                             std::pair{"bf16_grad_buffer", &out.bf16_grad_buffer},
+                            std::pair{"bf16_optimizer_states", &out.bf16_optimizer_states},
                             std::pair{"fused_loss", &out.fused_loss}, std::pair{"tiled_mlp", &out.tiled_mlp},
                             std::pair{"expandable_segments", &out.expandable_segments}}) {
     if (auto f = in.find(key); f != in.end()) {

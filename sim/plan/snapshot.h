@@ -54,6 +54,7 @@ struct PlanSnapshotInputs {
   bool moe_grouped_gemm = false;   // --moe-grouped-gemm
   bool fp8_param_gather = false;   // --fp8-param-gather
   bool bf16_grad_buffer = false;   // --bf16-grad-buffer
+  bool bf16_optimizer_states = false;  // --bf16-optimizer-states
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

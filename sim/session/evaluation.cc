@@ -91,9 +91,13 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if ((e.moe_grouped_gemm || e.moe_dispatcher != MoeDispatcher::kAllToAll) && !fw.megatron_moe_options) {
     return Error{"--moe-grouped-gemm and --moe-token-dispatcher are Megatron-Core's: use them with --engine megatron-lm"};
   }
-  if (e.bf16_grad_buffer && !fw.bf16_grad_buffer) {
+  if (e.bf16_grad_buffer && !fw.megatron_precision_options) {
     return Error{"--bf16-grad-buffer is Megatron-Core's gradient buffer: use it with --engine megatron-lm (DeepSpeed's "
                  "config says its own: data_types.grad_accum_dtype)"};
+  }
+  if (e.bf16_optimizer_states && !fw.megatron_precision_options) {
+    return Error{"--bf16-optimizer-states is NeMo's distributed_fused_adam dtype: use it with --engine megatron-lm "
+                 "(DeepSpeed's config says its own: bf16.bf16_master_weights_and_grads, bf16_optimizer_states)"};
   }
   if (e.fp8_param_gather) {
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
@@ -258,6 +262,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
          engine.bf16_grad_buffer == o.engine.bf16_grad_buffer &&
+         engine.bf16_optimizer_states == o.engine.bf16_optimizer_states &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&
@@ -347,6 +352,8 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   input.workload.micro_batch = batch->micro;
   input.precision = ReadPrecisionSettings(e.config);
   input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config, input.precision);
+  // NeMo's distributed_fused_adam with dtype bf16: the master copy and both moments in bf16.
+  if (engine.bf16_optimizer_states) input.workload.optimizer_state_bytes_per_param = 6;
   input.workload.grad_accum = batch->accum;
   input.workload.recompute = knobs.recompute;
   input.workload.convention = knobs.convention;

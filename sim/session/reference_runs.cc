@@ -126,6 +126,10 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     // contiguous_grad_buffer: a bf16 gradient buffer, not Megatron-LM's fp32 main_grad.
     k.engine.bf16_grad_buffer = framework == "nemo";
     if (k.engine.bf16_grad_buffer) flags << " --bf16-grad-buffer";
+    // nemotron4-340b-synth.yaml alone also sets the optimizer's dtype: bf16.
+    k.engine.bf16_optimizer_states =
+        k.engine.bf16_grad_buffer && Cell(r, "source").find("nemotron4-340b-synth.yaml") != std::string::npos;
+    if (k.engine.bf16_optimizer_states) flags << " --bf16-optimizer-states";
     if (k.engine.megatron_sp) flags << " --megatron-sp";
     // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
     k.engine.tp_comm_overlap = k.engine.megatron_sp && Cell(r, "tp_comm_overlap") == "1";

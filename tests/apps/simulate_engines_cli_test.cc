@@ -217,6 +217,21 @@ TEST(SimulateEnginesCliTest, Bf16GradBufferHalvesMegatronGradients) {
       << deepspeed.output;
 }
 
+// NeMo's distributed_fused_adam with dtype: bf16 keeps the master copy and both moments in bf16:
+// 6 bytes a parameter over the data-parallel group instead of 12.
+TEST(SimulateEnginesCliTest, Bf16OptimizerStatesHalveMegatronOptimizerStates) {
+  const std::string args = Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm";
+  const Json fp32 = Simulate(args);
+  const Json bf16 = Simulate(args + " --bf16-optimizer-states");
+  EXPECT_DOUBLE_EQ(2 * bf16["memory"]["optimizer_states_bytes"].get<double>(),
+                   fp32["memory"]["optimizer_states_bytes"].get<double>());
+  EXPECT_DOUBLE_EQ(bf16["memory"]["gradients_bytes"].get<double>(), fp32["memory"]["gradients_bytes"].get<double>());
+  auto fsdp = RunCli("simulate " + Llama8b("3") + kModel + " --engine fsdp2 --bf16-optimizer-states");
+  EXPECT_EQ(fsdp.exit_code, 2) << fsdp.output;
+  EXPECT_NE(fsdp.output.find("--bf16-optimizer-states is NeMo's distributed_fused_adam dtype"), std::string::npos)
+      << fsdp.output;
+}
+
 }  // namespace
 }  // namespace dsp
 

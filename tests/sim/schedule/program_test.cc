@@ -208,7 +208,8 @@ TEST(ProgramTest, ZeroThreeGathersForwardAndBackwardWithinThePrefetchWindow) {
 }
 
 // Eager ZeRO-3's hooks: each gather waits for the host's work on that module, on the gather's own
-// stream (the closed form adds the same seconds to each gather call: zero_gather_comm.cc).
+// stream (program_passes.cc AddCollective; the closed form adds the same seconds to each gather
+// call: zero_gather_comm.cc).
 TEST(ProgramTest, ZeroThreeHostFetchHoldsTheGatherStreamBeforeEachGather) {
   ScheduleCase c("zero3-offload.json", 16, 8, "llama-3-70b.json", 1, 4096, 1);
   EXPECT_EQ(Count(c.program, [](const Task& t) { return t.name.starts_with("host fetch "); }), 0);

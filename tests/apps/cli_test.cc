@@ -150,7 +150,7 @@ TEST(CliTest, GroupsJsonMatchesItsSchema) {
 // An unknown --deepspeed-version says which versions the rules know (issue 16), the same words
 // from validate, simulate and tune (core/config/deepspeed_version.h: ParseKnownDeepSpeedVersion).
 TEST(CliTest, AnUnknownDeepSpeedVersionSaysWhichVersionsAreKnown) {
-  for (const std::string command : {std::string("validate ") + kFolding,
+  for (const std::string& command : {std::string("validate ") + kFolding,
                                     std::string("simulate ") + kFolding + " --model samples/models/mixtral-8x7b.json "
                                         "--cluster samples/clusters/h100-sxm.json --world-size 8",
                                     std::string("tune --model samples/models/llama-3-8b.json "

@@ -44,18 +44,24 @@ inline CliResult RunCli(const std::string& args, bool merge_stderr = true) {
   return r;
 }
 
-// Runs a shell command line in the source directory; returns stdout and stderr together.
-inline std::string RunShell(const std::string& command) {
+// Runs a shell command line in the source directory: stdout and stderr together, and its exit
+// status (-1 when it could not start).
+inline CliResult RunShellStatus(const std::string& command) {
   std::string cmd = "cd " + ShellQuote(DSP_SOURCE_DIR) + " && " + command + " 2>&1";
-  std::string out;
+  CliResult r;
+  r.exit_code = -1;
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
+  if (pipe == nullptr) return r;
   std::array<char, 65536> buf;
   size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  pclose(pipe);
-  return out;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
+
+// The same, the output alone.
+inline std::string RunShell(const std::string& command) { return RunShellStatus(command).output; }
 
 // A file's whole text ("" when it cannot be read).
 inline std::string Slurp(const std::filesystem::path& p) {

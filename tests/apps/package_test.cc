@@ -68,7 +68,9 @@ std::string PackageTest::arch_;
 TEST_F(PackageTest, PlannerPackageHoldsTheToolItsDataAndDocs) {
   ASSERT_TRUE(fs::exists(Deb("ds-plan"))) << log_;
   const std::set<std::string> files = Contents(Deb("ds-plan"));
-  if (!RunShell("command -v help2man").empty()) EXPECT_TRUE(files.contains("/usr/share/man/man1/ds-plan.1"));
+  if (!RunShell("command -v help2man").empty()) {
+    EXPECT_TRUE(files.contains("/usr/share/man/man1/ds-plan.1"));
+  }
   for (const char* f : {"/usr/bin/ds-plan",
                         "/usr/share/bash-completion/completions/ds-plan", "/usr/share/zsh/vendor-completions/_ds-plan",
                         "/usr/share/ds-plan/schemas/ds_config.schema.json", "/usr/share/ds-plan/clusters/h100-sxm.json",

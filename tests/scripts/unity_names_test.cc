@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/apps/cli_test_util.h"
+
 namespace dsp {
 namespace {
 
@@ -20,15 +22,8 @@ namespace fs = std::filesystem;
 
 // The script over `root`: its exit status and what it printed.
 std::pair<int, std::string> UnityNames(const std::string& root) {
-  const std::string command =
-      "python3 " + std::string(DSP_SOURCE_DIR) + "/scripts/unity-names.py '" + root + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  const testing::CliResult r = testing::RunShellStatus("python3 scripts/unity-names.py " + testing::ShellQuote(root));
+  return {r.exit_code, r.output};
 }
 
 void Write(const fs::path& path, const std::string& text) {

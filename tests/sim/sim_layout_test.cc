@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/apps/cli_test_util.h"
+
 namespace dsp {
 namespace {
 
@@ -45,14 +47,9 @@ TEST(SimLayoutTest, EngineBranchesStayInTheFrameworkProfiles) {
 
 // scripts/long-functions.py over `path`: its exit status and what it printed.
 std::pair<int, std::string> LongFunctions(const std::string& path) {
-  const std::string command =
-      "python3 " + std::string(DSP_SOURCE_DIR) + "/scripts/long-functions.py --limit 120 '" + path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  return {pclose(pipe), output};
+  const testing::CliResult r =
+      testing::RunShellStatus("python3 scripts/long-functions.py --limit 120 " + testing::ShellQuote(path));
+  return {r.exit_code, r.output};
 }
 
 TEST(SimLayoutTest, NoFunctionInSimIsLongerThan120Lines) {

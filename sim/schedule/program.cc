@@ -171,6 +171,17 @@ double Builder::FetchedTensors(const Node& gather) {
   return 1.0;
 }
 
+void Builder::GatherElementsByReader(bool backward, std::map<int, double>& elements,
+                                     std::map<int, double>& largest) {
+  for (const Node* gth : gathers_) {
+    auto readers = Readers(*gth);
+    if (readers.empty()) continue;
+    const int o = backward ? info_[readers.back()].bwd_ordinal : info_[readers.front()].fwd_ordinal;
+    elements[o] += ParamBytes(*gth) / bpe_;
+    largest[o] = std::max(largest[o], LargestTensor(*gth));
+  }
+}
+
 int Builder::IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader,
                           const std::map<int, double>& largest_by_reader) {
   // PartitionedParameterCoordinator: when a module is fetched, the parameters of the modules

@@ -95,6 +95,10 @@ class Builder {
   // (_allgather_param then torch.cuda.synchronize()): no prefetch, on the critical path.
   bool SynchronousFetch() const { return in_.zero.stage == 3 && Zero3SynchronousFetch(in_); }
 
+  // Per reader ordinal (the first forward reader's, or in backward the first backward reader's),
+  // the elements gathered for it and the largest single tensor among them.
+  void GatherElementsByReader(bool backward, std::map<int, double>& elements, std::map<int, double>& largest);
+
   int IssueOrdinal(int ordinal, const std::map<int, double>& elements_by_reader,
                    const std::map<int, double>& largest_by_reader);
 

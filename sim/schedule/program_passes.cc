@@ -13,13 +13,7 @@ Status Builder::Forward(int m) {
   offload_task_.clear();
   fwd_by_ordinal_.assign(compute_order_.size(), -1);
   std::map<int, double> gather_elements, largest;  // by first reader's forward ordinal
-  for (const Node* gth : gathers_) {
-    auto readers = Readers(*gth);
-    if (readers.empty()) continue;
-    const int o = info_[readers.front()].fwd_ordinal;
-    gather_elements[o] += ParamBytes(*gth) / bpe_;
-    largest[o] = std::max(largest[o], LargestTensor(*gth));
-  }
+  GatherElementsByReader(false, gather_elements, largest);
   for (const Node* n : g_) {
     const NodeInfo& info = info_[n];
     std::vector<int> deps;
@@ -166,13 +160,7 @@ Status Builder::Backward(int m) {
   std::vector<int> bwd_by_ordinal(compute_order_.size(), -1);
   std::map<const Node*, int> bwd_gather;
   std::map<int, double> gather_elements, largest;  // by first backward reader's backward ordinal
-  for (const Node* gth : gathers_) {
-    auto readers = Readers(*gth);
-    if (readers.empty()) continue;
-    const int o = info_[readers.back()].bwd_ordinal;
-    gather_elements[o] += ParamBytes(*gth) / bpe_;
-    largest[o] = std::max(largest[o], LargestTensor(*gth));
-  }
+  GatherElementsByReader(true, gather_elements, largest);
   std::map<int, int> recompute_task;  // layer -> task
   int last = -1;
   for (Node* n = g_.back(); n != nullptr; n = n->prev()) {

@@ -308,7 +308,6 @@ Result<ResolvedWorld> ResolveWorld(const PlanKnobs& k, const Cluster& cluster) {
 
 namespace {
 
-// What the numbers assume that the config does not say, as notes.
 // Eager ZeRO-3 under DeepSpeed's hooks on a cluster that does not price their host time.
 void AddZero3HostNote(Evaluation& e) {
   const SimInput& input = e.input;
@@ -321,6 +320,7 @@ void AddZero3HostNote(Evaluation& e) {
   }
 }
 
+// What the numbers assume that the config does not say, as notes.
 void AddAssumptionNotes(Evaluation& e, const ModelSpec& model) {
   ConfigView view(e.config);
   if (!ds_semantics::Bf16Enabled(view) && !ds_semantics::Fp16Enabled(view) &&
@@ -352,8 +352,11 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   input.workload.micro_batch = batch->micro;
   input.precision = ReadPrecisionSettings(e.config);
   input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config, input.precision);
-  // NeMo's distributed_fused_adam with dtype bf16: the master copy and both moments in bf16.
-  if (engine.bf16_optimizer_states) input.workload.optimizer_state_bytes_per_param = 6;
+  // NeMo's distributed_fused_adam with dtype bf16: the master copy and the optimizer's states in
+  // bf16, half their fp32 bytes (Adam: 6 for 12).
+  if (engine.bf16_optimizer_states) {
+    input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config) / 2;
+  }
   input.workload.grad_accum = batch->accum;
   input.workload.recompute = knobs.recompute;
   input.workload.convention = knobs.convention;

@@ -38,6 +38,7 @@ struct TuneArgs {
   std::string attention = "flash";
   bool no_pipeline = false;
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
+  bool bf16_grad_buffer = false, bf16_optimizer_states = false;
   std::string deepspeed_version;
 };
 
@@ -212,6 +213,8 @@ int RunTune(const TuneArgs& args) {
   options.fused_loss = args.fused_loss;
   options.tiled_mlp = args.tiled_mlp;
   options.expandable_segments = args.expandable_segments;
+  options.bf16_grad_buffer = args.bf16_grad_buffer;
+  options.bf16_optimizer_states = args.bf16_optimizer_states;
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -231,6 +234,12 @@ int RunTune(const TuneArgs& args) {
   std::vector<sim::Engine> engines;
   for (const std::string& name : args.engines) engines.push_back(*sim::ParseEngineName(name));
   if (engines.empty()) engines.push_back(options.engine);
+  if ((args.bf16_grad_buffer || args.bf16_optimizer_states) &&
+      std::none_of(engines.begin(), engines.end(),
+                   [](sim::Engine e) { return sim::FrameworkOf(e).megatron_precision_options; })) {
+    return UsageError(std::string(args.bf16_grad_buffer ? "--bf16-grad-buffer" : "--bf16-optimizer-states") +
+                      " is the Megatron engine's: tune it with --engine megatron-lm");
+  }
   auto result = TuneEngines(*model, *cluster, options, engines, progress);
   if (!result.ok()) return UsageError(result.error().message);
   if (bar) {
@@ -293,6 +302,10 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_flag("--tiled-mlp", args->tiled_mlp, "the script runs DeepSpeed's TiledMLP (as simulate --tiled-mlp)");
   app->add_flag("--expandable-segments", args->expandable_segments,
                 "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (as simulate)");
+  app->add_flag("--bf16-grad-buffer", args->bf16_grad_buffer,
+                "megatron-lm plans: bf16 gradient buffer and reductions (as simulate --bf16-grad-buffer)");
+  app->add_flag("--bf16-optimizer-states", args->bf16_optimizer_states,
+                "megatron-lm plans: master parameters and optimizer states in bf16 (as simulate)");
   app->add_option("--deepspeed-version", args->deepspeed_version,
                   "DeepSpeed to plan for (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221)");
   return Command{app, [args] { return RunTune(*args); }};

@@ -115,6 +115,8 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   if (o.fused_loss && fw.trains_transformers_modules) note["fused_loss"] = true;
   if (o.tiled_mlp && fw.trains_transformers_modules && !fw.op_level_sac) note["tiled_mlp"] = true;
   if (o.expandable_segments) note["expandable_segments"] = true;
+  if (o.bf16_grad_buffer && fw.megatron_precision_options) note["bf16_grad_buffer"] = true;
+  if (o.bf16_optimizer_states && fw.megatron_precision_options) note["bf16_optimizer_states"] = true;
   c["_ds_plan"] = note;
   return c;
 }
@@ -161,7 +163,13 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.moe_grouped_gemm = in.engine.framework().megatron_moe_options && model.is_moe();
   in.workload.seq_len = o.seq_len;
   in.workload.convention = o.convention;
-  if (!in.precision.torch_autocast && Fp32GradientBuffer(o.engine, true, zero)) in.workload.gradient_bytes_per_element = 4;
+  const bool megatron_precision = in.engine.framework().megatron_precision_options;
+  in.engine.bf16_grad_buffer = o.bf16_grad_buffer && megatron_precision;
+  in.engine.bf16_optimizer_states = o.bf16_optimizer_states && megatron_precision;
+  if (in.engine.bf16_optimizer_states) in.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(config) / 2;
+  if (!in.precision.torch_autocast && Fp32GradientBuffer(o.engine, true, zero) && !in.engine.bf16_grad_buffer) {
+    in.workload.gradient_bytes_per_element = 4;
+  }
   return in;
 }
 

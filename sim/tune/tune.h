@@ -41,6 +41,9 @@ struct TuneOptions {
   bool flash_attention() const { return attention != AttentionKernel::kMaterialized; }
   // --fused-loss, --tiled-mlp, --expandable-segments: what the training script changes (EngineSettings).
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
+  // --bf16-grad-buffer, --bf16-optimizer-states: the Megatron engine's precision options
+  // (EngineSettings), applied to its candidates (the other engines' have none).
+  bool bf16_grad_buffer = false, bf16_optimizer_states = false;
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where

@@ -127,5 +127,36 @@ TEST(TuneCliTest, TheScriptSettingsTuneRankedWithTravelInTheEmittedFile) {
   std::filesystem::remove_all(dir);
 }
 
+// The Megatron engine's precision options rank its plans with the lighter buffers and travel in
+// the emitted file, which simulates as tune ranked it; an engine without them refuses the flag.
+TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
+  auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-megatron-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "best.json").string();
+  const std::string world = std::string(kLlama8b) + " --world-size 16 --engine megatron-lm";
+  auto plain = RunCli("tune" + world + " --top 1 --format json", false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  auto t = RunCli("tune" + world + " --top 1 --format json --bf16-grad-buffer --bf16-optimizer-states --emit-config " +
+                      ShellQuote(out),
+                  false);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const Json best = Json::parse(t.output)["plans"][0];
+  // Lighter buffers only widen what fits, and bf16 reductions are no slower: the best is no worse.
+  EXPECT_GE(best["tokens_per_second"].get<double>(),
+            Json::parse(plain.output)["plans"][0]["tokens_per_second"].get<double>());
+  const Json note = Json::parse(std::ifstream(out))["_ds_plan"];
+  EXPECT_EQ(note["bf16_grad_buffer"], true);
+  EXPECT_EQ(note["bf16_optimizer_states"], true);
+  auto s = RunCli("simulate " + ShellQuote(out) + std::string(kLlama8b) + " --world-size 16 --format json", false);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const Json sim = Json::parse(s.output);
+  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
+  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
+  auto refused = RunCli("tune" + std::string(kLlama8b) + " --world-size 16 --bf16-grad-buffer");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--bf16-grad-buffer is the Megatron engine's"), std::string::npos) << refused.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dsp

@@ -101,7 +101,9 @@ TEST(TuneTest, OffloadCostsTime) {
         // By one estimator at a time: tune's re-rank replaces the closed form with the schedule
         // for its best plans only, so a re-ranked plan and one that was not are not comparable.
         EXPECT_GT(b.step_seconds, a.step_seconds);
-        if (a.schedule_seconds > 0 && b.schedule_seconds > 0) EXPECT_GT(b.schedule_seconds, a.schedule_seconds);
+        if (a.schedule_seconds > 0 && b.schedule_seconds > 0) {
+          EXPECT_GT(b.schedule_seconds, a.schedule_seconds);
+        }
         ++compared;
       }
     }

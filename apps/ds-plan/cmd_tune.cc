@@ -38,7 +38,7 @@ struct TuneArgs {
   std::string attention = "flash";
   bool no_pipeline = false;
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
-  bool bf16_grad_buffer = false, bf16_optimizer_states = false;
+  bool bf16_grad_buffer = false, bf16_optimizer_states = false, bf16_params = false, bf16_loss = false;
   std::string deepspeed_version;
 };
 
@@ -215,6 +215,8 @@ int RunTune(const TuneArgs& args) {
   options.expandable_segments = args.expandable_segments;
   options.bf16_grad_buffer = args.bf16_grad_buffer;
   options.bf16_optimizer_states = args.bf16_optimizer_states;
+  options.bf16_params = args.bf16_params;
+  options.bf16_loss = args.bf16_loss;
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -234,11 +236,21 @@ int RunTune(const TuneArgs& args) {
   std::vector<sim::Engine> engines;
   for (const std::string& name : args.engines) engines.push_back(*sim::ParseEngineName(name));
   if (engines.empty()) engines.push_back(options.engine);
-  if ((args.bf16_grad_buffer || args.bf16_optimizer_states) &&
-      std::none_of(engines.begin(), engines.end(),
-                   [](sim::Engine e) { return sim::FrameworkOf(e).megatron_precision_options; })) {
-    return UsageError(std::string(args.bf16_grad_buffer ? "--bf16-grad-buffer" : "--bf16-optimizer-states") +
-                      " is the Megatron engine's: tune it with --engine megatron-lm");
+  auto any_engine = [&engines](auto pred) { return std::any_of(engines.begin(), engines.end(), pred); };
+  auto megatron = [](sim::Engine e) { return sim::FrameworkOf(e).megatron_precision_options; };
+  auto fsdp2 = [](sim::Engine e) { return sim::FrameworkOf(e).gradients == sim::GradientSync::kFsdp2; };
+  if (args.bf16_grad_buffer && !any_engine(megatron)) {
+    return UsageError("--bf16-grad-buffer is the Megatron engine's: tune it with --engine megatron-lm");
+  }
+  if (args.bf16_params && !any_engine(fsdp2)) {
+    return UsageError("--bf16-params is FSDP2's parameter dtype: tune it with --engine fsdp2");
+  }
+  if (args.bf16_optimizer_states && !any_engine(megatron) && !(args.bf16_params && any_engine(fsdp2))) {
+    return UsageError("--bf16-optimizer-states is the Megatron engine's, or fsdp2's with --bf16-params: tune it "
+                      "with --engine megatron-lm or fsdp2");
+  }
+  if (args.bf16_loss && !any_engine([](sim::Engine e) { return sim::FrameworkOf(e).trains_transformers_modules; })) {
+    return UsageError("--bf16-loss changes a PyTorch cross-entropy: tune it with --engine deepspeed or fsdp2");
   }
   auto result = TuneEngines(*model, *cluster, options, engines, progress);
   if (!result.ok()) return UsageError(result.error().message);
@@ -305,7 +317,11 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_flag("--bf16-grad-buffer", args->bf16_grad_buffer,
                 "megatron-lm plans: bf16 gradient buffer and reductions (as simulate --bf16-grad-buffer)");
   app->add_flag("--bf16-optimizer-states", args->bf16_optimizer_states,
-                "megatron-lm plans: master parameters and optimizer states in bf16 (as simulate)");
+                "megatron-lm plans (fsdp2 with --bf16-params): master parameters and optimizer states in bf16 "
+                "(as simulate)");
+  app->add_flag("--bf16-params", args->bf16_params, "fsdp2 plans: the model's parameters are bf16 (as simulate)");
+  app->add_flag("--bf16-loss", args->bf16_loss,
+                "deepspeed and fsdp2 plans: the cross-entropy runs on 16-bit logits (as simulate)");
   app->add_option("--deepspeed-version", args->deepspeed_version,
                   "DeepSpeed to plan for (X.Y, X.Y.Z or master; default 0.19.6, main at edaa7221)");
   return Command{app, [args] { return RunTune(*args); }};

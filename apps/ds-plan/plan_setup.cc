@@ -86,6 +86,8 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.fp8_param_gather = e.fp8_param_gather;
   in.bf16_grad_buffer = e.bf16_grad_buffer;
   in.bf16_optimizer_states = e.bf16_optimizer_states;
+  in.bf16_params = e.bf16_params;
+  in.bf16_loss = e.bf16_loss;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -126,6 +128,8 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.fp8_param_gather = in.fp8_param_gather;
   a.bf16_grad_buffer = in.bf16_grad_buffer;
   a.bf16_optimizer_states = in.bf16_optimizer_states;
+  a.bf16_params = in.bf16_params;
+  a.bf16_loss = in.bf16_loss;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -79,8 +79,14 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                 "megatron-lm: gradients kept and reduced in bf16 (Megatron-Core's grad_reduce_in_fp32=False, NeMo's "
                 "distributed_fused_adam grad_sync_dtype: bf16), not Megatron-LM's fp32 main_grad");
   bf16_optimizer_states_option = app->add_flag("--bf16-optimizer-states", bf16_optimizer_states,
-                "megatron-lm: master parameters and Adam moments in bf16, 6 bytes a parameter instead of 12 (NeMo's "
-                "distributed_fused_adam dtype: bf16)");
+                "master parameters and Adam moments in bf16, 6 bytes a parameter instead of 12: megatron-lm (NeMo's "
+                "distributed_fused_adam dtype: bf16), fsdp2 with --bf16-params (torch.optim on bf16 parameters)");
+  bf16_params_option = app->add_flag("--bf16-params", bf16_params,
+                "fsdp2: the model's parameters are bf16 when fully_shard wraps it (NeMo AutoModel's MoE models): "
+                "bf16 shards and gradients, no fp32 master");
+  bf16_loss_option = app->add_flag("--bf16-loss", bf16_loss,
+                "deepspeed, fsdp2: the cross-entropy runs on the 16-bit logits without an fp32 upcast (NeMo "
+                "AutoModel's MaskedCrossEntropy fp32_upcast: false)");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -224,6 +230,8 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
         std::tuple{"bf16_grad_buffer", &args->bf16_grad_buffer, args->bf16_grad_buffer_option, "bf16 grad buffer"},
         std::tuple{"bf16_optimizer_states", &args->bf16_optimizer_states, args->bf16_optimizer_states_option,
                    "bf16 optimizer states"},
+        std::tuple{"bf16_params", &args->bf16_params, args->bf16_params_option, "bf16 parameters"},
+        std::tuple{"bf16_loss", &args->bf16_loss, args->bf16_loss_option, "bf16 loss"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -313,6 +321,8 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.fp8_param_gather = args.fp8_param_gather;
   k.engine.bf16_grad_buffer = args.bf16_grad_buffer;
   k.engine.bf16_optimizer_states = args.bf16_optimizer_states;
+  k.engine.bf16_params = args.bf16_params;
+  k.engine.bf16_loss = args.bf16_loss;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

@@ -43,7 +43,9 @@ struct SimArgs {
   bool moe_grouped_gemm = false;  // --moe-grouped-gemm (megatron-lm)
   bool fp8_param_gather = false;  // --fp8-param-gather (megatron-lm, fsdp2; needs --fp8)
   bool bf16_grad_buffer = false;  // --bf16-grad-buffer (megatron-lm)
-  bool bf16_optimizer_states = false;  // --bf16-optimizer-states (megatron-lm)
+  bool bf16_optimizer_states = false;  // --bf16-optimizer-states (megatron-lm; fsdp2 with --bf16-params)
+  bool bf16_params = false;       // --bf16-params (fsdp2)
+  bool bf16_loss = false;         // --bf16-loss (deepspeed, fsdp2)
   std::string attention = "flash";
   bool fused_loss = false;        // --fused-loss
   bool tiled_mlp = false;         // --tiled-mlp
@@ -69,6 +71,8 @@ struct SimArgs {
   CLI::Option* fp8_param_gather_option = nullptr;
   CLI::Option* bf16_grad_buffer_option = nullptr;
   CLI::Option* bf16_optimizer_states_option = nullptr;
+  CLI::Option* bf16_params_option = nullptr;
+  CLI::Option* bf16_loss_option = nullptr;
   CLI::Option* attention_option = nullptr;
   CLI::Option* fused_loss_option = nullptr;
   CLI::Option* tiled_mlp_option = nullptr;

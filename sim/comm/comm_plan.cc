@@ -17,6 +17,8 @@ WireBytes WireBytesPerElement(const SimInput& in) {
   WireBytes w;
   const double bpe = in.workload.bytes_per_param;
   w.gradient = in.workload.gradient_bytes_per_element > 0 ? in.workload.gradient_bytes_per_element : bpe;
+  // FSDP2's bf16 parameters keep bf16 gradients but reduce-scatter them in the policy's fp32.
+  if (in.engine.bf16_params) w.gradient = 4.0;
   if (in.precision.communication_bytes > 0) w.gradient = in.precision.communication_bytes;
   if (in.plan != nullptr && SequenceShards(in) > 1 && in.engine.framework().sequence_parallel_gradient_dtype) {
     w.gradient = in.precision.seq_parallel_communication_bytes;

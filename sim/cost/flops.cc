@@ -34,7 +34,8 @@ OperatorCost Memory(std::string_view name, double bytes) {
 //    * sin 2 + 2, the sum 4 + 2: 20 bytes in 5 kernels;
 //  - act_fn(gate) * up: silu 2 + 2, the product 4 + 2: 10 bytes per MLP element in 2 kernels;
 //  - ForCausalLMLoss: logits.float() 2 + 4, log_softmax (max, sum of exp, write) 4 + 4 + 4 + 4:
-//    22 bytes per logit in 3 kernels.
+//    22 bytes per logit in 3 kernels; without the upcast (--bf16-loss) log_softmax alone on the
+//    16-bit logits, 2 + 2 + 2 + 2 bytes in 2 kernels.
 // Megatron's fused kernels move 2 x 2 (a norm), 2 x 2 (rotary), 3 x 2 (SwiGLU) and 2 + 4 + 4
 // (vocab-parallel cross-entropy).
 }  // namespace
@@ -46,6 +47,7 @@ EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard)
     // LayerNorm models run torch's fused layer_norm kernel.
     const double norm = model.layer_norm ? 2 * bpe : 36, norm_kernels = model.layer_norm ? 1 : 8;
     e = {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
+    if (shard.bf16_loss) e.loss = 4 * bpe, e.loss_kernels = 2;
   }
   // --fused-loss: Liger's loss kernel makes two passes over a chunk's 16-bit logits and writes the
   // gradient in place; it runs lm_head's backward GEMMs inside forward, chunk by chunk, the same

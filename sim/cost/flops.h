@@ -55,6 +55,7 @@ struct ShardShape {
   // LlamaRMSNorm in fp32 steps, rotary through rotate_half, act_fn and the product apart, the
   // loss's fp32 upcast (memory-bound bytes in flops.cc EagerBytes).
   bool hf_eager = false;
+  bool bf16_loss = false;  // EngineSettings::bf16_loss: no fp32 upcast of the logits
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;

@@ -130,6 +130,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.megatron_sp = in.engine.megatron_sp;
   shape.vocab_parallel = in.engine.framework().megatron_tp();
   shape.fused_loss = in.engine.fused_loss;
+  shape.bf16_loss = in.engine.bf16_loss;
   shape.tiled_mlp = in.engine.tiled_mlp;
   shape.tp = EffectiveTp(s.tp);
   if (const double attention = AttentionTpDivisor(in); attention > 0) {
@@ -410,7 +411,9 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double stage_params) {
   const double bpv = in.workload.bytes_per_param;
   const double gathered = Fsdp2GatherBytesPerElement(in, params, stage_params);
-  const double reduce_bytes = std::max(in.workload.gradient_bytes_per_element, bpv);
+  // MixedPrecisionPolicy(reduce_dtype=float32) (torchtitan's default, NeMo AutoModel's): the
+  // reduce-scatter runs in fp32 even when bf16 parameters keep bf16 gradients (--bf16-params).
+  const double reduce_bytes = in.engine.bf16_params ? 4.0 : std::max(in.workload.gradient_bytes_per_element, bpv);
   if (in.zero.stage == 0) return 2 * 2.5e7;
   const double block = params.largest_unit;
   const double reduce_buffer = (bpv + reduce_bytes) * block;

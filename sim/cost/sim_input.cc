@@ -246,4 +246,14 @@ double ReadOptimizerStateBytes(const Json& config, const PrecisionSettings& prec
   return k;
 }
 
+double EngineOptimizerStateBytes(const EngineSettings& engine, double config_bytes) {
+  if (!engine.bf16_params && !engine.bf16_optimizer_states) return config_bytes;
+  const double states = std::max(config_bytes - 4.0, 0.0);
+  return 2.0 + (engine.bf16_optimizer_states ? states / 2 : states);
+}
+
+bool EngineFp32Gradients(const EngineSettings& engine, bool bf16, int zero_stage) {
+  return Fp32GradientBuffer(engine.engine, bf16, zero_stage) && !engine.bf16_grad_buffer && !engine.bf16_params;
+}
+
 }  // namespace dsp::sim

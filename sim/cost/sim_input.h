@@ -130,6 +130,16 @@ struct EngineSettings {
   // bytes a parameter over the data-parallel group instead of 12: NeMo's distributed_fused_adam
   // with dtype: bf16 (Apex DistributedFusedAdam's optimizer-state dtype).
   bool bf16_optimizer_states = false;
+  // --bf16-params (fsdp2): the model's parameters are bf16 when fully_shard wraps it, so the
+  // sharded parameter the optimizer steps is bf16 (no fp32 master) and so is its gradient (FSDP2
+  // casts the fp32 reduce-scatter output to the parameter's dtype); with bf16_optimizer_states
+  // the moments are bf16 too (torch.optim.Adam allocates them like the parameter). NeMo
+  // AutoModel's MoE models cast themselves to bf16 (initialize_weights(dtype=torch.bfloat16)).
+  bool bf16_params = false;
+  // --bf16-loss: the cross-entropy runs on the 16-bit logits, without the fp32 upcast of
+  // transformers' ForCausalLMLoss and torchtitan's cross_entropy_loss (NeMo AutoModel's
+  // MaskedCrossEntropy(fp32_upcast=False)).
+  bool bf16_loss = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).
@@ -150,6 +160,15 @@ struct EngineSettings {
   const FrameworkProfile& framework() const { return FrameworkOf(engine); }
   bool hf_eager() const { return framework().trains_transformers_modules && transformers_modules; }
 };
+
+// Workload::optimizer_state_bytes_per_param under the engine's precision flags, from the config's
+// (`config_bytes`: fp32 master, 4, plus the optimizer's fp32 states): the master in bf16 under
+// --bf16-params (the sharded bf16 parameter itself) or --bf16-optimizer-states, the states halved
+// under --bf16-optimizer-states.
+double EngineOptimizerStateBytes(const EngineSettings& engine, double config_bytes);
+// Whether the engine's gradients are fp32 (Workload::gradient_bytes_per_element 4): the
+// framework's fp32 buffer (Fp32GradientBuffer) unless --bf16-grad-buffer or --bf16-params.
+bool EngineFp32Gradients(const EngineSettings& engine, bool bf16, int zero_stage);
 
 // DeepSpeed's activation checkpointing (deepspeed/runtime/activation_checkpointing/
 // checkpointing.py) as it changes a fully recomputed run; read only when layers are checkpointed

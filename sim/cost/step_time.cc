@@ -186,6 +186,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.fused_loss = in.engine.fused_loss;
   shard.tiled_mlp = in.engine.tiled_mlp;
   shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
+  shard.bf16_loss = in.engine.bf16_loss;
   shard.attention_tp = AttentionTpDivisor(in);
   if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;
   return shard;
@@ -203,9 +204,10 @@ double GpuOptimizerStepSeconds(const SimInput& input) {
   // an H200 (docs/validation.md "One GPU, measured"): the cast, torch's fused AdamW and the copy
   // back of a bf16 model with fp32 masters are these kernels, about 40 bytes per parameter.
   // bf16_master_weights_and_grads (PR #7700) steps on the 16-bit gradients and weights in place: no
-  // cast, no copy back, 2K + 8 (the gradient read and the norm and overflow checks).
+  // cast, no copy back, 2K + 8 (the gradient read and the norm and overflow checks); so does
+  // torch's Adam on FSDP2's bf16 shards (--bf16-params).
   const double k = input.workload.optimizer_state_bytes_per_param;
-  const double extra = input.precision.low_precision_master ? 8 : 16;
+  const double extra = input.precision.low_precision_master || input.engine.bf16_params ? 8 : 16;
   const double bytes = k > 0 ? 2 * k + extra : kOptimizerBytesPerParam;
   return OptimizerPartitionParams(input) * bytes / KernelRatesOf(*input.cluster).hbm_bytes_per_second;
 }

@@ -55,6 +55,8 @@ struct PlanSnapshotInputs {
   bool fp8_param_gather = false;   // --fp8-param-gather
   bool bf16_grad_buffer = false;   // --bf16-grad-buffer
   bool bf16_optimizer_states = false;  // --bf16-optimizer-states
+  bool bf16_params = false;        // --bf16-params
+  bool bf16_loss = false;          // --bf16-loss
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

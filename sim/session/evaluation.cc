@@ -95,10 +95,23 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     return Error{"--bf16-grad-buffer is Megatron-Core's gradient buffer: use it with --engine megatron-lm (DeepSpeed's "
                  "config says its own: data_types.grad_accum_dtype)"};
   }
-  if (e.bf16_optimizer_states && !fw.megatron_precision_options) {
-    return Error{"--bf16-optimizer-states is NeMo's distributed_fused_adam dtype: use it with --engine megatron-lm "
-                 "(DeepSpeed's config says its own: bf16.bf16_master_weights_and_grads, bf16_optimizer_states)"};
+  const bool fsdp2 = fw.gradients == GradientSync::kFsdp2;
+  if (e.bf16_params && !fsdp2) {
+    return Error{"--bf16-params is FSDP2's parameter dtype: use it with --engine fsdp2 (DeepSpeed's config says "
+                 "its own: bf16.bf16_master_weights_and_grads; Megatron's: --bf16-optimizer-states)"};
   }
+  if (e.bf16_optimizer_states && !fw.megatron_precision_options && !(fsdp2 && e.bf16_params)) {
+    return Error{fsdp2 ? "--bf16-optimizer-states under fsdp2 needs --bf16-params: torch's optimizers keep their "
+                         "states in the parameters' dtype"
+                       : "--bf16-optimizer-states is NeMo's distributed_fused_adam dtype: use it with --engine "
+                         "megatron-lm, or fsdp2 with --bf16-params (DeepSpeed's config says its own: "
+                         "bf16.bf16_master_weights_and_grads, bf16_optimizer_states)"};
+  }
+  if (e.bf16_loss && !fw.trains_transformers_modules) {
+    return Error{"--bf16-loss changes a PyTorch cross-entropy's upcast: use it with --engine deepspeed or fsdp2 "
+                 "(Megatron's fused vocab-parallel cross-entropy computes in fp32)"};
+  }
+  if (e.bf16_loss && e.fused_loss) return Error{"--bf16-loss and --fused-loss: Liger's fused loss never upcasts"};
   if (e.fp8_param_gather) {
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
     if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
@@ -262,7 +275,8 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
          engine.bf16_grad_buffer == o.engine.bf16_grad_buffer &&
-         engine.bf16_optimizer_states == o.engine.bf16_optimizer_states &&
+         engine.bf16_optimizer_states == o.engine.bf16_optimizer_states && engine.bf16_params == o.engine.bf16_params &&
+         engine.bf16_loss == o.engine.bf16_loss &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&
@@ -352,10 +366,10 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   input.workload.micro_batch = batch->micro;
   input.precision = ReadPrecisionSettings(e.config);
   input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config, input.precision);
-  // NeMo's distributed_fused_adam with dtype bf16: the master copy and the optimizer's states in
-  // bf16, half their fp32 bytes (Adam: 6 for 12).
-  if (engine.bf16_optimizer_states) {
-    input.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(e.config) / 2;
+  // NeMo's distributed_fused_adam with dtype bf16 (the master copy and the optimizer's states in
+  // bf16, half their fp32 bytes: Adam 6 for 12), FSDP2's bf16 parameters (the shard is the master).
+  if (engine.bf16_optimizer_states || engine.bf16_params) {
+    input.workload.optimizer_state_bytes_per_param = EngineOptimizerStateBytes(engine, ReadOptimizerStateBytes(e.config));
   }
   input.workload.grad_accum = batch->accum;
   input.workload.recompute = knobs.recompute;
@@ -377,7 +391,7 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
     const bool bf16 = ds_semantics::Bf16Enabled(view);
     const auto accum = view.String("/data_types/grad_accum_dtype");
     const bool fp32_accum = accum.present() && (accum.value == "fp32" || accum.value == "float32");
-    if ((Fp32GradientBuffer(engine.engine, bf16, input.zero.stage) && !engine.bf16_grad_buffer) || fp32_accum) {
+    if (EngineFp32Gradients(engine, bf16, input.zero.stage) || fp32_accum) {
       input.workload.gradient_bytes_per_element = 4;
     }
   }

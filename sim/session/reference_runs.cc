@@ -143,6 +143,19 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     k.engine.attention = AttentionKernel::kCudnn;
     flags << " --attention cudnn";
   }
+  // The same configs build AutoModel's own MoE models, which cast themselves to bf16 before
+  // fully_shard (nemo_automodel/components/models/*/model.py initialize_weights(dtype=
+  // torch.bfloat16): self.to(dtype)), and step them with torch.optim.Adam (moments like the
+  // parameters); their loss is MaskedCrossEntropy with fp32_upcast: false. The Llama 3.1 70B config
+  // loads transformers' model with torch_dtype: bf16 but steps it with TransformerEngine's FusedAdam
+  // (fp32 moments by default) and upcasts its loss.
+  if (o.group == "automodel-fsdp2-h100") {
+    const bool moe_benchmark = Cell(r, "source").find("_te_deepep") != std::string::npos;
+    k.engine.bf16_params = true;
+    k.engine.bf16_optimizer_states = moe_benchmark;
+    k.engine.bf16_loss = moe_benchmark;
+    flags << " --bf16-params" << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss" : "");
+  }
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;
   k.engine.fp8 = precision == "fp8";

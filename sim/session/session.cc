@@ -327,6 +327,8 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "fp8_param_gather", k.engine.fp8_param_gather, true);
   SetOrErase(note, "bf16_grad_buffer", k.engine.bf16_grad_buffer, true);
   SetOrErase(note, "bf16_optimizer_states", k.engine.bf16_optimizer_states, true);
+  SetOrErase(note, "bf16_params", k.engine.bf16_params, true);
+  SetOrErase(note, "bf16_loss", k.engine.bf16_loss, true);
   // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
   SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
              std::string(AttentionKernelName(k.engine.attention)));

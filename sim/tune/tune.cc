@@ -116,7 +116,10 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   if (o.tiled_mlp && fw.trains_transformers_modules && !fw.op_level_sac) note["tiled_mlp"] = true;
   if (o.expandable_segments) note["expandable_segments"] = true;
   if (o.bf16_grad_buffer && fw.megatron_precision_options) note["bf16_grad_buffer"] = true;
-  if (o.bf16_optimizer_states && fw.megatron_precision_options) note["bf16_optimizer_states"] = true;
+  const bool fsdp2_bf16 = o.bf16_params && fw.gradients == GradientSync::kFsdp2;
+  if (o.bf16_optimizer_states && (fw.megatron_precision_options || fsdp2_bf16)) note["bf16_optimizer_states"] = true;
+  if (fsdp2_bf16) note["bf16_params"] = true;
+  if (o.bf16_loss && fw.trains_transformers_modules && !o.fused_loss) note["bf16_loss"] = true;
   c["_ds_plan"] = note;
   return c;
 }
@@ -164,10 +167,14 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.workload.seq_len = o.seq_len;
   in.workload.convention = o.convention;
   const bool megatron_precision = in.engine.framework().megatron_precision_options;
+  in.engine.bf16_params = o.bf16_params && in.engine.framework().gradients == GradientSync::kFsdp2;
   in.engine.bf16_grad_buffer = o.bf16_grad_buffer && megatron_precision;
-  in.engine.bf16_optimizer_states = o.bf16_optimizer_states && megatron_precision;
-  if (in.engine.bf16_optimizer_states) in.workload.optimizer_state_bytes_per_param = ReadOptimizerStateBytes(config) / 2;
-  if (!in.precision.torch_autocast && Fp32GradientBuffer(o.engine, true, zero) && !in.engine.bf16_grad_buffer) {
+  in.engine.bf16_optimizer_states = o.bf16_optimizer_states && (megatron_precision || in.engine.bf16_params);
+  in.engine.bf16_loss = o.bf16_loss && hf && !in.engine.fused_loss;
+  if (in.engine.bf16_optimizer_states || in.engine.bf16_params) {
+    in.workload.optimizer_state_bytes_per_param = EngineOptimizerStateBytes(in.engine, ReadOptimizerStateBytes(config));
+  }
+  if (!in.precision.torch_autocast && EngineFp32Gradients(in.engine, true, zero)) {
     in.workload.gradient_bytes_per_element = 4;
   }
   return in;

@@ -42,8 +42,9 @@ struct TuneOptions {
   // --fused-loss, --tiled-mlp, --expandable-segments: what the training script changes (EngineSettings).
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
   // --bf16-grad-buffer, --bf16-optimizer-states: the Megatron engine's precision options
-  // (EngineSettings), applied to its candidates (the other engines' have none).
-  bool bf16_grad_buffer = false, bf16_optimizer_states = false;
+  // (EngineSettings), applied to its candidates; --bf16-params (with --bf16-optimizer-states: the
+  // moments too) to FSDP2's; --bf16-loss to the engines that run a PyTorch cross-entropy.
+  bool bf16_grad_buffer = false, bf16_optimizer_states = false, bf16_params = false, bf16_loss = false;
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where

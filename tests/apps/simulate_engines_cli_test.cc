@@ -226,10 +226,58 @@ TEST(SimulateEnginesCliTest, Bf16OptimizerStatesHalveMegatronOptimizerStates) {
   EXPECT_DOUBLE_EQ(2 * bf16["memory"]["optimizer_states_bytes"].get<double>(),
                    fp32["memory"]["optimizer_states_bytes"].get<double>());
   EXPECT_DOUBLE_EQ(bf16["memory"]["gradients_bytes"].get<double>(), fp32["memory"]["gradients_bytes"].get<double>());
+  auto deepspeed = RunCli("simulate " + Llama8b("3") + kModel + " --bf16-optimizer-states");
+  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
+  EXPECT_NE(deepspeed.output.find("--bf16-optimizer-states is NeMo's distributed_fused_adam dtype"),
+            std::string::npos)
+      << deepspeed.output;
+  // Under FSDP2 torch's optimizers keep their states in the parameters' dtype.
   auto fsdp = RunCli("simulate " + Llama8b("3") + kModel + " --engine fsdp2 --bf16-optimizer-states");
   EXPECT_EQ(fsdp.exit_code, 2) << fsdp.output;
-  EXPECT_NE(fsdp.output.find("--bf16-optimizer-states is NeMo's distributed_fused_adam dtype"), std::string::npos)
-      << fsdp.output;
+  EXPECT_NE(fsdp.output.find("needs --bf16-params"), std::string::npos) << fsdp.output;
+}
+
+double CollectiveBytes(const Json& report, const std::string& kind) {
+  for (const Json& c : report["collectives"]) {
+    if (c["kind"] == kind) return c["bytes_per_call"].get<double>();
+  }
+  ADD_FAILURE() << "no " << kind << " collective";
+  return 0;
+}
+
+// A model cast to bf16 before fully_shard (NeMo AutoModel's MoE models: initialize_weights(dtype=
+// torch.bfloat16)) keeps bf16 shards and gradients: the shard is the optimizer's master (2 bytes,
+// not 4), the sharded gradient 2 bytes, the reduce-scatter still fp32 (reduce_dtype=torch.float32);
+// with --bf16-optimizer-states torch's Adam keeps bf16 moments too: 6 bytes a parameter, not 12.
+TEST(SimulateEnginesCliTest, Bf16ParamsKeepFsdp2ShardsGradientsAndMomentsInBf16) {
+  const std::string args = Llama8b("3") + kModel + " --engine fsdp2";
+  const Json fp32 = Simulate(args);
+  const Json bf16 = Simulate(args + " --bf16-params");
+  const Json pure = Simulate(args + " --bf16-params --bf16-optimizer-states");
+  const double states = fp32["memory"]["optimizer_states_bytes"].get<double>();
+  EXPECT_DOUBLE_EQ(bf16["memory"]["optimizer_states_bytes"].get<double>(), states * 10 / 12);
+  EXPECT_DOUBLE_EQ(pure["memory"]["optimizer_states_bytes"].get<double>(), states * 6 / 12);
+  EXPECT_DOUBLE_EQ(2 * bf16["memory"]["gradients_bytes"].get<double>(), fp32["memory"]["gradients_bytes"].get<double>());
+  EXPECT_DOUBLE_EQ(CollectiveBytes(bf16, "reduce_scatter"), CollectiveBytes(fp32, "reduce_scatter"));
+  EXPECT_LT(bf16["time"]["optimizer_seconds"].get<double>(), fp32["time"]["optimizer_seconds"].get<double>());
+  auto deepspeed = RunCli("simulate " + Llama8b("3") + kModel + " --bf16-params");
+  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
+  EXPECT_NE(deepspeed.output.find("--bf16-params is FSDP2's parameter dtype"), std::string::npos) << deepspeed.output;
+}
+
+// F.cross_entropy on the 16-bit logits (MaskedCrossEntropy(fp32_upcast=False)) keeps 2 + 2 bytes
+// per logit through forward and adds 2 + 2 in backward: 8, not the upcast's 14.
+TEST(SimulateEnginesCliTest, Bf16LossKeepsEightBytesPerLogit) {
+  const std::string args = Llama8b("3") + kModel + " --engine fsdp2 --recompute none --seq-len 4096";
+  const Json upcast = Simulate(args);
+  const Json bf16 = Simulate(args + " --bf16-loss");
+  const double logits = 4096.0 * 128256;  // one sequence of Llama 3's vocabulary
+  EXPECT_DOUBLE_EQ(upcast["memory"]["activations_bytes"].get<double>() - bf16["memory"]["activations_bytes"].get<double>(),
+                   6 * logits);
+  EXPECT_LT(bf16["time"]["step_seconds"].get<double>(), upcast["time"]["step_seconds"].get<double>());
+  auto megatron = RunCli("simulate " + Llama8b("1") + kModel + " --engine megatron-lm --bf16-loss");
+  EXPECT_EQ(megatron.exit_code, 2) << megatron.output;
+  EXPECT_NE(megatron.output.find("fused vocab-parallel cross-entropy"), std::string::npos) << megatron.output;
 }
 
 }  // namespace

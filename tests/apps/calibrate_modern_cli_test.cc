@@ -45,6 +45,30 @@ TEST(CalibrateModernCliTest, TheH100NinetySixGigabyteSampleIsWhatCalibrateWrites
 }
 
 // The H100 preset's host.zero3_fetch_seconds is this fit: the preset without its host section,
+// The H100 preset's efficiency.matmul is the fit on NVIDIA/dgxc-benchmarking's 12 bf16 NeMo runs,
+// starting from the cuBLAS GEMM's 0.807, with NeMo's FP8 runs and the Megatron-LM README's held out
+// (docs/validation.md "The GEMM rate of a training step on H100" shows the report).
+TEST(CalibrateModernCliTest, TheH100PresetsGemmRateIsTheFitOnTheNemoRuns) {
+  char dir_template[] = "/tmp/dsp-calibrate-matmul-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  Json preset = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-sxm.json"));
+  const double figure = preset["efficiency"]["matmul"].get<double>();
+  preset["efficiency"]["matmul"] = 0.807;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/h100-sxm-cublas.json", preset.dump(2)).ok());
+  auto r = RunCli("calibrate samples/runs/modern-runs.tsv --cluster " + dir +
+                      "/h100-sxm-cublas.json --hardware h100-80gb-sxm --group nemo-dgxc-h100,megatron-lm-readme-h100 "
+                      "--fit efficiency.matmul --hold-out dgxc-llama31-70b-fp8-64g,dgxc-llama31-405b-fp8-576g,"
+                      "mlm-gpt-1.7b-48g,mlm-gpt-16b-192g,mlm-gpt-70b-768g,mlm-gpt-177b-2304g,mlm-gpt-462b-6144g -o " +
+                      dir + "/fitted.json",
+                  /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/docs/validation.md").find(r.output), std::string::npos)
+      << r.output;
+  const Json fitted = Json::parse(ReadFile(dir + "/fitted.json").value());
+  EXPECT_NEAR(fitted["efficiency"]["matmul"].get<double>(), figure, 5e-5);
+  std::filesystem::remove_all(dir);
+}
+
 // fitted on the DeepCompile blog's two Llama-3-70B ZeRO-3 eager runs, the two Mixtral runs held out
 // (docs/validation.md "ZeRO-3's hooks on the host" shows the report).
 TEST(CalibrateModernCliTest, TheH100PresetsZeroThreeFetchFigureIsTheFitOnTheLlamaRuns) {

@@ -66,8 +66,9 @@ TEST(ClusterTest, H100Preset) {
   EXPECT_EQ(c.inter_node.max_rails, 0);
   EXPECT_GT(c.memory.reserved_bytes, 0);
   EXPECT_GT(c.host_to_device_bytes_per_second, 0);
-  // cuBLAS bf16 8192^3 at 797.8 TFLOP/s and cuBLASLt FP8 at 1,290.1 on H100 SXM (cited in the file).
-  EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.807);
+  // bf16: the rate fitted on DGX H100 NeMo runs (CalibrateModernCliTest re-runs the fit); FP8:
+  // cuBLASLt FP8 8192^3 at 1,290.1 TFLOP/s on H100 SXM (cited in the file).
+  EXPECT_DOUBLE_EQ(c.efficiency.matmul, 0.6742);
   EXPECT_DOUBLE_EQ(c.efficiency.fp8_matmul, 0.652);
   EXPECT_EQ(c.gpu.peak_fp8_flops_per_second, 1979e12);  // dense, not the sparse 3958
   // cuDNN's and FlashAttention-2's H100 figures of the FlashAttention-3 paper (cited in the file).

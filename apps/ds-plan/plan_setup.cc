@@ -88,6 +88,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.bf16_optimizer_states = e.bf16_optimizer_states;
   in.bf16_params = e.bf16_params;
   in.bf16_loss = e.bf16_loss;
+  in.te_modules = e.te_modules;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -130,6 +131,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.bf16_optimizer_states = in.bf16_optimizer_states;
   a.bf16_params = in.bf16_params;
   a.bf16_loss = in.bf16_loss;
+  a.te_modules = in.te_modules;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -87,6 +87,9 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   bf16_loss_option = app->add_flag("--bf16-loss", bf16_loss,
                 "deepspeed, fsdp2: the cross-entropy runs on the 16-bit logits without an fp32 upcast (NeMo "
                 "AutoModel's MaskedCrossEntropy fp32_upcast: false)");
+  te_modules_option = app->add_flag("--te-modules", te_modules,
+                "fsdp2: TransformerEngine's norm, linear and attention modules with fused MoE permutation and "
+                "SwiGLU (NeMo AutoModel's BackendConfig te with DeepEP), not transformers' eager modules");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -232,6 +235,7 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
                    "bf16 optimizer states"},
         std::tuple{"bf16_params", &args->bf16_params, args->bf16_params_option, "bf16 parameters"},
         std::tuple{"bf16_loss", &args->bf16_loss, args->bf16_loss_option, "bf16 loss"},
+        std::tuple{"te_modules", &args->te_modules, args->te_modules_option, "TransformerEngine modules"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -323,6 +327,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.bf16_optimizer_states = args.bf16_optimizer_states;
   k.engine.bf16_params = args.bf16_params;
   k.engine.bf16_loss = args.bf16_loss;
+  k.engine.te_modules = args.te_modules;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

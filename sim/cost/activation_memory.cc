@@ -33,7 +33,7 @@ double Div(double x, int by) { return x / std::max(by, 1); }
 // normalized 16-bit tensor `self.weight * hidden_states.to(input_dtype)` keeps for the weight's
 // gradient, 4 + 2; its output is the next projection's saved input, counted there.
 double NormInputBytes(const LayerShape& shape) {
-  if (!shape.hf_eager || !shape.rms_norm) return kActivationBytes;
+  if (!shape.eager_modules() || !shape.rms_norm) return kActivationBytes;
   return shape.compiled ? 4.0 : 4.0 + kActivationBytes;
 }
 
@@ -45,7 +45,7 @@ double FfnBytesPerToken(const LayerShape& shape, double ffn_per_rank) {
   // Gated: gate and up outputs and their product (Megatron's fused SwiGLU); transformers' eager
   // `down_proj(act_fn(gate_proj(x)) * up_proj(x))` also keeps act_fn's output for the product.
   // The last of them (the product, or GeLU's output) is the down projection's input.
-  const double ffn_tensors = shape.gated_mlp ? (shape.hf_eager ? 4 : 3) : 2;
+  const double ffn_tensors = shape.gated_mlp ? (shape.eager_modules() ? 4 : 3) : 2;
   return ((ffn_tensors - 1) * kActivationBytes + LinearInputBytes(shape)) * ffn_per_rank;
 }
 
@@ -135,7 +135,7 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   // own outputs are freed (the rotary embedding keeps only cos and sin: autograd's mul saves the
   // operand the other's gradient needs). Measured: Qwen3-30B-A3B's activations on an H200
   // (docs/validation.md "One GPU, measured").
-  if (shape.hf_eager && !shape.compiled) {
+  if (shape.eager_modules() && !shape.compiled) {
     attention += Div(NormInputBytes(shape) * tokens * static_cast<double>(shape.qk_norm_cols), t);
   }
   // TransformerEngine's o_proj saves its own fp8 cast of the attention output.
@@ -145,7 +145,7 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
   attention += Div(mask * tokens * h, replicated);                              // output dropout
   // transformers: `attn_output.transpose(1, 2).contiguous()` feeds o_proj, a copy beside the
   // attention output SDPA (or eager's matmul) saves.
-  if (shape.hf_eager) attention += Div(kActivationBytes * tokens * a * d_v, t);
+  if (shape.eager_modules()) attention += Div(kActivationBytes * tokens * a * d_v, t);
   if (shape.flash_attention) {
     attention += Div(4.0 * static_cast<double>(shape.heads) * tokens, t);  // logsumexp, fp32
   } else if (recompute != Recompute::kSelective) {
@@ -157,7 +157,7 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
     const double scores = static_cast<double>(shape.heads) * keys * tokens;
     // transformers' eager_attention_forward: softmax(dtype=float32) saves its fp32 output and the
     // bf16 cast feeds the AV matmul, 4 + 2 bytes per score.
-    const double probabilities = shape.hf_eager ? 4.0 + kActivationBytes : kActivationBytes;
+    const double probabilities = shape.eager_modules() ? 4.0 + kActivationBytes : kActivationBytes;
     const double per_score = probabilities + (shape.dropout ? kMaskBytes + kActivationBytes : 0);
     attention += Div(per_score * scores, t);
   }

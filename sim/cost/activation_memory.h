@@ -43,6 +43,10 @@ struct LayerShape {
   // (ForCausalLMLoss) and log_softmax saves its fp32 output. Measured on an H200 with transformers
   // 5.17 (docs/validation.md, "One GPU, measured").
   bool hf_eager = false;
+  // EngineSettings::te_modules: TransformerEngine's norms and attention, Megatron's fused SwiGLU;
+  // the loss stays PyTorch's (hf_eager's).
+  bool te_modules = false;
+  bool eager_modules() const { return hf_eager && !te_modules; }
   // DeepCompile runs the transformers modules through torch.compile: Inductor's partitioner, not
   // eager autograd, decides what is saved. Its norms are counted as before the eager norms' bf16
   // copies were (4 bytes per element) and q/k norms add nothing: not measured.

@@ -49,6 +49,15 @@ EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard)
     e = {norm, norm_kernels, 20, 5, 10, 2, 22, 3};
     if (shard.bf16_loss) e.loss = 4 * bpe, e.loss_kernels = 2;
   }
+  if (shard.hf_eager && shard.te_modules) {
+    // TransformerEngine's RMSNorm and Megatron's fused SwiGLU (weighted_bias_swiglu_impl); the
+    // rotary embedding is NeMo AutoModel's rope_utils.apply_rotary_emb, an fp32 complex multiply,
+    // per element: x.float() 2 + 4, the product 4 + 4 (the frequencies, one per position and pair,
+    // are read once for every head), the cast back 4 + 2: 20 bytes in 3 kernels.
+    e.norm = 2 * bpe, e.norm_kernels = 1;
+    e.activation = 3 * bpe, e.activation_kernels = 1;
+    e.rotary = 20, e.rotary_kernels = 3;
+  }
   // --fused-loss: Liger's loss kernel makes two passes over a chunk's 16-bit logits and writes the
   // gradient in place; it runs lm_head's backward GEMMs inside forward, chunk by chunk, the same
   // work as lm_head's forward and backward (fused_linear_cross_entropy.py).
@@ -68,7 +77,7 @@ OperatorCost EagerMemory(std::string_view name, double elements, double bytes_pe
 
 OperatorCost MoePermute(double assignments, double h, double expert_width, const ShardShape& shard) {
   const double bpe = shard.bytes_per_element;
-  if (shard.hf_eager) {
+  if (shard.eager_modules()) {
     // transformers 5.17's grouped_mm experts, as the profiler traces them (Qwen3-MoE, Mixtral):
     // the rows gathered into expert order (index, 2 passes of k x tokens x h), masked_fill on the
     // grouped GEMMs' input and down output (2 + 2) and on gate_up's output (2 x the 2 x width),
@@ -241,7 +250,7 @@ void AttentionCoreOperators(const ModelSpec& model, AttentionKind kind, const La
   // fp32 (two passes over the bf16 scores, 4-byte output) and casts it back to bf16 (4 + 2): 20
   // bytes per score in 3 kernels; Megatron's fused scale-mask-softmax reads and writes the scores
   // once.
-  OperatorCost softmax = shard.hf_eager ? EagerMemory("softmax", scores, 20, 3) : Memory("softmax", 2.0 * scores * bpe);
+  OperatorCost softmax = shard.eager_modules() ? EagerMemory("softmax", scores, 20, 3) : Memory("softmax", 2.0 * scores * bpe);
   softmax.attention_core = true;
   ops.push_back(softmax);
   if (x.attn_mask > 0) {

@@ -56,6 +56,10 @@ struct ShardShape {
   // loss's fp32 upcast (memory-bound bytes in flops.cc EagerBytes).
   bool hf_eager = false;
   bool bf16_loss = false;  // EngineSettings::bf16_loss: no fp32 upcast of the logits
+  // EngineSettings::te_modules: norms, attention and the MoE permutation and activation are fused
+  // kernels though the rotary embedding and the loss are eager PyTorch (hf_eager stays true).
+  bool te_modules = false;
+  bool eager_modules() const { return hf_eager && !te_modules; }
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;

@@ -140,6 +140,11 @@ struct EngineSettings {
   // transformers' ForCausalLMLoss and torchtitan's cross_entropy_loss (NeMo AutoModel's
   // MaskedCrossEntropy(fp32_upcast=False)).
   bool bf16_loss = false;
+  // --te-modules (fsdp2): the decoder is built of TransformerEngine's modules (RMSNorm, Linear,
+  // DotProductAttention) with Megatron's fused MoE permutation and SwiGLU, as NeMo AutoModel builds
+  // its models with BackendConfig rms_norm/linear/attn: te and DeepEP experts; its rotary
+  // embedding and the script's loss stay eager PyTorch.
+  bool te_modules = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

@@ -57,6 +57,7 @@ struct PlanSnapshotInputs {
   bool bf16_optimizer_states = false;  // --bf16-optimizer-states
   bool bf16_params = false;        // --bf16-params
   bool bf16_loss = false;          // --bf16-loss
+  bool te_modules = false;         // --te-modules
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

@@ -112,6 +112,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
                  "(Megatron's fused vocab-parallel cross-entropy computes in fp32)"};
   }
   if (e.bf16_loss && e.fused_loss) return Error{"--bf16-loss and --fused-loss: Liger's fused loss never upcasts"};
+  if (e.te_modules && !fsdp2) {
+    return Error{"--te-modules is NeMo AutoModel's TransformerEngine backend on FSDP2: use it with --engine fsdp2 "
+                 "(the megatron engines always run fused modules)"};
+  }
   if (e.fp8_param_gather) {
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
     if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
@@ -276,7 +280,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
          engine.bf16_grad_buffer == o.engine.bf16_grad_buffer &&
          engine.bf16_optimizer_states == o.engine.bf16_optimizer_states && engine.bf16_params == o.engine.bf16_params &&
-         engine.bf16_loss == o.engine.bf16_loss &&
+         engine.bf16_loss == o.engine.bf16_loss && engine.te_modules == o.engine.te_modules &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&

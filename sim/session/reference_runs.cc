@@ -154,7 +154,11 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     k.engine.bf16_params = true;
     k.engine.bf16_optimizer_states = moe_benchmark;
     k.engine.bf16_loss = moe_benchmark;
-    flags << " --bf16-params" << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss" : "");
+    // Their BackendConfig sets rms_norm: te, linear: te and enable_deepep (GroupedExpertsDeepEP:
+    // moe_permute_fusion, weighted_bias_swiglu_impl); attn: te but for GPT-OSS's FlexAttention,
+    // whose quick_geglu_deepep activation is eager and not priced apart.
+    k.engine.te_modules = moe_benchmark;
+    flags << " --bf16-params" << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss --te-modules" : "");
   }
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;

@@ -280,6 +280,29 @@ TEST(SimulateEnginesCliTest, Bf16LossKeepsEightBytesPerLogit) {
   EXPECT_NE(megatron.output.find("fused vocab-parallel cross-entropy"), std::string::npos) << megatron.output;
 }
 
+// TransformerEngine's modules (NeMo AutoModel's BackendConfig te) save what Megatron's fused ones
+// do: per layer each RMSNorm keeps its 16-bit input (2 bytes per element, not LlamaRMSNorm's fp32
+// upcast and bf16 product, 6), the MLP three ffn-wide tensors (not four: the fused SwiGLU keeps no
+// act_fn output) and attention no contiguous copy of its output for o_proj; the final norm too.
+// The loss stays the script's PyTorch cross-entropy: --bf16-loss still saves 6 bytes a logit.
+TEST(SimulateEnginesCliTest, TeModulesSaveWhatFusedKernelsSaveAndKeepThePyTorchLoss) {
+  const std::string args = Llama8b("3") + kModel + " --engine fsdp2 --recompute none --seq-len 4096";
+  const Json eager = Simulate(args);
+  const Json te = Simulate(args + " --te-modules");
+  const Json te_bf16_loss = Simulate(args + " --te-modules --bf16-loss");
+  const double tokens = 4096, h = 4096, ffn = 14336, layers = 32;
+  const double per_layer = 2 * (6 - 2) * tokens * h + 2 * tokens * ffn + 2 * tokens * h;
+  EXPECT_NEAR(eager["memory"]["activations_bytes"].get<double>() - te["memory"]["activations_bytes"].get<double>(),
+              layers * per_layer + (6 - 2) * tokens * h, 1e3);
+  EXPECT_NEAR(te["memory"]["activations_bytes"].get<double>() - te_bf16_loss["memory"]["activations_bytes"].get<double>(),
+              6 * tokens * 128256, 1e3);
+  // Fused norms and SwiGLU move fewer bytes than the eager ones.
+  EXPECT_LT(te["time"]["step_seconds"].get<double>(), eager["time"]["step_seconds"].get<double>());
+  auto deepspeed = RunCli("simulate " + Llama8b("3") + kModel + " --te-modules");
+  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
+  EXPECT_NE(deepspeed.output.find("--te-modules is NeMo AutoModel's"), std::string::npos) << deepspeed.output;
+}
+
 }  // namespace
 }  // namespace dsp
 

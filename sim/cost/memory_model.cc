@@ -475,13 +475,19 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
   // DeepCompile's offload_opt_states keeps resident "whatever the memory budget allows"
   // (compile/config.py) and sends the rest to pinned host memory through forward and backward; the
   // optimizer step has them all back (AddOptimizerStepPeak counts that peak under the zero-paper
-  // convention; the deepspeed convention has no step peak).
+  // convention; the deepspeed convention has no step peak). The budget is the pass's
+  // (compile/passes/offload_adam_states.py offload_opt_states_inc, 0.19.6): total_memory() x
+  // (1 - MARGIN), MARGIN = 0.2, against the peak profiled with the states on the host; it offloads
+  // whole state tensors (exp_avg, exp_avg_sq, the fp32 master: one of the K / 4 fp32 tensors of a
+  // parameter group at a time, one group assumed) until the rest fits.
   if (in.zero.deepcompile_offload_opt_states && in.cluster != nullptr) {
+    constexpr double kPassMargin = 0.2;
     const double without = r.peak_bytes - r.optimizer_states_bytes;
-    const double fragmentation = in.engine.expandable_segments ? 0.0 : in.cluster->memory.fragmentation;
-    const double headroom =
-        in.cluster->gpu.hbm_bytes - in.cluster->memory.reserved_bytes - without * (1 + fragmentation);
-    const double resident = std::clamp(headroom / (1 + fragmentation), 0.0, r.optimizer_states_bytes);
+    const double budget = in.cluster->gpu.hbm_bytes * (1 - kPassMargin) - without;
+    const double tensors = std::max(1.0, std::round(in.workload.optimizer_state_bytes_per_param / 4));
+    const double tensor_bytes = r.optimizer_states_bytes / tensors;
+    const double kept = tensor_bytes > 0 ? std::clamp(std::floor(budget / tensor_bytes), 0.0, tensors) : 0.0;
+    const double resident = kept * tensor_bytes;
     r.offloaded_optimizer_states_bytes = r.optimizer_states_bytes - resident;
     r.cpu_bytes += r.offloaded_optimizer_states_bytes;
     r.peak_bytes = without + resident;

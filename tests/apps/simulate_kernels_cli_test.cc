@@ -92,7 +92,7 @@ TEST(SimulateKernelsCliTest, MegatronRefusesTheTransformersPatches) {
 }
 
 // DeepCompile's offload_opt_states (deepspeed/compile/config.py: "keeping resident whatever the
-// memory budget allows"): Qwen3-14B at 4 x 2400 tokens on 8 H200 does not fit with its 22 GB of
+// memory budget allows", DeepSpeed 0.19.6): Qwen3-14B at 4 x 2400 tokens on 8 H200 does not fit with its 22 GB of
 // optimizer states on the GPU (DeepSpeed PR #8186: eager ZeRO-3 and DeepCompile ran out of
 // memory there, the offload pass ran); at micro-batch 1 everything stays resident.
 TEST(SimulateKernelsCliTest, DeepCompileOffloadsOnlyWhatTheBudgetDoesNotHold) {
@@ -119,6 +119,13 @@ TEST(SimulateKernelsCliTest, DeepCompileOffloadsOnlyWhatTheBudgetDoesNotHold) {
   EXPECT_TRUE(offloaded["memory"]["fits"].get<bool>());
   EXPECT_GT(offloaded["memory"]["cpu_bytes"].get<double>(), 1e9);
   EXPECT_LT(offloaded["memory"]["peak_bytes"].get<double>(), resident["memory"]["peak_bytes"].get<double>());
+  // The pass's own budget (compile/passes/offload_adam_states.py offload_opt_states_inc: 0.8 x the
+  // device's memory, whole state tensors popped until the rest fits): at 3 x 2400 tokens two of
+  // Adam's three fp32 tensors stay, one goes to the host.
+  const Json partial = run(config(3, true));
+  EXPECT_NEAR(3 * partial["memory"]["cpu_bytes"].get<double>(), partial["memory"]["optimizer_states_bytes"].get<double>(),
+              1e3);
+  EXPECT_LE(partial["memory"]["peak_bytes"].get<double>(), 0.8 * 141e9);
   // Room for all of it at micro-batch 1: nothing moves, nothing changes.
   const Json small = run(config(1, true));
   EXPECT_EQ(small["memory"]["cpu_bytes"].get<double>(), 0);

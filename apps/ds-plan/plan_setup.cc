@@ -89,6 +89,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.bf16_params = e.bf16_params;
   in.bf16_loss = e.bf16_loss;
   in.te_modules = e.te_modules;
+  in.automodel_experts = e.automodel_experts;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -132,6 +133,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.bf16_params = in.bf16_params;
   a.bf16_loss = in.bf16_loss;
   a.te_modules = in.te_modules;
+  a.automodel_experts = in.automodel_experts;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -47,6 +47,7 @@ struct SimArgs {
   bool bf16_params = false;       // --bf16-params (fsdp2)
   bool bf16_loss = false;         // --bf16-loss (deepspeed, fsdp2)
   bool te_modules = false;        // --te-modules (fsdp2)
+  bool automodel_experts = false;  // --automodel-experts (fsdp2)
   std::string attention = "flash";
   bool fused_loss = false;        // --fused-loss
   bool tiled_mlp = false;         // --tiled-mlp
@@ -75,6 +76,7 @@ struct SimArgs {
   CLI::Option* bf16_params_option = nullptr;
   CLI::Option* bf16_loss_option = nullptr;
   CLI::Option* te_modules_option = nullptr;
+  CLI::Option* automodel_experts_option = nullptr;
   CLI::Option* attention_option = nullptr;
   CLI::Option* fused_loss_option = nullptr;
   CLI::Option* tiled_mlp_option = nullptr;

@@ -33,6 +33,7 @@ struct StageParams {
                                                                    // param_persistence_threshold
   double largest_tensor = 0;                 // DeepSpeed's "largest layer" (one module's weight)
   double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
+  double largest_unit_routed = 0;            // the routed experts' share of largest_unit
 };
 
 // One layer's tensors (or the tensors outside the layers), as per-rank shares.
@@ -95,12 +96,13 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
   }
   // Layers of one kind hold the same tensors: add each kind's once, times its count.
   for (const ModelSpec::LayerRun& run : m.LayerKinds(first_layer, end_layer)) {
-    double layer_numel = 0;
+    double layer_numel = 0, routed = 0;
     for (const auto& [family, numel] : shares.layer_kinds.at(m.LayerKind(run.representative))) {
       add(family, numel, static_cast<double>(run.count));
       layer_numel += numel;
+      if (family == ParamFamily::kRoutedExperts) routed += numel;
     }
-    out.largest_unit = std::max(out.largest_unit, layer_numel);
+    if (layer_numel > out.largest_unit) out.largest_unit = layer_numel, out.largest_unit_routed = routed;
   }
   return out;
 }
@@ -409,22 +411,36 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 // gathered from forward to backward; under a pipeline gradient sync waits for the last
 // micro-batch, so the unsharded gradients accumulate in reduce_dtype (FSDPParam's
 // unsharded_accumulated_grad, fp32) all step. Stage 0 is DDP: two 25 MB buckets.
-double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double stage_params) {
+// NeMo AutoModel wraps the routed experts its own way (--automodel-experts; nemo_automodel/
+// components/moe/parallelizer.py apply_fsdp): left out of fully_shard (ignored_params) when expert
+// parallelism covers the data-parallel ranks (its ep_shard mesh, ds-plan's edp, of one rank): no
+// gathered copy, no reduce-scatter, gradients in the parameters' own .grad (counted as gradients);
+// over a larger ep_shard mesh fully_shard without a MixedPrecisionPolicy, so gathered, reduced
+// and accumulated in the parameters' dtype. torchtitan wraps them on the edp mesh whatever its
+// size, with the blocks' policy (models/llama4/infra/parallelize.py apply_fsdp).
+double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double stage_params, int64_t expert_group) {
   const double bpv = in.workload.bytes_per_param;
   const double gathered = Fsdp2GatherBytesPerElement(in, params, stage_params);
   // MixedPrecisionPolicy(reduce_dtype=float32) (torchtitan's default, NeMo AutoModel's): the
   // reduce-scatter runs in fp32 even when bf16 parameters keep bf16 gradients (--bf16-params).
   const double reduce_bytes = in.engine.bf16_params ? 4.0 : std::max(in.workload.gradient_bytes_per_element, bpv);
   if (in.zero.stage == 0) return 2 * 2.5e7;
-  const double block = params.largest_unit;
-  const double reduce_buffer = (bpv + reduce_bytes) * block;
+  double routed = 0, routed_block = 0, routed_bytes = 0;
+  if (in.engine.automodel_experts) {
+    routed = params.count[static_cast<size_t>(ParamFamily::kRoutedExperts)];
+    routed_block = params.largest_unit_routed;
+    routed_bytes = expert_group > 1 ? (in.engine.bf16_params ? 2.0 : 4.0) : 0.0;
+  }
+  const double dense = stage_params - routed, block = params.largest_unit - routed_block;
+  const double reduce_buffer = (bpv + reduce_bytes) * block + 2 * routed_bytes * routed_block;
   const bool pipeline = in.plan->sizes.pp > 1;
   if (in.zero.stage >= 3 && !pipeline) {
     // The root group (the output projection) stays bf16: torchao's filter_fqns skip "output".
     const double root = params.count[static_cast<size_t>(ParamFamily::kLmHead)];  // the norm is tiny
-    return gathered * 2 * block + bpv * root + reduce_buffer;
+    return gathered * 2 * block + routed_bytes * 2 * routed_block + bpv * root + reduce_buffer;
   }
-  return gathered * stage_params + (pipeline ? reduce_bytes * stage_params : 0.0) + reduce_buffer;
+  return gathered * dense + routed_bytes * routed + (pipeline ? reduce_bytes * dense + routed_bytes * routed : 0.0) +
+         reduce_buffer;
 }
 
 // --fp8 under TransformerEngine: each linear weight's fp8 copy and its transpose (the column-wise
@@ -450,7 +466,7 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
     // The estimators count no buckets; at stage 3 they add 4 x the largest module.
     if (zero_stage == 3) r.zero_buffers_bytes = DeepSpeedZero3LayerBytes(params.largest_tensor);
   } else if (in.engine.framework().gradients == GradientSync::kFsdp2) {
-    r.zero_buffers_bytes = Fsdp2GatheredBytes(in, params, total_params);
+    r.zero_buffers_bytes = Fsdp2GatheredBytes(in, params, total_params, r.expert_zero_group_size);
   } else if (zero_stage == 0) {
     r.zero_buffers_bytes = bpv * std::min(kStage0AllreduceElements, total_params);
   } else if (zero_stage <= 2) {

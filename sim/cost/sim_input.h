@@ -145,6 +145,11 @@ struct EngineSettings {
   // its models with BackendConfig rms_norm/linear/attn: te and DeepEP experts; its rotary
   // embedding and the script's loss stay eager PyTorch.
   bool te_modules = false;
+  // --automodel-experts (fsdp2): the routed experts are wrapped as NeMo AutoModel wraps them
+  // (moe/parallelizer.py apply_fsdp): outside FSDP where expert parallelism covers the
+  // data-parallel ranks, else sharded over them without a mixed-precision policy
+  // (memory_model.cc Fsdp2GatheredBytes).
+  bool automodel_experts = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

@@ -112,6 +112,9 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
                  "(Megatron's fused vocab-parallel cross-entropy computes in fp32)"};
   }
   if (e.bf16_loss && e.fused_loss) return Error{"--bf16-loss and --fused-loss: Liger's fused loss never upcasts"};
+  if (e.automodel_experts && !fsdp2) {
+    return Error{"--automodel-experts is how NeMo AutoModel wraps experts in FSDP2: use it with --engine fsdp2"};
+  }
   if (e.te_modules && !fsdp2) {
     return Error{"--te-modules is NeMo AutoModel's TransformerEngine backend on FSDP2: use it with --engine fsdp2 "
                  "(the megatron engines always run fused modules)"};
@@ -281,6 +284,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.bf16_grad_buffer == o.engine.bf16_grad_buffer &&
          engine.bf16_optimizer_states == o.engine.bf16_optimizer_states && engine.bf16_params == o.engine.bf16_params &&
          engine.bf16_loss == o.engine.bf16_loss && engine.te_modules == o.engine.te_modules &&
+         engine.automodel_experts == o.engine.automodel_experts &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&

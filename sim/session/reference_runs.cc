@@ -158,7 +158,11 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     // moe_permute_fusion, weighted_bias_swiglu_impl); attn: te but for GPT-OSS's FlexAttention,
     // whose quick_geglu_deepep activation is eager and not priced apart.
     k.engine.te_modules = moe_benchmark;
-    flags << " --bf16-params" << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss --te-modules" : "");
+    // Their MoE models go through AutoModel's moe/parallelizer.py (apply_fsdp: experts outside FSDP
+    // where EP covers the data-parallel ranks).
+    k.engine.automodel_experts = moe_benchmark;
+    flags << " --bf16-params"
+          << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss --te-modules --automodel-experts" : "");
   }
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;

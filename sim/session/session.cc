@@ -330,6 +330,7 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "bf16_params", k.engine.bf16_params, true);
   SetOrErase(note, "bf16_loss", k.engine.bf16_loss, true);
   SetOrErase(note, "te_modules", k.engine.te_modules, true);
+  SetOrErase(note, "automodel_experts", k.engine.automodel_experts, true);
   // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
   SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
              std::string(AttentionKernelName(k.engine.attention)));

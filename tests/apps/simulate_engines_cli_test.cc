@@ -303,6 +303,28 @@ TEST(SimulateEnginesCliTest, TeModulesSaveWhatFusedKernelsSaveAndKeepThePyTorchL
   EXPECT_NE(deepspeed.output.find("--te-modules is NeMo AutoModel's"), std::string::npos) << deepspeed.output;
 }
 
+// NeMo AutoModel's expert wrapping (moe/parallelizer.py apply_fsdp): where expert parallelism covers
+// a stage's data-parallel ranks (edp 1) the experts stay out of fully_shard, so under a pipeline
+// (no resharding, gradients accumulated unsharded) they have no bf16 gathered copy (2 bytes) and
+// no fp32 accumulated gradient (4); over a larger ep_shard mesh they are wrapped without a
+// mixed-precision policy, accumulated in their own bf16 (2 bytes, not 4). torchtitan always wraps
+// them with the blocks' policy.
+TEST(SimulateEnginesCliTest, AutomodelExpertsStayOutOfFsdpWhereExpertParallelismCoversTheRanks) {
+  const std::string model = " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json";
+  const double routed_per_layer = 128.0 * 3 * 2048 * 768;
+  auto buffers = [&](const std::string& args) { return Simulate(args)["memory"]["buffers_bytes"].get<double>(); };
+  // 8 GPUs, 2 stages of 24 layers, dp 4, ep 4: edp 1.
+  const std::string one = Llama8b("3") + model + " --world-size 8 --engine fsdp2 --pp 2 --ep 4 --bf16-params";
+  EXPECT_NEAR(buffers(one) - buffers(one + " --automodel-experts"), 6 * 24 * routed_per_layer / 4, 1e3);
+  // 16 GPUs: dp 8, ep 4, edp 2.
+  const std::string two = Llama8b("3") + model + " --world-size 16 --engine fsdp2 --pp 2 --ep 4 --bf16-params";
+  EXPECT_NEAR(buffers(two) - buffers(two + " --automodel-experts"), 2 * 24 * routed_per_layer / 4, 1e3);
+  auto megatron = RunCli("simulate " + Llama8b("1") + model + " --engine megatron-lm --ep 8 --automodel-experts");
+  EXPECT_EQ(megatron.exit_code, 2) << megatron.output;
+  EXPECT_NE(megatron.output.find("--automodel-experts is how NeMo AutoModel wraps experts"), std::string::npos)
+      << megatron.output;
+}
+
 }  // namespace
 }  // namespace dsp
 

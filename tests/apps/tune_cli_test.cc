@@ -158,15 +158,16 @@ TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
   std::filesystem::remove_all(dir);
 }
 
-// --bf16-params, --bf16-optimizer-states, --bf16-loss and --te-modules rank fsdp2 plans as simulate
-// prices them and travel in the emitted config's _ds_plan, so the file simulates as it was ranked.
+// --bf16-params, --bf16-optimizer-states, --bf16-loss, --te-modules and --automodel-experts rank fsdp2
+// plans as simulate prices them and travel in the emitted config's _ds_plan, so the file simulates as
+// it was ranked.
 TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   auto dir = std::filesystem::temp_directory_path() / ("ds-plan-tune-fsdp2-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string out = (dir / "best.json").string();
   const std::string world = std::string(kLlama8b) + " --world-size 16 --engine fsdp2";
   auto t = RunCli("tune" + world + " --top 1 --format json --bf16-params --bf16-optimizer-states --bf16-loss "
-                  "--te-modules --emit-config " + ShellQuote(out),
+                  "--te-modules --automodel-experts --emit-config " + ShellQuote(out),
                   false);
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const Json best = Json::parse(t.output)["plans"][0];
@@ -175,6 +176,7 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   EXPECT_EQ(note["bf16_optimizer_states"], true);
   EXPECT_EQ(note["bf16_loss"], true);
   EXPECT_EQ(note["te_modules"], true);
+  EXPECT_EQ(note["automodel_experts"], true);
   auto s = RunCli("simulate " + ShellQuote(out) + std::string(kLlama8b) + " --world-size 16 --format json", false);
   ASSERT_EQ(s.exit_code, 0) << s.output;
   const Json sim = Json::parse(s.output);

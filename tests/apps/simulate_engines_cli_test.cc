@@ -43,6 +43,13 @@ Json Simulate(const std::string& args) {
 
 const std::string kModel = " --model samples/models/llama-3-8b.json --cluster samples/clusters/h100-sxm.json";
 
+// simulate with `args` is a usage error (exit 2) whose message says `says`.
+void ExpectUsageError(const std::string& args, const std::string& says) {
+  auto r = RunCli("simulate " + args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+}
+
 TEST(SimulateEnginesCliTest, Fsdp2RunsZeroThreeUnderAPipelineWithContextParallelism) {
   // DeepSpeed's PipelineEngine refuses ZeRO-3 with pipeline stages; FSDP2 shards every stage.
   const std::string config = Llama8b("3");
@@ -178,9 +185,8 @@ TEST(SimulateEnginesCliTest, MegatronExpertTensorParallelismAndTokenDispatchers)
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.flags << "\n" << r.output;
   }
   // Megatron's --fp8-param-gather needs the distributed optimizer (stage 1).
-  auto stage0 = RunCli("simulate " + Llama8b("0") + kModel + " --engine megatron-lm --fp8 --fp8-param-gather");
-  EXPECT_EQ(stage0.exit_code, 2) << stage0.output;
-  EXPECT_NE(stage0.output.find("ZeRO stage 0 gathers no parameters"), std::string::npos) << stage0.output;
+  ExpectUsageError(Llama8b("0") + kModel + " --engine megatron-lm --fp8 --fp8-param-gather",
+                   "ZeRO stage 0 gathers no parameters");
 }
 
 // NeMo's fp8_params: lighter weights and a lighter parameter all-gather than --fp8 alone.
@@ -211,10 +217,8 @@ TEST(SimulateEnginesCliTest, Bf16GradBufferHalvesMegatronGradients) {
   };
   EXPECT_GT(reduced(fp32), 0);
   EXPECT_DOUBLE_EQ(2 * reduced(bf16), reduced(fp32));
-  auto deepspeed = RunCli("simulate " + Llama8b("1") + kModel + " --bf16-grad-buffer");
-  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
-  EXPECT_NE(deepspeed.output.find("--bf16-grad-buffer is Megatron-Core's gradient buffer"), std::string::npos)
-      << deepspeed.output;
+  ExpectUsageError(Llama8b("1") + kModel + " --bf16-grad-buffer",
+                   "--bf16-grad-buffer is Megatron-Core's gradient buffer");
 }
 
 // NeMo's distributed_fused_adam with dtype: bf16 keeps the master copy and both moments in bf16:
@@ -232,9 +236,7 @@ TEST(SimulateEnginesCliTest, Bf16OptimizerStatesHalveMegatronOptimizerStates) {
             std::string::npos)
       << deepspeed.output;
   // Under FSDP2 torch's optimizers keep their states in the parameters' dtype.
-  auto fsdp = RunCli("simulate " + Llama8b("3") + kModel + " --engine fsdp2 --bf16-optimizer-states");
-  EXPECT_EQ(fsdp.exit_code, 2) << fsdp.output;
-  EXPECT_NE(fsdp.output.find("needs --bf16-params"), std::string::npos) << fsdp.output;
+  ExpectUsageError(Llama8b("3") + kModel + " --engine fsdp2 --bf16-optimizer-states", "needs --bf16-params");
 }
 
 double CollectiveBytes(const Json& report, const std::string& kind) {
@@ -260,9 +262,7 @@ TEST(SimulateEnginesCliTest, Bf16ParamsKeepFsdp2ShardsGradientsAndMomentsInBf16)
   EXPECT_DOUBLE_EQ(2 * bf16["memory"]["gradients_bytes"].get<double>(), fp32["memory"]["gradients_bytes"].get<double>());
   EXPECT_DOUBLE_EQ(CollectiveBytes(bf16, "reduce_scatter"), CollectiveBytes(fp32, "reduce_scatter"));
   EXPECT_LT(bf16["time"]["optimizer_seconds"].get<double>(), fp32["time"]["optimizer_seconds"].get<double>());
-  auto deepspeed = RunCli("simulate " + Llama8b("3") + kModel + " --bf16-params");
-  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
-  EXPECT_NE(deepspeed.output.find("--bf16-params is FSDP2's parameter dtype"), std::string::npos) << deepspeed.output;
+  ExpectUsageError(Llama8b("3") + kModel + " --bf16-params", "--bf16-params is FSDP2's parameter dtype");
 }
 
 // F.cross_entropy on the 16-bit logits (MaskedCrossEntropy(fp32_upcast=False)) keeps 2 + 2 bytes
@@ -275,9 +275,8 @@ TEST(SimulateEnginesCliTest, Bf16LossKeepsEightBytesPerLogit) {
   EXPECT_DOUBLE_EQ(upcast["memory"]["activations_bytes"].get<double>() - bf16["memory"]["activations_bytes"].get<double>(),
                    6 * logits);
   EXPECT_LT(bf16["time"]["step_seconds"].get<double>(), upcast["time"]["step_seconds"].get<double>());
-  auto megatron = RunCli("simulate " + Llama8b("1") + kModel + " --engine megatron-lm --bf16-loss");
-  EXPECT_EQ(megatron.exit_code, 2) << megatron.output;
-  EXPECT_NE(megatron.output.find("fused vocab-parallel cross-entropy"), std::string::npos) << megatron.output;
+  ExpectUsageError(Llama8b("1") + kModel + " --engine megatron-lm --bf16-loss",
+                   "fused vocab-parallel cross-entropy");
 }
 
 // TransformerEngine's modules (NeMo AutoModel's BackendConfig te) save what Megatron's fused ones
@@ -298,9 +297,7 @@ TEST(SimulateEnginesCliTest, TeModulesSaveWhatFusedKernelsSaveAndKeepThePyTorchL
               6 * tokens * 128256, 1e3);
   // Fused norms and SwiGLU move fewer bytes than the eager ones.
   EXPECT_LT(te["time"]["step_seconds"].get<double>(), eager["time"]["step_seconds"].get<double>());
-  auto deepspeed = RunCli("simulate " + Llama8b("3") + kModel + " --te-modules");
-  EXPECT_EQ(deepspeed.exit_code, 2) << deepspeed.output;
-  EXPECT_NE(deepspeed.output.find("--te-modules is NeMo AutoModel's"), std::string::npos) << deepspeed.output;
+  ExpectUsageError(Llama8b("3") + kModel + " --te-modules", "--te-modules is NeMo AutoModel's");
 }
 
 // NeMo AutoModel's expert wrapping (moe/parallelizer.py apply_fsdp): where expert parallelism covers
@@ -319,10 +316,8 @@ TEST(SimulateEnginesCliTest, AutomodelExpertsStayOutOfFsdpWhereExpertParallelism
   // 16 GPUs: dp 8, ep 4, edp 2.
   const std::string two = Llama8b("3") + model + " --world-size 16 --engine fsdp2 --pp 2 --ep 4 --bf16-params";
   EXPECT_NEAR(buffers(two) - buffers(two + " --automodel-experts"), 2 * 24 * routed_per_layer / 4, 1e3);
-  auto megatron = RunCli("simulate " + Llama8b("1") + model + " --engine megatron-lm --ep 8 --automodel-experts");
-  EXPECT_EQ(megatron.exit_code, 2) << megatron.output;
-  EXPECT_NE(megatron.output.find("--automodel-experts is how NeMo AutoModel wraps experts"), std::string::npos)
-      << megatron.output;
+  ExpectUsageError(Llama8b("1") + model + " --engine megatron-lm --ep 8 --automodel-experts",
+                   "--automodel-experts is how NeMo AutoModel wraps experts");
 }
 
 }  // namespace

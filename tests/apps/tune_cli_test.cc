@@ -127,6 +127,22 @@ TEST(TuneCliTest, TheScriptSettingsTuneRankedWithTravelInTheEmittedFile) {
   std::filesystem::remove_all(dir);
 }
 
+// The config tune emitted for Llama-3-8B on 16 GPUs simulates to the numbers tune ranked it by.
+void ExpectSimulatesAsRanked(const std::string& emitted, const Json& best) {
+  auto s = RunCli("simulate " + ShellQuote(emitted) + std::string(kLlama8b) + " --world-size 16 --format json", false);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const Json sim = Json::parse(s.output);
+  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
+  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
+}
+
+// A deepspeed-only tune of Llama-3-8B on 16 GPUs refuses another engine's flag, saying why.
+void ExpectRefused(const std::string& flag, const std::string& says) {
+  auto refused = RunCli("tune" + std::string(kLlama8b) + " --world-size 16" + flag);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find(says), std::string::npos) << refused.output;
+}
+
 // The Megatron engine's precision options rank its plans with the lighter buffers and travel in
 // the emitted file, which simulates as tune ranked it; an engine without them refuses the flag.
 TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
@@ -147,14 +163,8 @@ TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
   const Json note = Json::parse(std::ifstream(out))["_ds_plan"];
   EXPECT_EQ(note["bf16_grad_buffer"], true);
   EXPECT_EQ(note["bf16_optimizer_states"], true);
-  auto s = RunCli("simulate " + ShellQuote(out) + std::string(kLlama8b) + " --world-size 16 --format json", false);
-  ASSERT_EQ(s.exit_code, 0) << s.output;
-  const Json sim = Json::parse(s.output);
-  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
-  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
-  auto refused = RunCli("tune" + std::string(kLlama8b) + " --world-size 16 --bf16-grad-buffer");
-  EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find("--bf16-grad-buffer is the Megatron engine's"), std::string::npos) << refused.output;
+  ExpectSimulatesAsRanked(out, best);
+  ExpectRefused(" --bf16-grad-buffer", "--bf16-grad-buffer is the Megatron engine's");
   std::filesystem::remove_all(dir);
 }
 
@@ -177,14 +187,8 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   EXPECT_EQ(note["bf16_loss"], true);
   EXPECT_EQ(note["te_modules"], true);
   EXPECT_EQ(note["automodel_experts"], true);
-  auto s = RunCli("simulate " + ShellQuote(out) + std::string(kLlama8b) + " --world-size 16 --format json", false);
-  ASSERT_EQ(s.exit_code, 0) << s.output;
-  const Json sim = Json::parse(s.output);
-  EXPECT_DOUBLE_EQ(sim["time"]["step_seconds"].get<double>(), best["step_seconds"].get<double>());
-  EXPECT_DOUBLE_EQ(sim["memory"]["peak_bytes"].get<double>(), best["peak_bytes"].get<double>());
-  auto refused = RunCli("tune" + std::string(kLlama8b) + " --world-size 16 --bf16-params");
-  EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find("--bf16-params is FSDP2's parameter dtype"), std::string::npos) << refused.output;
+  ExpectSimulatesAsRanked(out, best);
+  ExpectRefused(" --bf16-params", "--bf16-params is FSDP2's parameter dtype");
   std::filesystem::remove_all(dir);
 }
 

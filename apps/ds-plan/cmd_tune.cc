@@ -256,6 +256,9 @@ int RunTune(const TuneArgs& args) {
     return UsageError("--bf16-optimizer-states is the Megatron engine's, or fsdp2's with --bf16-params: tune it "
                       "with --engine megatron-lm or fsdp2");
   }
+  if (args.bf16_loss && args.fused_loss) {
+    return UsageError("--bf16-loss and --fused-loss: Liger's fused loss never upcasts");
+  }
   if (args.bf16_loss && !any_engine([](sim::Engine e) { return sim::FrameworkOf(e).trains_transformers_modules; })) {
     return UsageError("--bf16-loss changes a PyTorch cross-entropy: tune it with --engine deepspeed or fsdp2");
   }

@@ -63,8 +63,11 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
   // (--fp8-param-gather: fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather).
   const double param_bytes = data_parallel::ParamGatherBytesPerElement(in, g.dense, g.linear, ctx.bytes_per_element);
   // torchtitan's GroupedExperts hold 3-D parameters, not nn.Linear: Float8LinearConverter leaves
-  // them bf16, and so does their all-gather.
-  const double expert_param_bytes = ctx.bytes_per_element;
+  // them bf16, and so does their all-gather. NeMo AutoModel's (--automodel-experts) are wrapped
+  // without a MixedPrecisionPolicy: gathered and reduced in the parameters' own dtype.
+  const double expert_dtype = in.engine.bf16_params ? 2.0 : 4.0;
+  const double expert_param_bytes = in.engine.automodel_experts ? expert_dtype : ctx.bytes_per_element;
+  const double expert_grad_bytes = in.engine.automodel_experts ? expert_dtype : grad_bytes;
   const double groups = g.layers + g.outside;
   const double moe_groups = ctx.moe_layers;
   // Forward: every group gathered before its forward; once per step when nothing reshards and
@@ -102,7 +105,7 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
            reduce);
   if (moe_groups > 0) {
     plan.Add("fsdp_expert_reduce_scatter", CollectiveKind::kReduceScatter, expert_group,
-             grad_bytes * g.routed / moe_groups, moe_groups, reduce);
+             expert_grad_bytes * g.routed / moe_groups, moe_groups, reduce);
   }
 }
 

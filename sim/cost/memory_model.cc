@@ -33,7 +33,8 @@ struct StageParams {
                                                                    // param_persistence_threshold
   double largest_tensor = 0;                 // DeepSpeed's "largest layer" (one module's weight)
   double largest_unit = 0;                   // largest decoder layer / embedding / lm_head
-  double largest_unit_routed = 0;            // the routed experts' share of largest_unit
+  double largest_unit_dense = 0;             // the largest unit less its routed experts
+  double largest_routed = 0;                 // the routed experts of the largest MoE layer
 };
 
 // One layer's tensors (or the tensors outside the layers), as per-rank shares.
@@ -93,6 +94,7 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
     if (!held) continue;
     add(family, numel);
     out.largest_unit = std::max(out.largest_unit, numel);
+    out.largest_unit_dense = std::max(out.largest_unit_dense, numel);
   }
   // Layers of one kind hold the same tensors: add each kind's once, times its count.
   for (const ModelSpec::LayerRun& run : m.LayerKinds(first_layer, end_layer)) {
@@ -102,7 +104,9 @@ StageParams CollectStageParams(const SimInput& in, int64_t first_layer, int64_t 
       layer_numel += numel;
       if (family == ParamFamily::kRoutedExperts) routed += numel;
     }
-    if (layer_numel > out.largest_unit) out.largest_unit = layer_numel, out.largest_unit_routed = routed;
+    out.largest_unit = std::max(out.largest_unit, layer_numel);
+    out.largest_unit_dense = std::max(out.largest_unit_dense, layer_numel - routed);
+    out.largest_routed = std::max(out.largest_routed, routed);
   }
   return out;
 }
@@ -316,6 +320,26 @@ double AddModelStates(const SimInput& in, const StageParams& params, MemoryRepor
   return total_params;
 }
 
+// What DeepCompile's offload_opt_states leaves on the GPU of a rank's `states` bytes with `budget`
+// bytes to spare: the pass's tasks, per sub-group the moments (fp32, or bf16 with
+// bf16_optimizer_states) then the master (fp32, or bf16 with bf16_master_weights_and_grads), popped
+// from the front while the rest does not fit.
+double DeepCompileResidentStates(const SimInput& in, double states, double budget) {
+  const double k = in.workload.optimizer_state_bytes_per_param;
+  if (k <= 0 || states <= 0) return 0;
+  const double master = in.precision.low_precision_master ? 2.0 : 4.0;
+  const double moment = in.precision.bf16_optimizer_states ? 2.0 : 4.0;
+  const int moments = static_cast<int>(std::lround(std::max(k - master, 0.0) / moment));
+  const double partition = states / k;  // the rank's parameters
+  const double sub_group = in.zero.sub_group_size > 0 ? in.zero.sub_group_size : partition;
+  double resident = states;
+  for (double first = 0; first < partition && resident > budget; first += sub_group) {
+    const double n = std::min(sub_group, partition - first);
+    for (int i = 0; i <= moments && resident > budget; ++i) resident -= n * (i < moments ? moment : master);
+  }
+  return std::max(resident, 0.0);
+}
+
 // Activations of the stage's layers [first, end) and, on the last stage, the output layer.
 void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, MemoryReport& r) {
   const ModelSpec& m = *in.model;
@@ -425,14 +449,18 @@ double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double 
   // reduce-scatter runs in fp32 even when bf16 parameters keep bf16 gradients (--bf16-params).
   const double reduce_bytes = in.engine.bf16_params ? 4.0 : std::max(in.workload.gradient_bytes_per_element, bpv);
   if (in.zero.stage == 0) return 2 * 2.5e7;
-  double routed = 0, routed_block = 0, routed_bytes = 0;
+  // Under AutoModel's wrapping a layer's experts are a group of their own (or none), gathered
+  // beside the largest group of the rest.
+  double routed = 0, routed_block = 0, routed_bytes = 0, block = params.largest_unit;
   if (in.engine.automodel_experts) {
     routed = params.count[static_cast<size_t>(ParamFamily::kRoutedExperts)];
-    routed_block = params.largest_unit_routed;
+    routed_block = params.largest_routed;
     routed_bytes = expert_group > 1 ? (in.engine.bf16_params ? 2.0 : 4.0) : 0.0;
+    block = params.largest_unit_dense;
   }
-  const double dense = stage_params - routed, block = params.largest_unit - routed_block;
-  const double reduce_buffer = (bpv + reduce_bytes) * block + 2 * routed_bytes * routed_block;
+  const double dense = stage_params - routed;
+  // One group's gradients and reduce-scatter input at a time.
+  const double reduce_buffer = std::max((bpv + reduce_bytes) * block, 2 * routed_bytes * routed_block);
   const bool pipeline = in.plan->sizes.pp > 1;
   if (in.zero.stage >= 3 && !pipeline) {
     // The root group (the output projection) stays bf16: torchao's filter_fqns skip "output".
@@ -494,16 +522,13 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
   // convention; the deepspeed convention has no step peak). The budget is the pass's
   // (compile/passes/offload_adam_states.py offload_opt_states_inc, 0.19.6): total_memory() x
   // (1 - MARGIN), MARGIN = 0.2, against the peak profiled with the states on the host; it offloads
-  // whole state tensors (exp_avg, exp_avg_sq, the fp32 master: one of the K / 4 fp32 tensors of a
-  // parameter group at a time, one group assumed) until the rest fits.
+  // whole tensors, sub-group by sub-group (ZeRO-3's sub_group_size parameters of the partition),
+  // each sub-group's exp_avg, exp_avg_sq and master copy in that order, until the rest fits.
   if (in.zero.deepcompile_offload_opt_states && in.cluster != nullptr) {
     constexpr double kPassMargin = 0.2;
     const double without = r.peak_bytes - r.optimizer_states_bytes;
     const double budget = in.cluster->gpu.hbm_bytes * (1 - kPassMargin) - without;
-    const double tensors = std::max(1.0, std::round(in.workload.optimizer_state_bytes_per_param / 4));
-    const double tensor_bytes = r.optimizer_states_bytes / tensors;
-    const double kept = tensor_bytes > 0 ? std::clamp(std::floor(budget / tensor_bytes), 0.0, tensors) : 0.0;
-    const double resident = kept * tensor_bytes;
+    const double resident = DeepCompileResidentStates(in, r.optimizer_states_bytes, budget);
     r.offloaded_optimizer_states_bytes = r.optimizer_states_bytes - resident;
     r.cpu_bytes += r.offloaded_optimizer_states_bytes;
     r.peak_bytes = without + resident;

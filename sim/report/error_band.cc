@@ -14,7 +14,7 @@ namespace {
 // regenerate by pasting what that test prints when it fails.
 constexpr std::array<ErrorBand, 6> kBands = {{
     {"deepspeed", "H100", 17, 0.171, 0.712, 3, 0.223, 0.491},
-    {"deepspeed", "H200", 11, 0.524, 0.691, 0, 0.000, 0.000},
+    {"deepspeed", "H200", 11, 0.527, 0.698, 0, 0.000, 0.000},
     {"fsdp2", "A100", 2, 0.039, 0.046, 0, 0.000, 0.000},
     {"fsdp2", "H100", 19, 0.180, 0.467, 9, 0.087, 0.249},
     {"fsdp2", "H200", 1, 0.097, 0.097, 1, 0.430, 0.430},

@@ -202,8 +202,8 @@ Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& n, const grap
     const double rows = *width > 0 && *h > 0 ? c->flops / (6.0 * *width * *h) : 0;
     OperatorCost experts{"experts", c->flops, c->bytes};
     experts.cols = *h;
-    experts.kernels = shard.eager_modules() ? 3 : 3 * *local;
-    experts.rows = shard.eager_modules() ? rows : rows / std::max(*local, 1.0);
+    experts.kernels = shard.hf_eager ? 3 : 3 * *local;
+    experts.rows = shard.hf_eager ? rows : rows / std::max(*local, 1.0);
     // act_fn(gate) * up over the rows' expert width and the rows' permutation, as flops.cc's
     // experts_activation and moe_permute.
     return std::vector<OperatorCost>{

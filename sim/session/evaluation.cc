@@ -115,6 +115,7 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.automodel_experts && !fsdp2) {
     return Error{"--automodel-experts is how NeMo AutoModel wraps experts in FSDP2: use it with --engine fsdp2"};
   }
+  if (e.automodel_experts && k.ep <= 1) return Error{"--automodel-experts wraps expert-parallel experts: it needs --ep"};
   if (e.te_modules && !fsdp2) {
     return Error{"--te-modules is NeMo AutoModel's TransformerEngine backend on FSDP2: use it with --engine fsdp2 "
                  "(the megatron engines always run fused modules)"};

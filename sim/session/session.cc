@@ -389,6 +389,12 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.fused_loss = k.engine.fused_loss;
   o.tiled_mlp = k.engine.tiled_mlp;
   o.expandable_segments = k.engine.expandable_segments;
+  o.bf16_grad_buffer = k.engine.bf16_grad_buffer;
+  o.bf16_optimizer_states = k.engine.bf16_optimizer_states;
+  o.bf16_params = k.engine.bf16_params;
+  o.bf16_loss = k.engine.bf16_loss;
+  o.te_modules = k.engine.te_modules;
+  o.automodel_experts = k.engine.automodel_experts;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

@@ -120,7 +120,8 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   if (o.bf16_optimizer_states && (fw.megatron_precision_options || fsdp2_bf16)) note["bf16_optimizer_states"] = true;
   if (fsdp2_bf16) note["bf16_params"] = true;
   if (o.te_modules && fw.gradients == GradientSync::kFsdp2) note["te_modules"] = true;
-  if (o.automodel_experts && fw.gradients == GradientSync::kFsdp2) note["automodel_experts"] = true;
+  // Only where experts are expert-parallel (simulate refuses the flag without --ep).
+  if (o.automodel_experts && fw.gradients == GradientSync::kFsdp2 && l.ep > 1) note["automodel_experts"] = true;
   if (o.bf16_loss && fw.trains_transformers_modules && !o.fused_loss) note["bf16_loss"] = true;
   c["_ds_plan"] = note;
   return c;
@@ -174,7 +175,8 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.bf16_optimizer_states = o.bf16_optimizer_states && (megatron_precision || in.engine.bf16_params);
   in.engine.bf16_loss = o.bf16_loss && hf && !in.engine.fused_loss;
   in.engine.te_modules = o.te_modules && in.engine.framework().gradients == GradientSync::kFsdp2;
-  in.engine.automodel_experts = o.automodel_experts && in.engine.framework().gradients == GradientSync::kFsdp2;
+  in.engine.automodel_experts = o.automodel_experts && in.engine.framework().gradients == GradientSync::kFsdp2 &&
+                                plan.sizes.ep > 1;
   if (in.engine.bf16_optimizer_states || in.engine.bf16_params) {
     in.workload.optimizer_state_bytes_per_param = EngineOptimizerStateBytes(in.engine, ReadOptimizerStateBytes(config));
   }

@@ -44,7 +44,6 @@ TEST(CalibrateModernCliTest, TheH100NinetySixGigabyteSampleIsWhatCalibrateWrites
   std::filesystem::remove_all(dir);
 }
 
-// The H100 preset's host.zero3_fetch_seconds is this fit: the preset without its host section,
 // The H100 preset's efficiency.matmul is the fit on NVIDIA/dgxc-benchmarking's 12 bf16 NeMo runs,
 // starting from the cuBLAS GEMM's 0.807, with NeMo's FP8 runs and the Megatron-LM README's held out
 // (docs/validation.md "The GEMM rate of a training step on H100" shows the report).
@@ -69,6 +68,7 @@ TEST(CalibrateModernCliTest, TheH100PresetsGemmRateIsTheFitOnTheNemoRuns) {
   std::filesystem::remove_all(dir);
 }
 
+// The H100 preset's host.zero3_fetch_seconds is this fit: the preset without its host section,
 // fitted on the DeepCompile blog's two Llama-3-70B ZeRO-3 eager runs, the two Mixtral runs held out
 // (docs/validation.md "ZeRO-3's hooks on the host" shows the report).
 TEST(CalibrateModernCliTest, TheH100PresetsZeroThreeFetchFigureIsTheFitOnTheLlamaRuns) {

@@ -412,16 +412,18 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
     r.host_activations_bytes = host * in_flight;
     per_micro_batch -= host;
   }
-  if (last_stage) {
-    r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);
-    per_micro_batch += r.output_activations_bytes;
-  }
+  // The output layer's activations (the logits and the loss's tensors) are one micro-batch's: the
+  // last stage runs a micro-batch's backward right after its forward, and under interleaving the
+  // last model chunk does the same (Megatron's forward_backward_pipelining_with_interleaving and
+  // torch's ScheduleInterleaved1F1B warm up the earlier chunks only), so they are never in flight
+  // for several micro-batches the way the stage's layers are.
+  if (last_stage) r.output_activations_bytes = OutputLayerActivationBytes(base_shape, m.vocab_size);
   r.recompute_working_bytes = working;
   // The logits and their fp32 gradient are freed once lm_head's backward is done, before the first
   // layer is recomputed: with full recompute the peak holds the larger of the two, not both.
   double overlap = 0;
   if (working > 0 && last_stage) overlap = std::min(working, r.output_activations_bytes);
-  r.activations_bytes = per_micro_batch * in_flight + working - overlap;
+  r.activations_bytes = per_micro_batch * in_flight + r.output_activations_bytes + working - overlap;
   r.all_to_all_bytes = all_to_all;
 
 }

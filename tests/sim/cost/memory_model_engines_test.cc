@@ -131,3 +131,39 @@ TEST(MemoryModelEnginesTest, MegatronSplitsTheSharedExpertOverTpAndRoutedExperts
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// The output layer's activations are one micro-batch's on the last stage, interleaved or not: its
+// last model chunk runs each micro-batch's backward right after the forward (Megatron's
+// forward_backward_pipelining_with_interleaving warms up the earlier chunks only), so only the
+// stage's layers are held for several micro-batches.
+TEST(MemoryModelEnginesTest, InterleavedLastStageHoldsOneMicroBatchOfLogits) {
+  const std::string config =
+      R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 16, "bf16": {"enabled": true},
+          "zero_optimization": {"stage": 1}})";
+  Result<Plan> plan = BuildPlan(Json::parse(config), PlanInputs{.world_size = 4, .gpus_per_node = 8, .pp = 4});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const ModelSpec model = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
+  const Cluster cluster = testing::Gpu80GB();
+  SimInput in;
+  in.plan = &*plan;
+  in.model = &model;
+  in.cluster = &cluster;
+  in.zero = ReadZeroSettings(Json::parse(config));
+  in.workload.micro_batch = 1;
+  in.workload.grad_accum = 16;
+  in.workload.seq_len = 4096;
+  in.engine.engine = Engine::kMegatronLm;
+  in.engine.virtual_stages = 2;
+  const MemoryReport last = EstimateStageMemory(in, 3);
+  ASSERT_GT(last.output_activations_bytes, 0);
+  double layers = 0;
+  for (double b : last.layer_activations_bytes) layers += b;
+  // Stage 3 of 4 with 2 chunks holds p + (p - 2s - 1) / v = 4 - 3 / 2 = 2.5 micro-batches of its layers.
+  EXPECT_NEAR(last.activations_bytes, 2.5 * layers + last.output_activations_bytes, 1e3);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -183,7 +183,11 @@ LayerActivations LayerActivationBytes(const LayerShape& shape, Recompute recompu
     // keeps experts whole; AutoTP alone splits every expert's width by t, Megatron by etp.
     const int expert_tp = shape.megatron_experts ? std::max(shape.etp, 1) : shape.expert_parallel ? 1 : t;
     const int shared_tp = shape.expert_parallel && !shape.megatron_experts ? 1 : t;
-    const double per_assignment = (LinearInputBytes(shape) + kActivationBytes) * h +
+    // NeMo AutoModel's DeepEP experts (--te-modules: GroupedExpertsDeepEP) multiply the routing
+    // probability inside the activation (weighted_bias_swiglu_impl), so instead of the expert
+    // output each assignment keeps its fp32 probability for the router's gradient.
+    const double for_router = shape.te_modules ? kRouterProbBytes : kActivationBytes * h;
+    const double per_assignment = LinearInputBytes(shape) * h + for_router +
                                   FfnBytesPerToken(shape, Div(static_cast<double>(shape.expert_ffn), expert_tp));
     mlp += ExpertAssignmentsPerRank(shape) * per_assignment;
     // The shared expert sees every token; it shares the block input saved above.

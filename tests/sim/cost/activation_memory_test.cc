@@ -141,6 +141,18 @@ TEST(ActivationMemoryTest, MoeTopKAssignments) {
   EXPECT_DOUBLE_EQ(ExpertAssignmentsPerRank(s), T * 2 * 1.25);
 }
 
+// NeMo AutoModel's DeepEP experts (GroupedExpertsDeepEP with weighted_bias_swiglu_impl) apply the
+// routing probability inside the activation: each assignment keeps its fp32 probability, not the
+// expert output (2h) the router's gradient needs otherwise.
+TEST(ActivationMemoryTest, DeepEpExpertsKeepTheProbabilityNotTheExpertOutput) {
+  const double T = 4096, h = 4096;
+  LayerShape s = MixtralLayer();
+  s.expert_parallel = true;
+  const double fused = LayerActivationBytes(s, Recompute::kNone).mlp_bytes;
+  s.te_modules = true;
+  EXPECT_DOUBLE_EQ(fused - LayerActivationBytes(s, Recompute::kNone).mlp_bytes, T * 2 * (2 * h - 4));
+}
+
 TEST(ActivationMemoryTest, MoeWithoutExpertParallelSplitsExpertWidthByTp) {
   const double T = 4096, h = 4096;
   LayerShape s = MixtralLayer();

@@ -55,6 +55,27 @@ struct ConfigChoice {
   bool cpu_checkpointing = false;
 };
 
+// The training-script and precision options of `o` that apply to `engine` on a plan with `ep`
+// expert-parallel ranks, decided once: CandidateInput prices them, MakeConfig records them.
+EngineSettings ApplicableOptions(const TuneOptions& o, Engine engine, int64_t ep) {
+  EngineSettings e;
+  e.engine = engine;
+  const FrameworkProfile& fw = e.framework();
+  // Liger and TiledMLP patch transformers' modules: the Megatron engines run their own.
+  const bool hf = fw.trains_transformers_modules, fsdp2 = fw.gradients == GradientSync::kFsdp2;
+  e.fused_loss = o.fused_loss && hf;
+  e.tiled_mlp = o.tiled_mlp && hf && !fw.op_level_sac;
+  e.expandable_segments = o.expandable_segments;
+  e.bf16_params = o.bf16_params && fsdp2;
+  e.bf16_grad_buffer = o.bf16_grad_buffer && fw.megatron_precision_options;
+  e.bf16_optimizer_states = o.bf16_optimizer_states && (fw.megatron_precision_options || e.bf16_params);
+  e.bf16_loss = o.bf16_loss && hf && !e.fused_loss;
+  e.te_modules = o.te_modules && fsdp2;
+  // Only where experts are expert-parallel (simulate refuses the flag without --ep).
+  e.automodel_experts = o.automodel_experts && fsdp2 && ep > 1;
+  return e;
+}
+
 Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, const Layout& l,
                 const ConfigChoice& choice, int64_t micro, int64_t gas, Recompute recompute,
                 int virtual_stages, bool megatron_sp, bool fp8, bool tp_comm_overlap) {
@@ -112,17 +133,15 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
   }
   // What the training script changes, as CandidateInput prices it, so the file simulates as ranked.
   if (o.attention != AttentionKernel::kFramework) note["attention"] = std::string(AttentionKernelName(o.attention));
-  if (o.fused_loss && fw.trains_transformers_modules) note["fused_loss"] = true;
-  if (o.tiled_mlp && fw.trains_transformers_modules && !fw.op_level_sac) note["tiled_mlp"] = true;
-  if (o.expandable_segments) note["expandable_segments"] = true;
-  if (o.bf16_grad_buffer && fw.megatron_precision_options) note["bf16_grad_buffer"] = true;
-  const bool fsdp2_bf16 = o.bf16_params && fw.gradients == GradientSync::kFsdp2;
-  if (o.bf16_optimizer_states && (fw.megatron_precision_options || fsdp2_bf16)) note["bf16_optimizer_states"] = true;
-  if (fsdp2_bf16) note["bf16_params"] = true;
-  if (o.te_modules && fw.gradients == GradientSync::kFsdp2) note["te_modules"] = true;
-  // Only where experts are expert-parallel (simulate refuses the flag without --ep).
-  if (o.automodel_experts && fw.gradients == GradientSync::kFsdp2 && l.ep > 1) note["automodel_experts"] = true;
-  if (o.bf16_loss && fw.trains_transformers_modules && !o.fused_loss) note["bf16_loss"] = true;
+  const EngineSettings a = ApplicableOptions(o, o.engine, l.ep);
+  for (auto [key, on] : {std::pair{"fused_loss", a.fused_loss}, std::pair{"tiled_mlp", a.tiled_mlp},
+                         std::pair{"expandable_segments", a.expandable_segments},
+                         std::pair{"bf16_grad_buffer", a.bf16_grad_buffer},
+                         std::pair{"bf16_optimizer_states", a.bf16_optimizer_states},
+                         std::pair{"bf16_params", a.bf16_params}, std::pair{"te_modules", a.te_modules},
+                         std::pair{"automodel_experts", a.automodel_experts}, std::pair{"bf16_loss", a.bf16_loss}}) {
+    if (on) note[key] = true;
+  }
   c["_ds_plan"] = note;
   return c;
 }
@@ -160,23 +179,20 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.attention = ResolveAttentionKernel(o.attention, in.engine.framework(), cluster.gpu.compute_capability,
                                                model.attn_implementation);
   in.engine.deepspeed_version = o.deepspeed_version;
-  // Liger and TiledMLP patch transformers' modules: the Megatron engines run their own.
-  const bool hf = in.engine.framework().trains_transformers_modules;
-  in.engine.fused_loss = o.fused_loss && hf;
-  in.engine.tiled_mlp = o.tiled_mlp && hf && !(in.engine.framework().op_level_sac);
-  in.engine.expandable_segments = o.expandable_segments;
+  const EngineSettings a = ApplicableOptions(o, o.engine, plan.sizes.ep);
+  in.engine.fused_loss = a.fused_loss;
+  in.engine.tiled_mlp = a.tiled_mlp;
+  in.engine.expandable_segments = a.expandable_segments;
   // Megatron's MoE layers as its recipes run them: grouped expert GEMMs, the all-to-all dispatcher.
   in.engine.moe_grouped_gemm = in.engine.framework().megatron_moe_options && model.is_moe();
   in.workload.seq_len = o.seq_len;
   in.workload.convention = o.convention;
-  const bool megatron_precision = in.engine.framework().megatron_precision_options;
-  in.engine.bf16_params = o.bf16_params && in.engine.framework().gradients == GradientSync::kFsdp2;
-  in.engine.bf16_grad_buffer = o.bf16_grad_buffer && megatron_precision;
-  in.engine.bf16_optimizer_states = o.bf16_optimizer_states && (megatron_precision || in.engine.bf16_params);
-  in.engine.bf16_loss = o.bf16_loss && hf && !in.engine.fused_loss;
-  in.engine.te_modules = o.te_modules && in.engine.framework().gradients == GradientSync::kFsdp2;
-  in.engine.automodel_experts = o.automodel_experts && in.engine.framework().gradients == GradientSync::kFsdp2 &&
-                                plan.sizes.ep > 1;
+  in.engine.bf16_params = a.bf16_params;
+  in.engine.bf16_grad_buffer = a.bf16_grad_buffer;
+  in.engine.bf16_optimizer_states = a.bf16_optimizer_states;
+  in.engine.bf16_loss = a.bf16_loss;
+  in.engine.te_modules = a.te_modules;
+  in.engine.automodel_experts = a.automodel_experts;
   if (in.engine.bf16_optimizer_states || in.engine.bf16_params) {
     in.workload.optimizer_state_bytes_per_param = EngineOptimizerStateBytes(in.engine, ReadOptimizerStateBytes(config));
   }

@@ -39,7 +39,7 @@ struct TuneArgs {
   bool no_pipeline = false;
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
   bool bf16_grad_buffer = false, bf16_optimizer_states = false, bf16_params = false, bf16_loss = false;
-  bool te_modules = false, automodel_experts = false;
+  bool te_modules = false, automodel_experts = false, fake_balanced_gate = false;
   std::string deepspeed_version;
 };
 
@@ -220,6 +220,7 @@ int RunTune(const TuneArgs& args) {
   options.bf16_loss = args.bf16_loss;
   options.te_modules = args.te_modules;
   options.automodel_experts = args.automodel_experts;
+  options.fake_balanced_gate = args.fake_balanced_gate;
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -248,8 +249,10 @@ int RunTune(const TuneArgs& args) {
   if (args.bf16_params && !any_engine(fsdp2)) {
     return UsageError("--bf16-params is FSDP2's parameter dtype: tune it with --engine fsdp2");
   }
-  if ((args.te_modules || args.automodel_experts) && !any_engine(fsdp2)) {
-    return UsageError(std::string(args.te_modules ? "--te-modules" : "--automodel-experts") +
+  if ((args.te_modules || args.automodel_experts || args.fake_balanced_gate) && !any_engine(fsdp2)) {
+    return UsageError(std::string(args.te_modules          ? "--te-modules"
+                                  : args.automodel_experts ? "--automodel-experts"
+                                                           : "--fake-balanced-gate") +
                       " is NeMo AutoModel's on FSDP2: tune it with --engine fsdp2");
   }
   if (args.bf16_optimizer_states && !any_engine(megatron) && !(args.bf16_params && any_engine(fsdp2))) {
@@ -333,6 +336,8 @@ Command AddTuneCommand(CLI::App& root) {
   app->add_flag("--te-modules", args->te_modules, "fsdp2 plans: TransformerEngine's modules (as simulate)");
   app->add_flag("--automodel-experts", args->automodel_experts,
                 "fsdp2 plans: experts wrapped as NeMo AutoModel wraps them (as simulate)");
+  app->add_flag("--fake-balanced-gate", args->fake_balanced_gate,
+                "fsdp2 expert-parallel plans: tokens routed by NeMo AutoModel's FakeBalancedGate (as simulate)");
   app->add_flag("--bf16-loss", args->bf16_loss,
                 "deepspeed and fsdp2 plans: the cross-entropy runs on 16-bit logits (as simulate)");
   app->add_option("--deepspeed-version", args->deepspeed_version,

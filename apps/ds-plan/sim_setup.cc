@@ -94,6 +94,10 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                 "fsdp2 with --ep: experts wrapped as NeMo AutoModel wraps them: outside FSDP where EP covers the "
                 "data-parallel ranks, else sharded over them in the parameters' dtype (torchtitan: always, with "
                 "the blocks' policy)");
+  fake_balanced_gate_option = app->add_flag("--fake-balanced-gate", fake_balanced_gate,
+                "fsdp2 with --ep: tokens routed by NeMo AutoModel's FakeBalancedGate (its benchmarks' "
+                "fake_balanced_gate: k consecutive experts per token), not a learned router; decides the rows "
+                "DeepEP sends (--te-modules)");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -242,6 +246,8 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
         std::tuple{"te_modules", &args->te_modules, args->te_modules_option, "TransformerEngine modules"},
         std::tuple{"automodel_experts", &args->automodel_experts, args->automodel_experts_option,
                    "AutoModel's expert wrapping"},
+        std::tuple{"fake_balanced_gate", &args->fake_balanced_gate, args->fake_balanced_gate_option,
+                   "fake balanced gate"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -335,6 +341,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.bf16_loss = args.bf16_loss;
   k.engine.te_modules = args.te_modules;
   k.engine.automodel_experts = args.automodel_experts;
+  k.engine.fake_balanced_gate = args.fake_balanced_gate;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "sim/comm/deepep_dispatch.h"
+
 namespace dsp::sim {
 namespace {
 
@@ -63,6 +65,31 @@ void PlanMegatronExperts(const PlanContext& ctx, CollectivePlanner& plan) {
   }
 }
 
+// NeMo AutoModel's DeepEP experts (--te-modules: GroupedExpertsDeepEP, fused_a2a.py): one row per
+// destination rank (per remote node over RDMA) instead of one per routed assignment, forward and
+// mirrored in backward (the dispatch's backward is a combine and the reverse); DeepEP's notify step
+// exchanges the counts first.
+void PlanDeepEp(const PlanContext& ctx, CollectivePlanner& plan) {
+  const SimInput& in = ctx.in;
+  const ModelSpec& m = *in.model;
+  const auto groups = in.plan->groups.groups.find(GroupKind::kEp);
+  if (groups == in.plan->groups.groups.end() || groups->second.empty()) return;
+  const MoeRouting routing = in.engine.fake_balanced_gate ? MoeRouting::kFakeBalanced : MoeRouting::kUniform;
+  const DispatchFanout fanout = DeepEpFanout(m.num_experts, m.num_experts_per_tok, groups->second.front(),
+                                             in.cluster->gpus_per_node, routing);
+  const double row_bytes = ctx.hidden * ctx.bytes_per_element;
+  const double seconds = DeepEpCallSeconds(fanout, ctx.tokens, row_bytes,
+                                           plan.Link(GroupKind::kEp, CollectiveKind::kAllToAll),
+                                           in.cluster->intra_node, in.cluster->inter_node);
+  const double bytes = ctx.tokens * fanout.ranks * row_bytes;
+  const double calls = ctx.moe_layers * (ctx.forward_passes + 1.0);
+  const CommSchedule critical = CommSchedule::kCritical;
+  plan.AddPriced("ep_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, bytes, calls, seconds, critical);
+  plan.AddPriced("ep_combine", CollectiveKind::kAllToAll, GroupKind::kEp, bytes, calls, seconds, critical);
+  plan.Add("ep_split_counts", CollectiveKind::kAllToAll, GroupKind::kEp, 4.0 * m.num_experts,
+           ctx.moe_layers * ctx.forward_passes, critical);
+}
+
 }  // namespace
 
 void PlanExpertParallel(const PlanContext& ctx, CollectivePlanner& plan) {
@@ -70,6 +97,7 @@ void PlanExpertParallel(const PlanContext& ctx, CollectivePlanner& plan) {
   const ModelSpec& m = *in.model;
   if (!ctx.autoep || !m.is_moe()) return;
   if (in.engine.framework().megatron_moe_options) return PlanMegatronExperts(ctx, plan);
+  if (in.engine.te_modules) return PlanDeepEp(ctx, plan);
   const ParallelSizes& sizes = in.plan->sizes;
   const double top_k = static_cast<double>(m.num_experts_per_tok);
   const double bpe = ctx.bytes_per_element;

@@ -61,7 +61,20 @@ void CollectivePlanner::AddOn(const GroupLinkInfo& g, std::string_view purpose, 
                               GroupKind group, double bytes, double calls, CommSchedule schedule,
                               StageScope scope, double extra) {
   if (!g.present || g.size <= 1) return;
-  const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link) + extra;
+  Push(g, purpose, kind, group, bytes, calls, schedule, scope, CollectiveSeconds(kind, g.size, bytes, g.link) + extra);
+}
+
+void CollectivePlanner::AddPriced(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
+                                  double calls, double seconds_per_call, CommSchedule schedule) {
+  if (bytes <= 0 || calls <= 0) return;
+  const GroupLinkInfo& g = Cache().Get(in_, group, kind);
+  if (!g.present || g.size <= 1) return;
+  Push(g, purpose, kind, group, bytes, calls, schedule, StageScope::kAll, seconds_per_call);
+}
+
+void CollectivePlanner::Push(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind,
+                             GroupKind group, double bytes, double calls, CommSchedule schedule, StageScope scope,
+                             double one_call) {
   const double units =
       PerMicroStep(schedule) ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1)) : 1.0;
   PlannedCollective p;

@@ -39,6 +39,14 @@ class CollectivePlanner {
                    double bytes_per_element, double bucket_elements, CommSchedule schedule,
                    StageScope scope = StageScope::kAll);
 
+  /// A collective its planner prices itself (DeepEP's two-level dispatch): `seconds_per_call` per
+  /// call, `bytes` as the report shows it.
+  void AddPriced(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
+                 double seconds_per_call, CommSchedule schedule);
+
+  /// The link the collectives of `kind` over the groups of `group` run on (cached).
+  const GroupLinkInfo& Link(GroupKind group, CollectiveKind kind) { return Cache().Get(in_, group, kind); }
+
   /// The last collective added can hide entirely (another one carries the unhidable first call).
   void DropFloor();
   /// The last collective added can hide all but `share` of its time per unit (a pipelined overlap
@@ -50,6 +58,8 @@ class CollectivePlanner {
  private:
   void AddOn(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
              double calls, CommSchedule schedule, StageScope scope, double extra);
+  void Push(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
+            double calls, CommSchedule schedule, StageScope scope, double one_call);
   // Every group of a kind is scanned once per (kind, collective): per evaluation, or once per plan
   // when the caller shares a cache across evaluations (tune).
   GroupLinkCache& Cache() { return in_.link_cache != nullptr ? *in_.link_cache : local_cache_; }

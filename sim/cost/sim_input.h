@@ -150,6 +150,12 @@ struct EngineSettings {
   // data-parallel ranks, else sharded over them without a mixed-precision policy
   // (memory_model.cc Fsdp2GatheredBytes).
   bool automodel_experts = false;
+  // --fake-balanced-gate (fsdp2 with --ep): NeMo AutoModel's FakeBalancedGate (moe/layers.py,
+  // BackendConfig fake_balanced_gate, which its benchmark configs set): token t goes to the k
+  // consecutive experts (t k + j) mod E instead of the router's choice. Loads every expert alike,
+  // as ds-plan assumes anyway, but puts a token's experts on one or two ranks of one node, which
+  // DeepEP's dispatch (--te-modules) sends once each (sim/comm/deepep_dispatch.h).
+  bool fake_balanced_gate = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

@@ -49,6 +49,7 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"bf16_loss", in.bf16_loss},
           {"te_modules", in.te_modules},
           {"automodel_experts", in.automodel_experts},
+          {"fake_balanced_gate", in.fake_balanced_gate},
           {"cp_comm_type", in.cp_comm_type.empty() ? Json(nullptr) : Json(in.cp_comm_type)},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
@@ -278,6 +279,7 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
                             std::pair{"bf16_params", &out.bf16_params}, std::pair{"bf16_loss", &out.bf16_loss},
                             std::pair{"te_modules", &out.te_modules},
                             std::pair{"automodel_experts", &out.automodel_experts},
+                            std::pair{"fake_balanced_gate", &out.fake_balanced_gate},
                             std::pair{"fused_loss", &out.fused_loss}, std::pair{"tiled_mlp", &out.tiled_mlp},
                             std::pair{"expandable_segments", &out.expandable_segments}}) {
     if (auto f = in.find(key); f != in.end()) {

@@ -161,8 +161,11 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     // Their MoE models go through AutoModel's moe/parallelizer.py (apply_fsdp: experts outside FSDP
     // where EP covers the data-parallel ranks).
     k.engine.automodel_experts = moe_benchmark;
+    // ... and route with FakeBalancedGate (BackendConfig fake_balanced_gate: true).
+    k.engine.fake_balanced_gate = moe_benchmark;
     flags << " --bf16-params"
-          << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss --te-modules --automodel-experts" : "");
+          << (moe_benchmark ? " --bf16-optimizer-states --bf16-loss --te-modules --automodel-experts --fake-balanced-gate"
+                          : "");
   }
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;

@@ -331,6 +331,7 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "bf16_loss", k.engine.bf16_loss, true);
   SetOrErase(note, "te_modules", k.engine.te_modules, true);
   SetOrErase(note, "automodel_experts", k.engine.automodel_experts, true);
+  SetOrErase(note, "fake_balanced_gate", k.engine.fake_balanced_gate, true);
   // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
   SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
              std::string(AttentionKernelName(k.engine.attention)));
@@ -395,6 +396,7 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.bf16_loss = k.engine.bf16_loss;
   o.te_modules = k.engine.te_modules;
   o.automodel_experts = k.engine.automodel_experts;
+  o.fake_balanced_gate = k.engine.fake_balanced_gate;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

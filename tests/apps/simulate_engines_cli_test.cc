@@ -320,6 +320,31 @@ TEST(SimulateEnginesCliTest, AutomodelExpertsStayOutOfFsdpWhereExpertParallelism
                    "--automodel-experts is how NeMo AutoModel wraps experts");
 }
 
+// DeepEP (--te-modules) sends a token once to each rank holding one of its experts. NeMo
+// AutoModel's FakeBalancedGate gives token t the experts (t k + j) mod E: Qwen3-30B-A3B's 8
+// consecutive experts are one rank's 16 on EP 8, so one row a token; a learned router spreads them
+// over about 5.3 ranks.
+TEST(SimulateEnginesCliTest, FakeBalancedGateSendsDeepEpOneRowPerToken) {
+  const std::string model = Llama8b("3") +
+                            " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json "
+                            "--world-size 8 --engine fsdp2 --te-modules";
+  const std::string args = model + " --ep 8";
+  auto dispatch_bytes = [](const Json& out) {  // the dispatch is the first all-to-all over EP
+    for (const Json& c : out["collectives"]) {
+      if (c["kind"] == "all_to_all" && c["group"] == "ep") return c["bytes_per_call"].get<double>();
+    }
+    return 0.0;
+  };
+  const double gate = dispatch_bytes(Simulate(args + " --fake-balanced-gate"));
+  const double router = dispatch_bytes(Simulate(args));
+  EXPECT_DOUBLE_EQ(gate, 4096.0 * 2048 * 2);  // seq 4096, micro-batch 1, h 2048, bf16
+  EXPECT_NEAR(router / gate, 5.3, 0.05);
+  ExpectUsageError(model + " --fake-balanced-gate", "--fake-balanced-gate routes tokens to expert-parallel");
+  ExpectUsageError(Llama8b("1") + " --model samples/models/qwen3-30b-a3b.json --cluster h100-sxm --world-size 8 "
+                   "--engine megatron-lm --ep 8 --fake-balanced-gate",
+                   "--fake-balanced-gate is NeMo AutoModel's FakeBalancedGate");
+}
+
 }  // namespace
 }  // namespace dsp
 
@@ -356,6 +381,7 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   EXPECT_EQ(moe_doc["inputs"]["moe_token_dispatcher"], "allgather");
   EXPECT_EQ(moe_doc["inputs"]["moe_grouped_gemm"], true);
   EXPECT_EQ(moe_doc["inputs"]["fp8_param_gather"], false);
+  EXPECT_EQ(moe_doc["inputs"]["fake_balanced_gate"], false);
   auto moe_checked = RunCli("check " + moe + " --format json", false);
   EXPECT_EQ(moe_checked.exit_code, 0) << moe_checked.output;
   std::filesystem::remove_all(dir);

@@ -165,3 +165,34 @@ TEST(ExpertParallelCommTest, MegatronAllGatherDispatcherGathersEveryTokenOfTheTe
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// fsdp2 with --te-modules runs NeMo AutoModel's DeepEP experts (GroupedExpertsDeepEP, fused_a2a.py):
+// one row per destination rank, not one per routed assignment. Under --fake-balanced-gate a
+// Qwen3-30B-A3B token's 8 consecutive experts sit on one of EP 8's ranks (16 experts each): 1 row
+// a token where the plain all-to-all sends 8.
+TEST(ExpertParallelCommTest, DeepEpSendsOneRowPerDestinationRank) {
+  PlanInputs in = testing::Sizes(8, 8, 1, 1, RankLayout::kMegatron);
+  in.ep = 8;
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                      "qwen3-30b-a3b.json", Engine::kFsdp2);
+  c.input.engine.te_modules = true;
+  c.input.engine.fake_balanced_gate = true;
+  auto planned = c.Run(PlanExpertParallel);
+  ASSERT_EQ(testing::Purposes(planned), (std::vector<std::string>{"ep_dispatch", "ep_combine", "ep_split_counts"}));
+  EXPECT_DOUBLE_EQ(planned[0].call.bytes_per_call, 4096.0 * 1 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(planned[0].calls_per_unit, 48 * 2.0);
+  EXPECT_DOUBLE_EQ(planned[0].call.seconds,
+                   48 * 2.0 * CollectiveSeconds(CollectiveKind::kAllToAll, 8, 4096.0 * 2048 * 2, c.cluster.intra_node));
+  // A learned router spreads the 8 experts over 8 (1 - C(112, 8) / C(128, 8)) ranks, about 5.3.
+  c.input.engine.fake_balanced_gate = false;
+  planned = c.Run(PlanExpertParallel);
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  EXPECT_NEAR(planned[0].call.bytes_per_call, 4096.0 * 8 * (1 - miss) * 2048 * 2, 1.0);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -98,6 +98,9 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                 "fsdp2 with --ep: tokens routed by NeMo AutoModel's FakeBalancedGate (its benchmarks' "
                 "fake_balanced_gate: k consecutive experts per token), not a learned router; decides the rows "
                 "DeepEP sends (--te-modules)");
+  torch_compile_option = app->add_flag("--torch-compile", torch_compile,
+                "fsdp2: each decoder block compiled with torch.compile (torchtitan's compile.enable): Inductor fuses "
+                "the norms, rotary embedding, MLP activation and torchao's FP8 casts");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -248,6 +251,7 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
                    "AutoModel's expert wrapping"},
         std::tuple{"fake_balanced_gate", &args->fake_balanced_gate, args->fake_balanced_gate_option,
                    "fake balanced gate"},
+        std::tuple{"torch_compile", &args->torch_compile, args->torch_compile_option, "torch.compile"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -342,6 +346,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.te_modules = args.te_modules;
   k.engine.automodel_experts = args.automodel_experts;
   k.engine.fake_balanced_gate = args.fake_balanced_gate;
+  k.engine.torch_compile = args.torch_compile;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

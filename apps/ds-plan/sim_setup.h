@@ -49,6 +49,7 @@ struct SimArgs {
   bool te_modules = false;        // --te-modules (fsdp2)
   bool automodel_experts = false;  // --automodel-experts (fsdp2)
   bool fake_balanced_gate = false;  // --fake-balanced-gate (fsdp2)
+  bool torch_compile = false;  // --torch-compile (fsdp2)
   std::string attention = "flash";
   bool fused_loss = false;        // --fused-loss
   bool tiled_mlp = false;         // --tiled-mlp
@@ -79,6 +80,7 @@ struct SimArgs {
   CLI::Option* te_modules_option = nullptr;
   CLI::Option* automodel_experts_option = nullptr;
   CLI::Option* fake_balanced_gate_option = nullptr;
+  CLI::Option* torch_compile_option = nullptr;
   CLI::Option* attention_option = nullptr;
   CLI::Option* fused_loss_option = nullptr;
   CLI::Option* tiled_mlp_option = nullptr;

@@ -13,6 +13,7 @@ const std::vector<FitParameter>& FitParameters() {
       {"efficiency.attention", "/efficiency/attention", 0.2, 1.0},
       {"efficiency.attention_flash2", "/efficiency/attention_flash2", 0.1, 1.0},
       {"gpu.kernel_overhead_seconds", "/gpu/kernel_overhead_seconds", 0.0, 30e-6},
+      {"gpu.compute_clock_ratio", "/gpu/compute_clock_ratio", 0.3, 1.2},
       {"intra_node.hop_latency_seconds", "/intra_node/hop_latency_seconds", 0.0, 10e-6},
       {"inter_node.hop_latency_seconds", "/inter_node/hop_latency_seconds", 0.0, 50e-6},
       {"intra_node.busbw_bytes_per_second", "/intra_node/busbw_bytes_per_second", 50e9, 1000e9},
@@ -33,6 +34,7 @@ double GetFigure(const Cluster& c, const std::string& name) {
     return c.efficiency.attention_flash2 > 0 ? c.efficiency.attention_flash2 : GetFigure(c, "efficiency.attention");
   }
   if (name == "gpu.kernel_overhead_seconds") return c.gpu.kernel_overhead_seconds;
+  if (name == "gpu.compute_clock_ratio") return c.gpu.compute_clock_ratio;
   if (name == "intra_node.hop_latency_seconds") return c.intra_node.hop_latency_seconds;
   if (name == "inter_node.hop_latency_seconds") return c.inter_node.hop_latency_seconds;
   if (name == "intra_node.busbw_bytes_per_second") return c.intra_node.busbw_bytes_per_second;
@@ -50,6 +52,7 @@ void SetFigure(Cluster& c, const std::string& name, double value) {
   if (name == "efficiency.attention") c.efficiency.attention = value;
   if (name == "efficiency.attention_flash2") c.efficiency.attention_flash2 = value;
   if (name == "gpu.kernel_overhead_seconds") c.gpu.kernel_overhead_seconds = value;
+  if (name == "gpu.compute_clock_ratio") c.gpu.compute_clock_ratio = value;
   if (name == "intra_node.hop_latency_seconds") c.intra_node.hop_latency_seconds = value;
   if (name == "inter_node.hop_latency_seconds") c.inter_node.hop_latency_seconds = value;
   if (name == "intra_node.busbw_bytes_per_second") c.intra_node.busbw_bytes_per_second = value;

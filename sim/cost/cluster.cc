@@ -174,6 +174,7 @@ Status CheckRanges(const Json& json, const Cluster& c) {
       {"/gpu/hbm_bytes", c.gpu.hbm_bytes, 1e6, 1e14, true},
       {"/gpu/hbm_bytes_per_second", c.gpu.hbm_bytes_per_second, 1e8, 1e15, true},
       {"/gpu/kernel_overhead_seconds", c.gpu.kernel_overhead_seconds, 0, 1, true},
+      {"/gpu/compute_clock_ratio", c.gpu.compute_clock_ratio, 0.1, 1.5, true},
       {"/intra_node/busbw_bytes_per_second", c.intra_node.busbw_bytes_per_second, 1e6, 1e14, true},
       {"/intra_node/latency_seconds", c.intra_node.latency_seconds, 1e-9, 1, true},
       {"/intra_node/hop_latency_seconds", c.intra_node.hop_latency_seconds, 0, 1, true},
@@ -233,6 +234,7 @@ Result<Cluster> ParseCluster(const Json& json) {
     // Optional: cluster files written before it existed stay valid; the bf16 check then has no GPU to judge.
     r.String("compute_capability", &compute_capability, /*required=*/false);
     r.NonNegative("kernel_overhead_seconds", &c.gpu.kernel_overhead_seconds);
+    r.Number("compute_clock_ratio", &c.gpu.compute_clock_ratio, false);
   });
   root.Integer("gpus_per_node", &c.gpus_per_node, 1024);
   root.Object("intra_node", true, [&](ObjectReader& r) { ReadLink(r, &c.intra_node); });

@@ -20,6 +20,11 @@ struct GpuSpec {
   // need 8.0 (Ampere), and torch before 2.4 reports bf16 unsupported below it.
   int compute_capability = 0;
   double kernel_overhead_seconds = 0;    // fixed cost of every kernel (launch, ramp-up, tail)
+  // The clock tensor-core-bound kernels (GEMMs, fused attention) sustain, relative to the one the
+  // cluster's efficiencies were measured at: a GPU run under a lower power limit than the
+  // measurement's clocks down on them (HBM-bound kernels hardly draw the power). 1 = the same;
+  // `ds-plan calibrate --fit gpu.compute_clock_ratio` fits it from runs on the machine.
+  double compute_clock_ratio = 1.0;
   // Dense FP8 tensor-core peak (H100/H200 SXM 1979 TFLOP/s, B200 4500). 0: the GPU has no FP8
   // tensor cores (A100, V100) and --fp8 is refused; absent (-1): twice the bf16 peak, Hopper's and
   // Blackwell's ratio, with a note. Fp8PeakFlops() resolves it.

@@ -58,6 +58,15 @@ EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard)
     e.activation = 3 * bpe, e.activation_kernels = 1;
     e.rotary = 20, e.rotary_kernels = 3;
   }
+  if (shard.hf_eager && shard.torch_compile) {
+    // torchtitan's apply_compile (torch.compile per TransformerBlock): Inductor fuses RMSNorm's
+    // fp32 steps into one kernel (read and write the 16-bit tensor), the rotary embedding's
+    // complex multiply likewise, and silu(gate) * up into one kernel over the two inputs and the
+    // output. The loss is outside the blocks, eager.
+    e.norm = 2 * bpe, e.norm_kernels = 1;
+    e.rotary = 2 * bpe, e.rotary_kernels = 1;
+    e.activation = 3 * bpe, e.activation_kernels = 1;
+  }
   // --fused-loss: Liger's loss kernel makes two passes over a chunk's 16-bit logits and writes the
   // gradient in place; it runs lm_head's backward GEMMs inside forward, chunk by chunk, the same
   // work as lm_head's forward and backward (fused_linear_cross_entropy.py).
@@ -382,7 +391,7 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
 }
 
 // The layer's linear GEMMs (everything kMatmul but the router) to FP8, and their casts.
-void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
+void ApplyFp8(Fp8Linear recipe, bool compiled, std::vector<OperatorCost>& ops) {
   std::vector<OperatorCost> fp8_ops;
   for (OperatorCost& op : ops) {
     // The attention core (materialized QK^T and AV) and the router stay in bf16; so do torchtitan's
@@ -393,7 +402,7 @@ void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
     op.fp8 = true;
     fp8_ops.push_back(op);
   }
-  const Fp8Cast cast = Fp8CastBytes(fp8_ops, recipe);
+  const Fp8Cast cast = Fp8CastBytes(fp8_ops, recipe, compiled);
   OperatorCost c = Memory("fp8_cast", cast.bytes);
   c.kernels = cast.kernels;
   if (c.bytes > 0) ops.push_back(c);
@@ -401,7 +410,7 @@ void ApplyFp8(Fp8Linear recipe, std::vector<OperatorCost>& ops) {
 
 }  // namespace
 
-Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe) {
+Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe, bool compiled) {
   Fp8Cast out;
   for (const OperatorCost& op : fp8_ops) {
     switch (recipe) {
@@ -415,8 +424,13 @@ Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe)
         }
         break;
       case Fp8Linear::kTorchaoFloat8:
-        out.bytes += 5.0 * (op.input_elements + op.weight_elements);
-        out.kernels += 4.0 * op.kernels;
+        if (compiled) {
+          out.bytes += 3.0 * op.input_elements + 5.0 * op.weight_elements;
+          out.kernels += 3.0 * op.kernels;  // the input's cast; the weight's amax and cast
+        } else {
+          out.bytes += 5.0 * (op.input_elements + op.weight_elements);
+          out.kernels += 4.0 * op.kernels;
+        }
         break;
     }
   }
@@ -462,7 +476,7 @@ std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t 
     }
   }
   ops.push_back(Memory("residual_add", residual_bytes));
-  if (shard.fp8 != Fp8Linear::kNone) ApplyFp8(shard.fp8, ops);
+  if (shard.fp8 != Fp8Linear::kNone) ApplyFp8(shard.fp8, shard.torch_compile, ops);
   return ops;
 }
 

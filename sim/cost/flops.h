@@ -60,6 +60,9 @@ struct ShardShape {
   // kernels though the rotary embedding and the loss are eager PyTorch (hf_eager stays true).
   bool te_modules = false;
   bool eager_modules() const { return hf_eager && !te_modules; }
+  // EngineSettings::torch_compile: each decoder block compiled by Inductor, which fuses its
+  // norms, rotary embedding, MLP activation and FP8 casts (the loss and the final norm stay eager).
+  bool torch_compile = false;
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;
@@ -127,10 +130,13 @@ std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, Attention
 /// reads every GEMM's input and weight for the amax, then again for the cast (2 + 2 + 1 bytes per
 /// element, two kernels each). Backward's casts (the output gradient; torchao's re-casts of the
 /// saved bf16 input and weight) follow the memory-bound kernels' backward rule.
+/// Under torch.compile (`compiled`) Inductor fuses torchao's input amax into the kernel that
+/// produces the input and its cast into one kernel (2 + 1 bytes per input element); a weight still
+/// takes its amax pass and its cast (2 + 2 + 1).
 struct Fp8Cast {
   double bytes = 0, kernels = 0;
 };
-Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe);
+Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe, bool compiled = false);
 
 /// Forward operators of decoder layer `layer` on one rank.
 std::vector<OperatorCost> LayerForwardOperators(const ModelSpec& model, int64_t layer,

@@ -33,8 +33,10 @@ KernelRates KernelRatesOf(const Cluster& cluster, AttentionKernel attention) {
   const double flash2 = cluster.efficiency.attention_flash2 > 0 ? cluster.efficiency.attention_flash2 : fused;
   const double attn = attention == AttentionKernel::kFlash2 ? flash2 : fused;
   const double fp8 = cluster.efficiency.fp8_matmul > 0 ? cluster.efficiency.fp8_matmul : mm;
-  const double peak = cluster.gpu.peak_bf16_flops_per_second;
-  return {peak * mm, cluster.gpu.Fp8PeakFlops() * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
+  // A power-limited clock slows the tensor cores, not HBM (GpuSpec::compute_clock_ratio).
+  const double clock = cluster.gpu.compute_clock_ratio > 0 ? cluster.gpu.compute_clock_ratio : 1.0;
+  const double peak = cluster.gpu.peak_bf16_flops_per_second * clock;
+  return {peak * mm, cluster.gpu.Fp8PeakFlops() * clock * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
           cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
 }
 

@@ -156,6 +156,11 @@ struct EngineSettings {
   // as ds-plan assumes anyway, but puts a token's experts on one or two ranks of one node, which
   // DeepEP's dispatch (--te-modules) sends once each (sim/comm/deepep_dispatch.h).
   bool fake_balanced_gate = false;
+  // --torch-compile (fsdp2): torchtitan's compile.enable, torch.compile applied to each decoder
+  // block (models/llama3/infra/parallelize.py apply_compile): Inductor fuses the blocks'
+  // memory-bound chains and torchao's FP8 casts (sim/cost/flops.cc). What is saved for backward is
+  // left as eager (not modelled apart).
+  bool torch_compile = false;
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

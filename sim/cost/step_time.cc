@@ -188,6 +188,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.hf_eager = in.engine.hf_eager();  // DeepSpeed trains transformers' modules
   shard.bf16_loss = in.engine.bf16_loss;
   shard.te_modules = in.engine.te_modules;
+  shard.torch_compile = in.engine.torch_compile;
   shard.attention_tp = AttentionTpDivisor(in);
   if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;
   return shard;

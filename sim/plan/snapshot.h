@@ -60,6 +60,7 @@ struct PlanSnapshotInputs {
   bool te_modules = false;         // --te-modules
   bool automodel_experts = false;  // --automodel-experts
   bool fake_balanced_gate = false;  // --fake-balanced-gate
+  bool torch_compile = false;  // --torch-compile
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

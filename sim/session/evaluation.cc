@@ -119,6 +119,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.fake_balanced_gate && !fsdp2) {
     return Error{"--fake-balanced-gate is NeMo AutoModel's FakeBalancedGate on FSDP2: use it with --engine fsdp2"};
   }
+  if (e.torch_compile && !fsdp2) {
+    return Error{"--torch-compile is torchtitan's compile.enable on FSDP2: use it with --engine fsdp2 (DeepSpeed's "
+                 "compiler is compile.deepcompile in the config; the megatron engines run fused kernels)"};
+  }
   if (e.fake_balanced_gate && k.ep <= 1) {
     return Error{"--fake-balanced-gate routes tokens to expert-parallel experts: it needs --ep"};
   }
@@ -292,7 +296,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.bf16_optimizer_states == o.engine.bf16_optimizer_states && engine.bf16_params == o.engine.bf16_params &&
          engine.bf16_loss == o.engine.bf16_loss && engine.te_modules == o.engine.te_modules &&
          engine.automodel_experts == o.engine.automodel_experts &&
-         engine.fake_balanced_gate == o.engine.fake_balanced_gate &&
+         engine.fake_balanced_gate == o.engine.fake_balanced_gate && engine.torch_compile == o.engine.torch_compile &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&

@@ -134,6 +134,11 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
     k.engine.tp_comm_overlap = k.engine.megatron_sp && Cell(r, "tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
+    // torchtitan's runs that say torch.compile (the row's compile column: its benchmark table's
+    // title or command line) compile each decoder block.
+    k.engine.torch_compile =
+        k.engine.framework().gradients == GradientSync::kFsdp2 && Cell(r, "compile") == "torch.compile";
+    if (k.engine.torch_compile) flags << " --torch-compile";
   }
   // NeMo AutoModel's MoE benchmark configs (examples/benchmark/configs/*_te_deepep.yaml) set
   // BackendConfig attn: te, TransformerEngine's cuDNN attention; GPT-OSS's set attn: flex

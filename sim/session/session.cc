@@ -332,6 +332,7 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "te_modules", k.engine.te_modules, true);
   SetOrErase(note, "automodel_experts", k.engine.automodel_experts, true);
   SetOrErase(note, "fake_balanced_gate", k.engine.fake_balanced_gate, true);
+  SetOrErase(note, "torch_compile", k.engine.torch_compile, true);
   // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
   SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
              std::string(AttentionKernelName(k.engine.attention)));
@@ -397,6 +398,7 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.te_modules = k.engine.te_modules;
   o.automodel_experts = k.engine.automodel_experts;
   o.fake_balanced_gate = k.engine.fake_balanced_gate;
+  o.torch_compile = k.engine.torch_compile;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

@@ -18,29 +18,34 @@ namespace {
 
 using testing::RunCli;
 
-// The six float8 rows are held out: the fit sees the six bf16 ones.
-const std::string kCommand =
-    "calibrate samples/runs/modern-runs.tsv --cluster samples/clusters/h100-96gb-hbm2e.json "
-    "--hardware h100-96gb-hbm2e-500w --fit efficiency.matmul efficiency.attention_flash2 efficiency.memory "
-    "--hold-out tt-llama31-8b-fsdp-compile-float8-8g,tt-llama31-8b-fsdp8-cp1-32k-float8,"
-    "tt-llama31-8b-fsdp1-cp8-256k-float8,tt-llama31-70b-fsdp32-tp8-256g-float8,"
-    "tt-llama31-405b-3d-1f1b-512g-float8,tt-llama31-405b-3d-interleaved-512g-float8";
+// The 96 GB preset's gpu.compute_clock_ratio is the fit on the nine runs of torchtitan's
+// December 2024 benchmark (eager, compiled and float8), its three runs from other documents held
+// out, starting from the preset without the figure; the sample cluster file is what that writes,
+// and docs/validation.md ("Calibrating a modern cluster") shows its report.
+const std::string kHeldOut =
+    "tt-llama3-70b-fsdp32-tp8-256g-bf16,tt-llama3-8b-fsdp8-tp8-64g-bf16,tt-llama31-405b-fsdp16-tp8-128g-bf16";
 
-TEST(CalibrateModernCliTest, TheH100NinetySixGigabyteSampleIsWhatCalibrateWrites) {
+TEST(CalibrateModernCliTest, TheH100NinetySixGigabyteClockIsTheFitOnItsDecemberBenchmark) {
   char dir_template[] = "/tmp/dsp-calibrate-modern-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
+  Json preset = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-96gb-hbm2e.json"));
+  const double figure = preset["gpu"]["compute_clock_ratio"].get<double>();
+  preset["gpu"].erase("compute_clock_ratio");
+  preset["gpu"].erase("_compute_clock_ratio_source");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/h100-96gb-hbm2e.json", preset.dump(2)).ok());
   const std::string out = dir + "/fitted.json";
-  auto r = RunCli(kCommand + " -o " + out, /*merge_stderr=*/false);
+  auto r = RunCli("calibrate samples/runs/modern-runs.tsv --cluster " + dir +
+                      "/h100-96gb-hbm2e.json --hardware h100-96gb-hbm2e-500w --fit gpu.compute_clock_ratio "
+                      "--hold-out " + kHeldOut + " -o " + out,
+                  /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The report is the one docs/validation.md shows, held-out rows marked and summed apart.
   EXPECT_NE(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/docs/validation.md").find(r.output), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("held out (not fitted): mean |error|"), std::string::npos) << r.output;
   const Json fitted = Json::parse(ReadFile(out).value());
+  EXPECT_NEAR(fitted["gpu"]["compute_clock_ratio"].get<double>(), figure, 1e-9);
   const Json sample = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-96gb-hbm2e-calibrated.json"));
-  for (const char* key : {"matmul", "attention_flash2", "memory"}) {
-    EXPECT_DOUBLE_EQ(fitted["efficiency"][key].get<double>(), sample["efficiency"][key].get<double>()) << key;
-  }
-  EXPECT_EQ(fitted["_calibration"], sample["_calibration"]);
+  EXPECT_EQ(fitted, sample);
   std::filesystem::remove_all(dir);
 }
 

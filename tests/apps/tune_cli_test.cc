@@ -168,8 +168,8 @@ TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
   std::filesystem::remove_all(dir);
 }
 
-// --bf16-params, --bf16-optimizer-states, --bf16-loss, --te-modules, --automodel-experts and
-// --fake-balanced-gate rank fsdp2
+// --bf16-params, --bf16-optimizer-states, --bf16-loss, --te-modules, --automodel-experts,
+// --fake-balanced-gate and --torch-compile rank fsdp2
 // plans as simulate prices them and travel in the emitted config's _ds_plan, so the file simulates as
 // it was ranked.
 TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
@@ -178,7 +178,8 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   const std::string out = (dir / "best.json").string();
   const std::string world = std::string(kLlama8b) + " --world-size 16 --engine fsdp2";
   auto t = RunCli("tune" + world + " --top 1 --format json --bf16-params --bf16-optimizer-states --bf16-loss "
-                  "--te-modules --automodel-experts --fake-balanced-gate --emit-config " + ShellQuote(out),
+                  "--te-modules --automodel-experts --fake-balanced-gate --torch-compile --emit-config " +
+                  ShellQuote(out),
                   false);
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const Json best = Json::parse(t.output)["plans"][0];
@@ -187,6 +188,7 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   EXPECT_EQ(note["bf16_optimizer_states"], true);
   EXPECT_EQ(note["bf16_loss"], true);
   EXPECT_EQ(note["te_modules"], true);
+  EXPECT_EQ(note["torch_compile"], true);
   // A dense model has no expert-parallel experts to wrap: the flag is not recorded.
   EXPECT_FALSE(note.contains("automodel_experts"));
   EXPECT_FALSE(note.contains("fake_balanced_gate"));

@@ -118,6 +118,13 @@ TEST(ClusterTest, TorchtitanH100With96GbOfHbm2e) {
   EXPECT_EQ(c.gpu.hbm_bytes, 96e9);
   EXPECT_EQ(c.gpu.hbm_bytes_per_second, 2.4e12);
   EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 989e12);  // an upper bound under the 500 W cap
+  // The clock its GEMMs sustain under the cap: fitted on its runs (CalibrateModernCliTest).
+  EXPECT_GT(c.gpu.compute_clock_ratio, 0.5);
+  EXPECT_LT(c.gpu.compute_clock_ratio, 1.0);
+  // Every other preset runs at the clock its efficiencies were measured at.
+  for (const char* name : {"h100-sxm.json", "h200.json", "a100-80gb.json", "b200.json"}) {
+    EXPECT_EQ(ParseOrDie(name).gpu.compute_clock_ratio, 1.0) << name;
+  }
 }
 
 TEST(ClusterTest, H200Preset) {
@@ -212,7 +219,8 @@ TEST(ClusterTest, FiguresOutsideAMachinesRangeAreErrors) {
   for (auto [pointer, value] : {std::pair{"/gpu/peak_bf16_flops_per_second", 1e-300},
                                 {"/gpu/hbm_bytes", 80.0},  // GB instead of bytes
                                 {"/intra_node/busbw_bytes_per_second", 1e300},
-                                {"/efficiency/matmul", 1e-9}}) {
+                                {"/efficiency/matmul", 1e-9},
+                                {"/gpu/compute_clock_ratio", 3.0}}) {
     Json doc = LoadPreset("h100-sxm.json");
     doc[Json::json_pointer(pointer)] = value;
     const std::string error = ErrorOf(doc);

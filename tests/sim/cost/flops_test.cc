@@ -197,5 +197,36 @@ TEST(FlopsTest, Fp8MarksTheLayersLinearGemmsAndAddsTheRecipesCasts) {
   for (const OperatorCost& op : HeadForwardOperators(m, shard)) EXPECT_FALSE(op.fp8) << op.name;
 }
 
+// --torch-compile (torchtitan's apply_compile, Inductor per decoder block): the norms, the rotary
+// embedding and silu(gate) * up each become one kernel over their 16-bit tensors, and torchao's
+// input amax fuses into the kernel that produces the input (3 bytes per input element, not 5);
+// a weight keeps its amax pass and cast (5 bytes).
+TEST(FlopsTest, TorchCompileFusesTheBlocksMemoryBoundChainsAndFp8Casts) {
+  const ModelSpec m = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 4096;
+  shard.hf_eager = true;
+  const EagerBytes eager = EagerBytesPerElement(m, shard);
+  shard.torch_compile = true;
+  const EagerBytes compiled = EagerBytesPerElement(m, shard);
+  EXPECT_EQ(compiled.norm, 4);
+  EXPECT_EQ(compiled.norm_kernels, 1);
+  EXPECT_EQ(compiled.rotary, 4);
+  EXPECT_EQ(compiled.rotary_kernels, 1);
+  EXPECT_EQ(compiled.activation, 6);
+  EXPECT_EQ(compiled.activation_kernels, 1);
+  EXPECT_EQ(compiled.loss, eager.loss);  // the loss is outside the blocks
+  EXPECT_LT(compiled.norm, eager.norm);
+  shard.fp8 = Fp8Linear::kTorchaoFloat8;
+  double cast = 0;
+  for (const OperatorCost& op : LayerForwardOperators(m, 0, shard)) {
+    if (op.name == "fp8_cast") cast = op.bytes;
+  }
+  const double inputs = 4096.0 * (3 * 4096 + 4096 + 2 * 4096 + 14336);
+  const double weights = 4096.0 * (6144 + 4096) + 3.0 * 4096 * 14336;
+  EXPECT_DOUBLE_EQ(cast, 3.0 * inputs + 5.0 * weights);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -104,5 +104,29 @@ TEST(KernelTimeTest, Fp8GemmsRunAtTheFp8Rate) {
   EXPECT_NEAR(KernelSeconds(op, c, false) / bf16, (989e12 * 0.8) / (1979e12 * 0.6), 1e-9);
 }
 
+// A power-limited clock (gpu.compute_clock_ratio) slows the tensor cores' kernels, bf16 and FP8
+// GEMMs and fused attention alike, and leaves HBM-bound kernels at their bandwidth.
+TEST(KernelTimeTest, AComputeClockRatioSlowsTensorCoreKernelsOnly) {
+  Cluster c;
+  c.gpu.peak_bf16_flops_per_second = 989e12;
+  c.gpu.peak_fp8_flops_per_second = 1979e12;
+  c.gpu.hbm_bytes_per_second = 3.35e12;
+  c.efficiency = {0.8, 0.8};
+  c.efficiency.attention = 0.5;
+  c.efficiency.fp8_matmul = 0.6;
+  const KernelRates full = KernelRatesOf(c);
+  c.gpu.compute_clock_ratio = 0.75;
+  const KernelRates capped = KernelRatesOf(c);
+  EXPECT_DOUBLE_EQ(capped.matmul_flops_per_second, 0.75 * full.matmul_flops_per_second);
+  EXPECT_DOUBLE_EQ(capped.fp8_matmul_flops_per_second, 0.75 * full.fp8_matmul_flops_per_second);
+  EXPECT_DOUBLE_EQ(capped.attention_flops_per_second, 0.75 * full.attention_flops_per_second);
+  EXPECT_DOUBLE_EQ(capped.hbm_bytes_per_second, full.hbm_bytes_per_second);
+  OperatorCost gemm{"q_proj", 2.0 * 8192 * 8192 * 8192, 3.0 * 8192 * 8192 * 2};
+  gemm.kind = KernelKind::kMatmul;
+  OperatorCost norm{"norm", 0, 4.0 * 8192 * 8192};
+  EXPECT_NEAR(KernelTimeOf(gemm, capped, false).seconds / KernelTimeOf(gemm, full, false).seconds, 1 / 0.75, 1e-9);
+  EXPECT_DOUBLE_EQ(KernelTimeOf(norm, capped, false).seconds, KernelTimeOf(norm, full, false).seconds);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -98,9 +98,10 @@ double DeepEpCallSeconds(const DispatchFanout& fanout, double tokens, double row
   // RDMA: one row per remote node through the rank's own NIC. NVLink: every (token, rank) row but
   // those whose forwarding GPU is their destination.
   const double k = static_cast<double>(std::max(fanout.ranks_per_node, 1));
-  const double rdma = inter_node.busbw_bytes_per_second > 0
-                          ? tokens * fanout.remote_nodes * row_bytes / inter_node.busbw_bytes_per_second
-                          : 0.0;
+  // A node drives at most max_rails of its NICs at once (LinkSpec::max_rails): its k ranks share them.
+  const double nic = inter_node.busbw_bytes_per_second *
+                     (inter_node.max_rails > 0 ? std::min(1.0, inter_node.max_rails / k) : 1.0);
+  const double rdma = nic > 0 ? tokens * fanout.remote_nodes * row_bytes / nic : 0.0;
   const double nvlink = intra_node.busbw_bytes_per_second > 0
                             ? rows * (k - 1.0) / k * row_bytes / intra_node.busbw_bytes_per_second
                             : 0.0;

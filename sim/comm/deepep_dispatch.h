@@ -41,9 +41,10 @@ DispatchFanout DeepEpFanout(int64_t experts, int64_t top_k, const RankGroup& gro
                             MoeRouting routing);
 
 // Seconds of one dispatch (or one combine) of `tokens` tokens of `row_bytes` each from every rank
-// of the group: inside a node, an all-to-all of the fan-out's rows over NVLink (`g.link`); across
-// nodes, the RDMA rows through the rank's own NIC (`inter_node.busbw`) and the NVLink forwarding
-// (`intra_node.busbw`), which DeepEP pipelines, so the slower of the two, plus the call's latency.
+// of one group: inside a node, an all-to-all of the fan-out's rows over NVLink (`g.link`, the
+// group's own); across nodes, the RDMA rows through the rank's own NIC (`inter_node.busbw`, capped
+// by `max_rails` NICs a node) and the NVLink forwarding (`intra_node.busbw`), which DeepEP
+// pipelines, so the slower of the two, plus the call's latency.
 double DeepEpCallSeconds(const DispatchFanout& fanout, double tokens, double row_bytes, const GroupLinkInfo& g,
                          const LinkSpec& intra_node, const LinkSpec& inter_node);
 

@@ -6,6 +6,10 @@
 #include "sim/comm/planner.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "sim/comm/deepep_dispatch.h"
 
@@ -72,16 +76,36 @@ void PlanMegatronExperts(const PlanContext& ctx, CollectivePlanner& plan) {
 void PlanDeepEp(const PlanContext& ctx, CollectivePlanner& plan) {
   const SimInput& in = ctx.in;
   const ModelSpec& m = *in.model;
+  const Cluster& cluster = *in.cluster;
   const auto groups = in.plan->groups.groups.find(GroupKind::kEp);
   if (groups == in.plan->groups.groups.end() || groups->second.empty()) return;
   const MoeRouting routing = in.engine.fake_balanced_gate ? MoeRouting::kFakeBalanced : MoeRouting::kUniform;
-  const DispatchFanout fanout = DeepEpFanout(m.num_experts, m.num_experts_per_tok, groups->second.front(),
-                                             in.cluster->gpus_per_node, routing);
   const double row_bytes = ctx.hidden * ctx.bytes_per_element;
-  const double seconds = DeepEpCallSeconds(fanout, ctx.tokens, row_bytes,
-                                           plan.Link(GroupKind::kEp, CollectiveKind::kAllToAll),
-                                           in.cluster->intra_node, in.cluster->inter_node);
-  const double bytes = ctx.tokens * fanout.ranks * row_bytes;
+  const int gpn = std::max(cluster.gpus_per_node, 1);
+  // Every EP group dispatches at once, so the slowest sets the pace; groups laid over nodes alike
+  // (the same node of each member, relative to the first) price alike, so each shape is priced once.
+  std::map<std::vector<int>, std::pair<double, double>> by_shape;  // shape -> (seconds, bytes) a call
+  double seconds = 0, bytes = 0;
+  for (const RankGroup& group : groups->second) {
+    if (group.empty()) continue;
+    std::vector<int> shape;
+    shape.reserve(group.size());
+    for (int rank : group) shape.push_back(rank / gpn - group.front() / gpn);
+    auto [it, fresh] = by_shape.try_emplace(std::move(shape));
+    if (fresh) {
+      const DispatchFanout fanout =
+          DeepEpFanout(m.num_experts, m.num_experts_per_tok, group, cluster.gpus_per_node, routing);
+      GroupLinkInfo link;
+      link.present = true;
+      link.size = static_cast<int>(group.size());
+      link.inter_node = CrossesNode(group, cluster.gpus_per_node);
+      link.link = GroupLink(CollectiveKind::kAllToAll, group, cluster.gpus_per_node, cluster.intra_node,
+                            cluster.inter_node);
+      it->second = {DeepEpCallSeconds(fanout, ctx.tokens, row_bytes, link, cluster.intra_node, cluster.inter_node),
+                    ctx.tokens * fanout.ranks * row_bytes};
+    }
+    if (it->second.first > seconds) std::tie(seconds, bytes) = it->second;
+  }
   const double calls = ctx.moe_layers * (ctx.forward_passes + 1.0);
   const CommSchedule critical = CommSchedule::kCritical;
   plan.AddPriced("ep_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, bytes, calls, seconds, critical);

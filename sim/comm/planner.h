@@ -44,9 +44,6 @@ class CollectivePlanner {
   void AddPriced(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes, double calls,
                  double seconds_per_call, CommSchedule schedule);
 
-  /// The link the collectives of `kind` over the groups of `group` run on (cached).
-  const GroupLinkInfo& Link(GroupKind group, CollectiveKind kind) { return Cache().Get(in_, group, kind); }
-
   /// The last collective added can hide entirely (another one carries the unhidable first call).
   void DropFloor();
   /// The last collective added can hide all but `share` of its time per unit (a pipelined overlap

@@ -489,7 +489,11 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   const double vocab =
       static_cast<double>(model.vocab_size) / (shard.vocab_parallel || shard.lm_head_split ? shard.tp : 1);
   const double outside = shard.megatron_sp ? tokens / shard.tp : tokens;
-  const EagerBytes eager = EagerBytesPerElement(model, shard);
+  // torchtitan's apply_compile compiles the TransformerBlocks only: the final norm and the loss
+  // run eager.
+  ShardShape outside_blocks = shard;
+  outside_blocks.torch_compile = false;
+  const EagerBytes eager = EagerBytesPerElement(model, outside_blocks);
   std::vector<OperatorCost> ops;
   ops.push_back(EagerMemory("final_norm", outside * h, eager.norm, eager.norm_kernels));
   ops.push_back(Matmul("lm_head", tokens, h, vocab, shard.bytes_per_element));

@@ -225,7 +225,12 @@ Result<std::vector<OperatorCost>> NodeOperators(const graph::Node& n, const grap
   }
   // Memory-bound kernels: the module's bytes per element where the framework's modules decide them.
   if (n.op == ops::kRmsNorm || n.op == ops::kLayerNorm) {
-    return std::vector<OperatorCost>{MemoryKernels("norm", *out * eager.norm, eager.norm_kernels)};
+    // A norm outside the decoder layers (the final one) is outside torch.compile's blocks.
+    ShardShape outside_blocks = shard;
+    outside_blocks.torch_compile = false;
+    const EagerBytes e =
+        graph::LayerOfModule(n.module) < 0 ? EagerBytesPerElement(model, outside_blocks) : eager;
+    return std::vector<OperatorCost>{MemoryKernels("norm", *out * e.norm, e.norm_kernels)};
   }
   if (n.op == ops::kRotary) {
     // flops.cc's rotary operator covers q and k together: each of the two nodes is half of it.

@@ -3,6 +3,7 @@
 // backward) and its count exchange (DeepSpeed 0.19.6 moe/auto_ep_layer.py
 // _split_plan_from_expert_counts), and under parallel folding the restore's all-gathers
 // (ep_tp_dispatch.py restore_combined).
+#include "sim/comm/deepep_dispatch.h"
 #include "tests/sim/comm/comm_test_util.h"
 
 namespace dsp::sim {
@@ -192,6 +193,32 @@ TEST(ExpertParallelCommTest, DeepEpSendsOneRowPerDestinationRank) {
   double miss = 1.0;
   for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
   EXPECT_NEAR(planned[0].call.bytes_per_call, 4096.0 * 8 * (1 - miss) * 2048 * 2, 1.0);
+}
+
+// Every EP group dispatches at once: the slowest sets the pace. EP 5 on nodes of 8 puts the first
+// group inside a node and the second across two (5, 6, 7 | 8, 9): the dispatch is priced as the
+// second's RDMA, not as the first's NVLink all-to-all.
+TEST(ExpertParallelCommTest, DeepEpIsPricedOnTheSlowestGroup) {
+  PlanInputs in = testing::Sizes(10, 8, 1, 1, RankLayout::kMegatron);
+  in.ep = 5;
+  testing::CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}})", in,
+                      "qwen2-moe-a2.7b.json", Engine::kFsdp2);
+  c.input.engine.te_modules = true;
+  const std::vector<RankGroup>& groups = c.plan.groups.groups.at(GroupKind::kEp);
+  ASSERT_EQ(groups.size(), 2u);
+  auto price = [&](const RankGroup& g) {
+    GroupLinkInfo link;
+    link.present = true;
+    link.size = static_cast<int>(g.size());
+    link.link = GroupLink(CollectiveKind::kAllToAll, g, 8, c.cluster.intra_node, c.cluster.inter_node);
+    const DispatchFanout f = DeepEpFanout(c.model.num_experts, c.model.num_experts_per_tok, g, 8, MoeRouting::kUniform);
+    return DeepEpCallSeconds(f, 4096, c.model.hidden_size * 2.0, link, c.cluster.intra_node, c.cluster.inter_node);
+  };
+  const double inside = price(groups[0]), across = price(groups[1]);
+  ASSERT_GT(across, inside);
+  const PlannedCollective* dispatch = testing::FindPlanned(c.Run(PlanExpertParallel), "ep_dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_DOUBLE_EQ(dispatch->call.seconds / dispatch->call.calls_per_step, across);
 }
 
 }  // namespace

@@ -226,6 +226,16 @@ TEST(FlopsTest, TorchCompileFusesTheBlocksMemoryBoundChainsAndFp8Casts) {
   const double inputs = 4096.0 * (3 * 4096 + 4096 + 2 * 4096 + 14336);
   const double weights = 4096.0 * (6144 + 4096) + 3.0 * 4096 * 14336;
   EXPECT_DOUBLE_EQ(cast, 3.0 * inputs + 5.0 * weights);
+  // The final norm is outside the compiled blocks: eager.
+  auto final_norm = [&](bool compiled) {
+    shard.torch_compile = compiled;
+    for (const OperatorCost& op : HeadForwardOperators(m, shard)) {
+      if (op.name == "final_norm") return op.bytes;
+    }
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(final_norm(true), final_norm(false));
+  EXPECT_DOUBLE_EQ(final_norm(false), 4096.0 * 4096 * eager.norm);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ std::string ErrorOf(const Json& doc) {
 TEST(ClusterTest, H100Preset) {
   Cluster c = ParseOrDie("h100-sxm.json");
   EXPECT_EQ(c.gpu.peak_bf16_flops_per_second, 989e12);  // dense, not the sparse 1979
-  EXPECT_EQ(c.gpu.hbm_bytes, 80e9);
+  EXPECT_EQ(c.gpu.hbm_bytes, 81559.0 * (1 << 20));  // what CUDA reports of an H100 80GB HBM3
   EXPECT_EQ(c.gpu.hbm_bytes_per_second, 3.35e12);
   EXPECT_EQ(c.gpus_per_node, 8);
   EXPECT_EQ(c.intra_node.busbw_bytes_per_second, 370e9);

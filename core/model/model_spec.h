@@ -174,6 +174,10 @@ struct ModelSpec {
   int64_t first_dense_layers = 0;      // deepseek first_k_dense_replace
   std::vector<int64_t> mlp_only_layers;
   bool norm_topk_prob = false;  // affects routing math only, not parameter counts
+  // deepseek_v3's group-limited routing (DeepseekV3TopkRouter.get_topk_indices): the experts form
+  // n_group contiguous groups, a token's top-k come from its best topk_group of them. 1 and 1: none.
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
   int64_t mtp_layers = 0;       // multi-token-prediction layers the checkpoint ships and
                                 // transformers drops on load (deepseek_v3 num_nextn_predict_layers,
                                 // qwen3_next/qwen3_5 mtp.*): counted apart, never trained here

@@ -50,6 +50,24 @@ Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r) {
     // DeepseekV3TopkRouter always holds e_score_correction_bias [E] (a persistent buffer, in the
     // checkpoint); V2's gate has none.
     s.router_score_bias = v3;
+    // Group-limited routing: scores viewed as [n_group, E / n_group], the best topk_group groups
+    // kept (transformers DeepseekV3TopkRouter.get_topk_indices; V2's group_limited_greedy).
+    DSP_ASSIGN_OR_RETURN(s.n_group, r.IntOr("n_group", 1, 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.topk_group, r.IntOr("topk_group", 1, 1, kMaxCount));
+    if (s.num_experts % s.n_group != 0) {
+      return r.Fail("n_group", "must divide n_routed_experts (" + std::to_string(s.num_experts) +
+                                   "): the router views its scores as [n_group, E / n_group] (got " +
+                                   std::to_string(s.n_group) + ")");
+    }
+    if (s.topk_group > s.n_group) {
+      return r.Fail("topk_group", "must be at most n_group (" + std::to_string(s.n_group) + "; got " +
+                                      std::to_string(s.topk_group) + ")");
+    }
+    if (s.num_experts_per_tok > s.topk_group * (s.num_experts / s.n_group)) {
+      return r.Fail("num_experts_per_tok", "must fit in topk_group (" + std::to_string(s.topk_group) +
+                                               ") groups of " + std::to_string(s.num_experts / s.n_group) +
+                                               " experts (got " + std::to_string(s.num_experts_per_tok) + ")");
+    }
   }
   // The MTP module(s) ship in the V3 checkpoint as layers num_hidden_layers.. and are dropped on
   // load (DeepseekV3PreTrainedModel._keys_to_ignore_on_load_unexpected).

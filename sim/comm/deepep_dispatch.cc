@@ -2,6 +2,9 @@
 #include "sim/comm/deepep_dispatch.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -20,10 +23,44 @@ double MissProbability(double experts, double held, int64_t top_k) {
   return p;
 }
 
+double Choose(double n, double r) {
+  if (r < 0 || r > n) return 0.0;
+  return std::exp(std::lgamma(n + 1) - std::lgamma(r + 1) - std::lgamma(n - r + 1));
+}
+
+// P(a token misses every expert of [first, last)) when its k experts are drawn uniformly from the
+// experts of topk_group of the n_group contiguous groups, themselves drawn uniformly: over which of
+// the groups the range touches are chosen (at most a few: the range is contiguous).
+double GroupLimitedMiss(int64_t first, int64_t last, int64_t experts, int64_t top_k, int64_t n_group,
+                        int64_t topk_group) {
+  const int64_t size = experts / n_group;
+  std::vector<double> held;  // experts of the range in each group it touches
+  for (int64_t g = first / size; g * size < last; ++g) {
+    held.push_back(static_cast<double>(std::min(last, (g + 1) * size) - std::max(first, g * size)));
+  }
+  const int touched = static_cast<int>(held.size());
+  if (touched > 16) return MissProbability(static_cast<double>(experts), static_cast<double>(last - first), top_k);
+  const double pool = static_cast<double>(topk_group * size);
+  const double all = Choose(static_cast<double>(n_group), static_cast<double>(topk_group));
+  double miss = 0;
+  for (uint32_t mask = 0; mask < (1u << touched); ++mask) {
+    const int chosen = std::popcount(mask);
+    if (chosen > topk_group) continue;
+    double in_chosen = 0;
+    for (int i = 0; i < touched; ++i) {
+      if (mask & (1u << i)) in_chosen += held[static_cast<size_t>(i)];
+    }
+    // Exactly these touched groups among the chosen, the rest from the untouched ones.
+    const double p = Choose(static_cast<double>(n_group - touched), static_cast<double>(topk_group - chosen)) / all;
+    miss += p * MissProbability(pool, in_chosen, top_k);
+  }
+  return miss;
+}
+
 }  // namespace
 
 DispatchFanout DeepEpFanout(int64_t experts, int64_t top_k, const RankGroup& group, int gpus_per_node,
-                            MoeRouting routing) {
+                            MoeRouting routing, int64_t n_group, int64_t topk_group) {
   DispatchFanout f;
   const int64_t ep = static_cast<int64_t>(group.size());
   if (ep <= 0 || experts <= 0 || top_k <= 0) return f;
@@ -72,18 +109,25 @@ DispatchFanout DeepEpFanout(int64_t experts, int64_t top_k, const RankGroup& gro
     return f;
   }
 
-  // Uniform: member m is hit unless all k experts avoid its share, likewise each node.
+  // Uniform: member m is hit unless all k experts avoid its share, likewise each node (the
+  // members of a node hold one contiguous range: groups are consecutive ranks).
   const double e_d = static_cast<double>(experts);
-  std::vector<double> held_on(static_cast<size_t>(nodes), 0.0);
+  const bool limited = n_group > 1 && topk_group < n_group && experts % n_group == 0;
+  auto miss = [&](int64_t first, int64_t last) {
+    return limited ? GroupLimitedMiss(first, last, experts, top_k, n_group, topk_group)
+                   : MissProbability(e_d, static_cast<double>(last - first), top_k);
+  };
+  std::vector<int64_t> node_first(static_cast<size_t>(nodes), experts), node_last(static_cast<size_t>(nodes), 0);
   for (int64_t m = 0; m < ep; ++m) {
     // Experts e with member_of(e) == m: [ceil(m E / ep), ceil((m + 1) E / ep)).
     const int64_t first = (m * experts + ep - 1) / ep, last = ((m + 1) * experts + ep - 1) / ep;
-    const double held = static_cast<double>(last - first);
-    f.ranks += 1.0 - MissProbability(e_d, held, top_k);
-    held_on[static_cast<size_t>(node_of[static_cast<size_t>(m)])] += held;
+    f.ranks += 1.0 - miss(first, last);
+    const size_t n = static_cast<size_t>(node_of[static_cast<size_t>(m)]);
+    node_first[n] = std::min(node_first[n], first);
+    node_last[n] = std::max(node_last[n], last);
   }
   for (int n = 0; n < nodes; ++n) {
-    const double hit = 1.0 - MissProbability(e_d, held_on[static_cast<size_t>(n)], top_k);
+    const double hit = 1.0 - miss(node_first[static_cast<size_t>(n)], node_last[static_cast<size_t>(n)]);
     f.nodes += hit;
     f.remote_nodes += hit * (1.0 - members_on[static_cast<size_t>(n)] / ep_d);
   }

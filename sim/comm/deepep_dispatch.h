@@ -21,7 +21,9 @@ namespace dsp::sim {
 
 // How a token's k experts are chosen, for the fan-out.
 enum class MoeRouting {
-  kUniform,       // a learned router, modelled as k distinct experts drawn uniformly
+  kUniform,       // a learned router, modelled as k distinct experts drawn uniformly (from the
+                  // topk_group of n_group expert groups drawn uniformly first, where the model
+                  // limits its routing to groups: DeepSeek-V3's 4 of 8)
   kFakeBalanced,  // AutoModel's FakeBalancedGate (moe/layers.py): token t gets experts
                   // (t k + j) mod E, j < k: k consecutive experts, so few ranks and one node
 };
@@ -38,7 +40,7 @@ struct DispatchFanout {
 // `group` is one EP group's global ranks in order; member i holds the contiguous experts
 // [i E / ep, (i + 1) E / ep) (the experts' Shard(0) placement over the EP mesh).
 DispatchFanout DeepEpFanout(int64_t experts, int64_t top_k, const RankGroup& group, int gpus_per_node,
-                            MoeRouting routing);
+                            MoeRouting routing, int64_t n_group = 1, int64_t topk_group = 1);
 
 // Seconds of one dispatch (or one combine) of `tokens` tokens of `row_bytes` each from every rank
 // of one group: inside a node, an all-to-all of the fan-out's rows over NVLink (`g.link`, the

@@ -94,7 +94,8 @@ void PlanDeepEp(const PlanContext& ctx, CollectivePlanner& plan) {
     auto [it, fresh] = by_shape.try_emplace(std::move(shape));
     if (fresh) {
       const DispatchFanout fanout =
-          DeepEpFanout(m.num_experts, m.num_experts_per_tok, group, cluster.gpus_per_node, routing);
+          DeepEpFanout(m.num_experts, m.num_experts_per_tok, group, cluster.gpus_per_node, routing, m.n_group,
+                       m.topk_group);
       GroupLinkInfo link;
       link.present = true;
       link.size = static_cast<int>(group.size());

@@ -57,6 +57,9 @@ TEST(ModelFamiliesTest, DeepSeekV3Has671BAnd37BActivated) {
   // e_score_correction_bias values and the FP8 block scales.
   const int64_t correction_biases = (58 + 1) * 256;
   EXPECT_EQ(c.total + c.mtp - correction_biases, 3'918'786'560 + 680'571'043'840);
+  // Group-limited routing: a token's 8 experts come from 4 of 8 groups of 32 (n_group, topk_group).
+  EXPECT_EQ(m.n_group, 8);
+  EXPECT_EQ(m.topk_group, 4);
   ASSERT_FALSE(m.left_out.empty());
   auto t = ByName(m);
   EXPECT_EQ(t.at("model.layers.0.self_attn.q_a_proj.weight").shape,
@@ -402,6 +405,25 @@ TEST(ModelFamiliesTest, MissingFieldsAreNamed) {
   r = ParseHfConfig(unknown);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("not supported"), std::string::npos);
+}
+
+// DeepseekV3TopkRouter views its scores as [n_group, E / n_group] and keeps topk_group groups:
+// settings it cannot run are refused with the key.
+TEST(ModelFamiliesTest, DeepSeekGroupLimitedRoutingMustDivideTheExperts) {
+  Json config = testing::LoadModelPreset("deepseek-v3.json");
+  config["n_group"] = 7;
+  auto r = ParseHfConfig(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'n_group' must divide n_routed_experts (256)"), std::string::npos)
+      << r.error().message;
+  config["n_group"] = 8;
+  config["topk_group"] = 9;
+  r = ParseHfConfig(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'topk_group' must be at most n_group (8"), std::string::npos)
+      << r.error().message;
+  config["topk_group"] = 4;
+  EXPECT_TRUE(ParseHfConfig(config).ok());
 }
 
 }  // namespace

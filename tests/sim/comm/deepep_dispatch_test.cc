@@ -88,5 +88,24 @@ TEST(DeepEpDispatchTest, CallSecondsTakeTheSlowerOfRdmaAndNvlink) {
                    CollectiveSeconds(CollectiveKind::kAllToAll, 8, tokens * 2.0 * row, intra));
 }
 
+// DeepSeek-V3 routes group-limited (n_group 8, topk_group 4): a token's 8 experts come from 4 of
+// the 8 groups of 32, which on EP 64 are the 8 nodes. A node is hit only if its group is chosen
+// (1/2) and then not missed by the 8 draws from the chosen 128: 4 (1 - C(96, 8) / C(128, 8))
+// nodes, against 5.3 without the limit.
+TEST(DeepEpDispatchTest, GroupLimitedRoutingReachesAtMostTopkGroupNodes) {
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (96.0 - i) / (128.0 - i);
+  const DispatchFanout f = DeepEpFanout(256, 8, Consecutive(64), 8, MoeRouting::kUniform, 8, 4);
+  EXPECT_NEAR(f.nodes, 4 * (1 - miss), 1e-9);
+  EXPECT_NEAR(f.remote_nodes, 4 * (1 - miss) * 7.0 / 8.0, 1e-9);
+  double rank_miss = 1.0;  // a rank's 4 experts, inside one group
+  for (int i = 0; i < 8; ++i) rank_miss *= (124.0 - i) / (128.0 - i);
+  EXPECT_NEAR(f.ranks, 64 * 0.5 * (1 - rank_miss), 1e-9);
+  // One group (or topk_group = n_group) is no limit.
+  const DispatchFanout free = DeepEpFanout(256, 8, Consecutive(64), 8, MoeRouting::kUniform);
+  EXPECT_DOUBLE_EQ(DeepEpFanout(256, 8, Consecutive(64), 8, MoeRouting::kUniform, 8, 8).nodes, free.nodes);
+  EXPECT_GT(free.nodes, f.nodes);
+}
+
 }  // namespace
 }  // namespace dsp::sim

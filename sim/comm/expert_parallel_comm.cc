@@ -96,12 +96,7 @@ void PlanDeepEp(const PlanContext& ctx, CollectivePlanner& plan) {
       const DispatchFanout fanout =
           DeepEpFanout(m.num_experts, m.num_experts_per_tok, group, cluster.gpus_per_node, routing, m.n_group,
                        m.topk_group);
-      GroupLinkInfo link;
-      link.present = true;
-      link.size = static_cast<int>(group.size());
-      link.inter_node = CrossesNode(group, cluster.gpus_per_node);
-      link.link = GroupLink(CollectiveKind::kAllToAll, group, cluster.gpus_per_node, cluster.intra_node,
-                            cluster.inter_node);
+      const GroupLinkInfo link = DescribeGroup(cluster, group, CollectiveKind::kAllToAll);
       it->second = {DeepEpCallSeconds(fanout, ctx.tokens, row_bytes, link, cluster.intra_node, cluster.inter_node),
                     ctx.tokens * fanout.ranks * row_bytes};
     }

@@ -6,6 +6,15 @@
 
 namespace dsp::sim {
 
+GroupLinkInfo DescribeGroup(const Cluster& cluster, const RankGroup& group, CollectiveKind coll) {
+  GroupLinkInfo info;
+  info.present = true;
+  info.size = static_cast<int>(group.size());
+  info.inter_node = CrossesNode(group, cluster.gpus_per_node);
+  info.link = GroupLink(coll, group, cluster.gpus_per_node, cluster.intra_node, cluster.inter_node);
+  return info;
+}
+
 GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind coll) {
   GroupLinkInfo info;
   auto it = in.plan->groups.groups.find(kind);
@@ -13,10 +22,10 @@ GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind 
   info.present = true;
   bool first = true;
   for (const RankGroup& group : it->second) {
-    info.size = std::max(info.size, static_cast<int>(group.size()));
-    info.inter_node = info.inter_node || CrossesNode(group, in.cluster->gpus_per_node);
-    LinkSpec link = GroupLink(coll, group, in.cluster->gpus_per_node, in.cluster->intra_node,
-                              in.cluster->inter_node);
+    const GroupLinkInfo one = DescribeGroup(*in.cluster, group, coll);
+    info.size = std::max(info.size, one.size);
+    info.inter_node = info.inter_node || one.inter_node;
+    const LinkSpec& link = one.link;
     const bool slower = link.busbw_bytes_per_second < info.link.busbw_bytes_per_second ||
                         (link.busbw_bytes_per_second == info.link.busbw_bytes_per_second &&
                          link.latency_seconds > info.link.latency_seconds);

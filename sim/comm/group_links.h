@@ -27,6 +27,9 @@ struct GroupLinkInfo {
 
 GroupLinkInfo DescribeGroups(const SimInput& in, GroupKind kind, CollectiveKind coll);
 
+// One group's own link for `coll` (DescribeGroups keeps the slowest of a kind's groups).
+GroupLinkInfo DescribeGroup(const Cluster& cluster, const RankGroup& group, CollectiveKind coll);
+
 // Groups DeepSpeed builds from global ranks outside the plan's tables: blocks of `block`
 // consecutive ranks (hpZ's groups.py _create_zero_param_parallel_group, MiCS's shard groups, qgZ's
 // per-node local groups), or with `strided` the ranks at the same position in every block (MiCS's

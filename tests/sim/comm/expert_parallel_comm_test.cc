@@ -207,10 +207,7 @@ TEST(ExpertParallelCommTest, DeepEpIsPricedOnTheSlowestGroup) {
   const std::vector<RankGroup>& groups = c.plan.groups.groups.at(GroupKind::kEp);
   ASSERT_EQ(groups.size(), 2u);
   auto price = [&](const RankGroup& g) {
-    GroupLinkInfo link;
-    link.present = true;
-    link.size = static_cast<int>(g.size());
-    link.link = GroupLink(CollectiveKind::kAllToAll, g, 8, c.cluster.intra_node, c.cluster.inter_node);
+    const GroupLinkInfo link = DescribeGroup(c.cluster, g, CollectiveKind::kAllToAll);
     const DispatchFanout f = DeepEpFanout(c.model.num_experts, c.model.num_experts_per_tok, g, 8, MoeRouting::kUniform);
     return DeepEpCallSeconds(f, 4096, c.model.hidden_size * 2.0, link, c.cluster.intra_node, c.cluster.inter_node);
   };

@@ -40,6 +40,7 @@ struct TuneArgs {
   bool fused_loss = false, tiled_mlp = false, expandable_segments = false;
   bool bf16_grad_buffer = false, bf16_optimizer_states = false, bf16_params = false, bf16_loss = false;
   bool te_modules = false, automodel_experts = false, fake_balanced_gate = false, torch_compile = false;
+  bool eager_loss = false;
   std::string deepspeed_version;
 };
 
@@ -222,6 +223,7 @@ int RunTune(const TuneArgs& args) {
   options.automodel_experts = args.automodel_experts;
   options.fake_balanced_gate = args.fake_balanced_gate;
   options.torch_compile = args.torch_compile;
+  options.eager_loss = args.eager_loss;
   options.search_pipeline = !args.no_pipeline;
   if (!args.deepspeed_version.empty()) {
     auto v = ParseKnownDeepSpeedVersion(args.deepspeed_version);
@@ -258,6 +260,9 @@ int RunTune(const TuneArgs& args) {
   }
   if (args.torch_compile && !any_engine(fsdp2)) {
     return UsageError("--torch-compile is torchtitan's compile.enable on FSDP2: tune it with --engine fsdp2");
+  }
+  if (args.eager_loss && !args.torch_compile) {
+    return UsageError("--eager-loss says torch.compile leaves the loss out: give it with --torch-compile");
   }
   if (args.bf16_optimizer_states && !any_engine(megatron) && !(args.bf16_params && any_engine(fsdp2))) {
     return UsageError("--bf16-optimizer-states is the Megatron engine's, or fsdp2's with --bf16-params: tune it "
@@ -342,7 +347,9 @@ Command AddTuneCommand(CLI::App& root) {
                 "fsdp2 plans: experts wrapped as NeMo AutoModel wraps them (as simulate)");
   app->add_flag("--fake-balanced-gate", args->fake_balanced_gate,
                 "fsdp2 expert-parallel plans: tokens routed by NeMo AutoModel's FakeBalancedGate (as simulate)");
-  app->add_flag("--torch-compile", args->torch_compile, "fsdp2 plans: each decoder block compiled (as simulate)");
+  app->add_flag("--torch-compile", args->torch_compile,
+                "fsdp2 plans: each decoder block and the loss compiled (as simulate)");
+  app->add_flag("--eager-loss", args->eager_loss, "with --torch-compile: the loss is not compiled (as simulate)");
   app->add_flag("--bf16-loss", args->bf16_loss,
                 "deepspeed and fsdp2 plans: the cross-entropy runs on 16-bit logits (as simulate)");
   app->add_option("--deepspeed-version", args->deepspeed_version,

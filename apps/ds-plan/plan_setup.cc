@@ -92,6 +92,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.automodel_experts = e.automodel_experts;
   in.fake_balanced_gate = e.fake_balanced_gate;
   in.torch_compile = e.torch_compile;
+  in.eager_loss = e.eager_loss;
   in.cp_comm_type = e.cp_comm_type;
   in.attention = e.attention;
   in.attn_impl = e.attn_impl;
@@ -138,6 +139,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.automodel_experts = in.automodel_experts;
   a.fake_balanced_gate = in.fake_balanced_gate;
   a.torch_compile = in.torch_compile;
+  a.eager_loss = in.eager_loss;
   a.cp_comm_type = in.cp_comm_type;
   a.attention = in.attention;
   a.attn_impl = in.attn_impl;

@@ -100,7 +100,11 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                 "DeepEP sends (--te-modules)");
   torch_compile_option = app->add_flag("--torch-compile", torch_compile,
                 "fsdp2: each decoder block compiled with torch.compile (torchtitan's compile.enable): Inductor fuses "
-                "the norms, rotary embedding, MLP activation and torchao's FP8 casts");
+                "the norms, rotary embedding, MLP activation and torchao's FP8 casts; the loss is compiled too "
+                "(compile.components' default [\"model\", \"loss\"])");
+  eager_loss_option = app->add_flag("--eager-loss", eager_loss,
+                "fsdp2 with --torch-compile: the loss is not compiled (compile.components without \"loss\"; "
+                "torchtitan before April 2025 never compiled it): it upcasts the logits to fp32 and keeps that copy");
   app->add_option("--cp-comm-type", cp_comm_type,
                   "megatron-lm's context-parallel exchange: p2p (the KV ring, default), a2a (all-to-all of q, k, v "
                   "and the output, as Ulysses) or allgather (K and V gathered)")
@@ -252,6 +256,7 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
         std::tuple{"fake_balanced_gate", &args->fake_balanced_gate, args->fake_balanced_gate_option,
                    "fake balanced gate"},
         std::tuple{"torch_compile", &args->torch_compile, args->torch_compile_option, "torch.compile"},
+        std::tuple{"eager_loss", &args->eager_loss, args->eager_loss_option, "eager loss"},
         std::tuple{"moe_grouped_gemm", &args->moe_grouped_gemm, args->moe_grouped_gemm_option, "moe grouped gemm"},
         std::tuple{"fused_loss", &args->fused_loss, args->fused_loss_option, "fused loss"},
         std::tuple{"tiled_mlp", &args->tiled_mlp, args->tiled_mlp_option, "tiled MLP"},
@@ -347,6 +352,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.automodel_experts = args.automodel_experts;
   k.engine.fake_balanced_gate = args.fake_balanced_gate;
   k.engine.torch_compile = args.torch_compile;
+  k.engine.eager_loss = args.eager_loss;
   if (args.cp_comm_type == "p2p") k.engine.cp_comm = sim::ContextParallel::kRingP2p;
   if (args.cp_comm_type == "a2a") k.engine.cp_comm = sim::ContextParallel::kAllToAll;
   if (args.cp_comm_type == "allgather") k.engine.cp_comm = sim::ContextParallel::kAllGatherKv;

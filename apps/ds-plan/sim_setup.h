@@ -50,6 +50,7 @@ struct SimArgs {
   bool automodel_experts = false;  // --automodel-experts (fsdp2)
   bool fake_balanced_gate = false;  // --fake-balanced-gate (fsdp2)
   bool torch_compile = false;  // --torch-compile (fsdp2)
+  bool eager_loss = false;     // --eager-loss (fsdp2 with --torch-compile)
   std::string attention = "flash";
   bool fused_loss = false;        // --fused-loss
   bool tiled_mlp = false;         // --tiled-mlp
@@ -81,6 +82,7 @@ struct SimArgs {
   CLI::Option* automodel_experts_option = nullptr;
   CLI::Option* fake_balanced_gate_option = nullptr;
   CLI::Option* torch_compile_option = nullptr;
+  CLI::Option* eager_loss_option = nullptr;
   CLI::Option* attention_option = nullptr;
   CLI::Option* fused_loss_option = nullptr;
   CLI::Option* tiled_mlp_option = nullptr;

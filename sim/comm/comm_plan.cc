@@ -48,7 +48,7 @@ bool Zero3ListCollectives(const SimInput& input) {
 }
 
 bool Zero3SynchronousFetch(const SimInput& input) {
-  return input.engine.deepspeed_version < ds_release::kZero3Coalesced;
+  return input.engine.deepspeed_version < ds_release::kZero3Coalesced || input.zero.deepcompile_gathers_in_place;
 }
 
 std::vector<PlannedCollective> PlanCollectives(const SimInput& in, const StepTimeOptions& options) {

@@ -69,6 +69,7 @@ bool Zero3ListCollectives(const SimInput& input);
 /// Before 0.6.0 the fetch of the module about to run synchronizes the device
 /// (`_synchronize_communication`, `torch.cuda.synchronize()` in `_allgather_param`): its gathers
 /// sit on the critical path; from 0.6.0 they run on their own stream behind the prefetch.
+/// DeepCompile's offload schedules put them back on it (ZeroSettings::deepcompile_gathers_in_place).
 bool Zero3SynchronousFetch(const SimInput& input);
 
 }  // namespace dsp::sim

@@ -235,7 +235,13 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   }
   // Without the upcast (--bf16-loss, F.cross_entropy on the 16-bit logits) log_softmax saves a
   // 16-bit output and backward's two gradients are 16-bit: 2 + 2 + 2 + 2 bytes per logit.
-  const double per_logit = !shape.hf_eager ? 4.0 : shape.bf16_loss ? 4 * kActivationBytes : kActivationBytes + 4.0 + 8.0;
+  // Compiled with Inductor (torchtitan's compile.components "loss"): the fused cross-entropy saves
+  // its 16-bit input and a log-sum-exp per token, and its backward writes the 16-bit gradient in
+  // one kernel: 2 + 2 bytes per logit, no fp32 copy.
+  const double per_logit = !shape.hf_eager       ? 4.0
+                           : shape.compiled_loss ? 2 * kActivationBytes
+                           : shape.bf16_loss     ? 4 * kActivationBytes
+                                                 : kActivationBytes + 4.0 + 8.0;
   const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
                                 shape.megatron_sp || shape.vocab_parallel ? t : 1);
   return hidden_part + vocab_part;

@@ -53,6 +53,7 @@ struct LayerShape {
   bool compiled = false;
   bool rms_norm = true;          // RMSNorm (the fp32 upcast above); LayerNorm runs fused
   bool bf16_loss = false;        // EngineSettings::bf16_loss: the loss keeps no fp32 logits
+  bool compiled_loss = false;    // EngineSettings::compiled_loss(): Inductor's fused cross-entropy
   // q_norm/k_norm (Qwen3, Gemma 3): RMSNorm over each head of q and k, a·d + g·d elements a token.
   int64_t qk_norm_cols = 0;
   // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as

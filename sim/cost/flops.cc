@@ -62,11 +62,15 @@ EagerBytes EagerBytesPerElement(const ModelSpec& model, const ShardShape& shard)
     // torchtitan's apply_compile (torch.compile per TransformerBlock): Inductor fuses RMSNorm's
     // fp32 steps into one kernel (read and write the 16-bit tensor), the rotary embedding's
     // complex multiply likewise, and silu(gate) * up into one kernel over the two inputs and the
-    // output. The loss is outside the blocks, eager.
+    // output. The final norm and the loss are outside the blocks (the loss compiled apart, below).
     e.norm = 2 * bpe, e.norm_kernels = 1;
     e.rotary = 2 * bpe, e.rotary_kernels = 1;
     e.activation = 3 * bpe, e.activation_kernels = 1;
   }
+  // A compiled loss (torchtitan's compile.components "loss"): Inductor reduces the 16-bit logits
+  // to the log-sum-exp in one fused reduction without materializing the fp32 upcast: 2 bytes per
+  // logit read, and its backward reads them again and writes the 16-bit gradient.
+  if (shard.hf_eager && shard.compiled_loss) e.loss = bpe, e.loss_kernels = 1;
   // --fused-loss: Liger's loss kernel makes two passes over a chunk's 16-bit logits and writes the
   // gradient in place; it runs lm_head's backward GEMMs inside forward, chunk by chunk, the same
   // work as lm_head's forward and backward (fused_linear_cross_entropy.py).
@@ -489,8 +493,8 @@ std::vector<OperatorCost> HeadForwardOperators(const ModelSpec& model, const Sha
   const double vocab =
       static_cast<double>(model.vocab_size) / (shard.vocab_parallel || shard.lm_head_split ? shard.tp : 1);
   const double outside = shard.megatron_sp ? tokens / shard.tp : tokens;
-  // torchtitan's apply_compile compiles the TransformerBlocks only: the final norm and the loss
-  // run eager.
+  // torchtitan's apply_compile compiles the TransformerBlocks only: the final norm runs eager, and
+  // the loss too unless it is compiled apart (ShardShape::compiled_loss, EagerBytes).
   ShardShape outside_blocks = shard;
   outside_blocks.torch_compile = false;
   const EagerBytes eager = EagerBytesPerElement(model, outside_blocks);

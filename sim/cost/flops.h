@@ -61,8 +61,9 @@ struct ShardShape {
   bool te_modules = false;
   bool eager_modules() const { return hf_eager && !te_modules; }
   // EngineSettings::torch_compile: each decoder block compiled by Inductor, which fuses its
-  // norms, rotary embedding, MLP activation and FP8 casts (the loss and the final norm stay eager).
+  // norms, rotary embedding, MLP activation and FP8 casts (the final norm stays eager).
   bool torch_compile = false;
+  bool compiled_loss = false;  // EngineSettings::compiled_loss(): the loss compiled as well
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;

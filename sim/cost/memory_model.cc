@@ -137,6 +137,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.vocab_parallel = in.engine.framework().megatron_tp();
   shape.fused_loss = in.engine.fused_loss;
   shape.bf16_loss = in.engine.bf16_loss;
+  shape.compiled_loss = in.engine.compiled_loss();
   shape.te_modules = in.engine.te_modules;
   shape.tiled_mlp = in.engine.tiled_mlp;
   shape.tp = EffectiveTp(s.tp);

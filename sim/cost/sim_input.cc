@@ -124,6 +124,11 @@ ZeroSettings ReadZeroSettings(const Json& config) {
   if (z.deepcompile && z.stage == 3) z.param_persistence_threshold = 0;
   z.deepcompile_offload_opt_states =
       z.deepcompile && z.stage == 3 && ds_semantics::PydanticBool(v, "/compile/offload_opt_states", false).value_or(false);
+  if (z.deepcompile && z.stage == 3) {
+    for (const char* key : {"/compile/offload_parameters", "/compile/offload_opt_states", "/compile/offload_activation"}) {
+      if (ds_semantics::PydanticBool(v, key, false).value_or(false)) z.deepcompile_gathers_in_place = true;
+    }
+  }
   return z;
 }
 

@@ -76,6 +76,13 @@ struct ZeroSettings {
   // optimizer step, so the forward/backward peak holds none of them (memory_model.cc) and each
   // step copies them out and back (offload_time.cc).
   bool deepcompile_offload_opt_states = false;
+  // DeepCompile's ZeRO-3 under an offload schedule (compile.offload_parameters,
+  // offload_opt_states or offload_activation): init_z3.py runs those passes in place of prefetch
+  // and selective_gather, so each all-gather stays where zero3_compile put it, just before its
+  // parameter's first reader, and csrc/compile/z3.cpp allgatherParam makes the gather stream wait
+  // for the compute stream before launching it: the gathers do not overlap compute
+  // (comm_plan.cc Zero3SynchronousFetch).
+  bool deepcompile_gathers_in_place = false;
 };
 
 // Reads zero_optimization with DeepSpeed's defaults (and its aliases, e.g. stage3_prefetch_bucket_size).
@@ -161,6 +168,14 @@ struct EngineSettings {
   // memory-bound chains and torchao's FP8 casts (sim/cost/flops.cc). What is saved for backward is
   // left as eager (not modelled apart).
   bool torch_compile = false;
+  // --eager-loss (fsdp2 with --torch-compile): the loss is not compiled. torchtitan compiles it
+  // with the model since April 2025 (components/loss.py build_cross_entropy_loss, today
+  // compile.components ["model", "loss"]); its December 2024 train.py left
+  // `torch.compile(loss_fn)` commented out. A compiled cross-entropy reads the 16-bit logits in
+  // one fused reduction and writes a 16-bit gradient: no fp32 copy of the logits is made or saved
+  // (activation_memory.cc OutputLayerActivationBytes, flops.cc EagerBytes).
+  bool eager_loss = false;
+  bool compiled_loss() const { return torch_compile && !eager_loss; }
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

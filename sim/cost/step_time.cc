@@ -189,6 +189,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.bf16_loss = in.engine.bf16_loss;
   shard.te_modules = in.engine.te_modules;
   shard.torch_compile = in.engine.torch_compile;
+  shard.compiled_loss = in.engine.compiled_loss();
   shard.attention_tp = AttentionTpDivisor(in);
   if (in.engine.fp8) shard.fp8 = in.engine.framework().fp8;
   return shard;

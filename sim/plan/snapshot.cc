@@ -51,6 +51,7 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"automodel_experts", in.automodel_experts},
           {"fake_balanced_gate", in.fake_balanced_gate},
           {"torch_compile", in.torch_compile},
+          {"eager_loss", in.eager_loss},
           {"cp_comm_type", in.cp_comm_type.empty() ? Json(nullptr) : Json(in.cp_comm_type)},
           {"attention", in.attention},
           {"attn_impl", in.attn_impl.empty() ? Json(nullptr) : Json(in.attn_impl)},
@@ -282,6 +283,7 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
                             std::pair{"automodel_experts", &out.automodel_experts},
                             std::pair{"fake_balanced_gate", &out.fake_balanced_gate},
                             std::pair{"torch_compile", &out.torch_compile},
+                            std::pair{"eager_loss", &out.eager_loss},
                             std::pair{"fused_loss", &out.fused_loss}, std::pair{"tiled_mlp", &out.tiled_mlp},
                             std::pair{"expandable_segments", &out.expandable_segments}}) {
     if (auto f = in.find(key); f != in.end()) {

@@ -61,6 +61,7 @@ struct PlanSnapshotInputs {
   bool automodel_experts = false;  // --automodel-experts
   bool fake_balanced_gate = false;  // --fake-balanced-gate
   bool torch_compile = false;  // --torch-compile
+  bool eager_loss = false;     // --eager-loss
   std::string cp_comm_type;        // --cp-comm-type ("": not given)
   std::string attention = "flash";
   std::string attn_impl;           // --attn-impl ("" : the model config's)

@@ -123,6 +123,9 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     return Error{"--torch-compile is torchtitan's compile.enable on FSDP2: use it with --engine fsdp2 (DeepSpeed's "
                  "compiler is compile.deepcompile in the config; the megatron engines run fused kernels)"};
   }
+  if (e.eager_loss && !e.torch_compile) {
+    return Error{"--eager-loss says torch.compile leaves the loss out: give it with --torch-compile"};
+  }
   if (e.fake_balanced_gate && k.ep <= 1) {
     return Error{"--fake-balanced-gate routes tokens to expert-parallel experts: it needs --ep"};
   }
@@ -297,6 +300,7 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
          engine.bf16_loss == o.engine.bf16_loss && engine.te_modules == o.engine.te_modules &&
          engine.automodel_experts == o.engine.automodel_experts &&
          engine.fake_balanced_gate == o.engine.fake_balanced_gate && engine.torch_compile == o.engine.torch_compile &&
+         engine.eager_loss == o.engine.eager_loss &&
          engine.tiled_mlp == o.engine.tiled_mlp && engine.expandable_segments == o.engine.expandable_segments &&
          engine.moe_dispatcher == o.engine.moe_dispatcher && engine.moe_grouped_gemm == o.engine.moe_grouped_gemm &&
          megatron_tp == o.megatron_tp && cp == o.cp && ep == o.ep && etp == o.etp &&

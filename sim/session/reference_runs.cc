@@ -65,6 +65,22 @@ bool IsModernRunsTable(const std::vector<TsvRecord>& rows) {
          rows.front().count("hardware") > 0;
 }
 
+namespace {
+
+// torchtitan's runs that say torch.compile (the row's compile column: its benchmark table's title
+// or command line) compile each decoder block, and the loss too ("torch.compile") but at releases
+// before April 2025 ("torch.compile:model": the December 2024 benchmark's torchtitan 9dec370 left
+// train.py's `torch.compile(loss_fn)` commented out; from bbb1b616 components/loss.py
+// build_cross_entropy_loss compiles it under training.compile).
+void ReadTorchCompile(const std::string& compile, EngineSettings& e, std::ostringstream& flags) {
+  e.torch_compile = compile == "torch.compile" || compile == "torch.compile:model";
+  e.eager_loss = e.torch_compile && compile == "torch.compile:model";
+  if (e.torch_compile) flags << " --torch-compile";
+  if (e.eager_loss) flags << " --eager-loss";
+}
+
+}  // namespace
+
 Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
   ModernRunPlan o;
   o.run_id = Cell(r, "run_id");
@@ -134,11 +150,7 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     // The runs whose recipe or README says TP communication overlap (userbuffers) is on.
     k.engine.tp_comm_overlap = k.engine.megatron_sp && Cell(r, "tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
-    // torchtitan's runs that say torch.compile (the row's compile column: its benchmark table's
-    // title or command line) compile each decoder block.
-    k.engine.torch_compile =
-        k.engine.framework().gradients == GradientSync::kFsdp2 && Cell(r, "compile") == "torch.compile";
-    if (k.engine.torch_compile) flags << " --torch-compile";
+    if (k.engine.framework().gradients == GradientSync::kFsdp2) ReadTorchCompile(Cell(r, "compile"), k.engine, flags);
   }
   // NeMo AutoModel's MoE benchmark configs (examples/benchmark/configs/*_te_deepep.yaml) set
   // BackendConfig attn: te, TransformerEngine's cuDNN attention; GPT-OSS's set attn: flex

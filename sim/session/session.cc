@@ -333,6 +333,7 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "automodel_experts", k.engine.automodel_experts, true);
   SetOrErase(note, "fake_balanced_gate", k.engine.fake_balanced_gate, true);
   SetOrErase(note, "torch_compile", k.engine.torch_compile, true);
+  SetOrErase(note, "eager_loss", k.engine.eager_loss, true);
   // What the training script changes (kernels, Liger, TiledMLP, the allocator's setting).
   SetOrErase(note, "attention", k.engine.attention != AttentionKernel::kFramework,
              std::string(AttentionKernelName(k.engine.attention)));
@@ -399,6 +400,7 @@ Result<TuneResult> Session::Tune(int top, const std::function<void(int64_t, int6
   o.automodel_experts = k.engine.automodel_experts;
   o.fake_balanced_gate = k.engine.fake_balanced_gate;
   o.torch_compile = k.engine.torch_compile;
+  o.eager_loss = k.engine.eager_loss;
   o.deepspeed_version = k.engine.deepspeed_version;
   return sim::Tune(model_, cluster_, o, progress);
 }

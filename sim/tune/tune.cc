@@ -75,6 +75,7 @@ EngineSettings ApplicableOptions(const TuneOptions& o, Engine engine, int64_t ep
   e.automodel_experts = o.automodel_experts && fsdp2 && ep > 1;
   e.fake_balanced_gate = o.fake_balanced_gate && fsdp2 && ep > 1;
   e.torch_compile = o.torch_compile && fsdp2;
+  e.eager_loss = o.eager_loss && e.torch_compile;
   return e;
 }
 
@@ -143,7 +144,7 @@ Json MakeConfig(const ModelSpec& model, const TuneOptions& o, int64_t world, con
                          std::pair{"bf16_params", a.bf16_params}, std::pair{"te_modules", a.te_modules},
                          std::pair{"automodel_experts", a.automodel_experts}, std::pair{"bf16_loss", a.bf16_loss},
                          std::pair{"fake_balanced_gate", a.fake_balanced_gate},
-                         std::pair{"torch_compile", a.torch_compile}}) {
+                         std::pair{"torch_compile", a.torch_compile}, std::pair{"eager_loss", a.eager_loss}}) {
     if (on) note[key] = true;
   }
   c["_ds_plan"] = note;
@@ -199,6 +200,7 @@ SimInput CandidateInput(const Plan& plan, const ModelSpec& model, const Cluster&
   in.engine.automodel_experts = a.automodel_experts;
   in.engine.fake_balanced_gate = a.fake_balanced_gate;
   in.engine.torch_compile = a.torch_compile;
+  in.engine.eager_loss = a.eager_loss;
   if (in.engine.bf16_optimizer_states || in.engine.bf16_params) {
     in.workload.optimizer_state_bytes_per_param = EngineOptimizerStateBytes(in.engine, ReadOptimizerStateBytes(config));
   }

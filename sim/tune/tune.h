@@ -49,6 +49,7 @@ struct TuneOptions {
   bool automodel_experts = false;  // --automodel-experts: fsdp2 plans wrap experts as AutoModel does
   bool fake_balanced_gate = false;  // --fake-balanced-gate: fsdp2 expert-parallel plans route as AutoModel's benchmarks
   bool torch_compile = false;  // --torch-compile: fsdp2 plans compile each block (torchtitan's compile.enable)
+  bool eager_loss = false;     // --eager-loss: with torch_compile, the loss is not compiled
   bool search_pipeline = true;         // pp over the divisors of the layers (and the world)
   int max_virtual_stages = 8;          // interleaving depth searched (megatron-lm)
   // The best `rerank` plans by the closed form are simulated event by event (sim/schedule) where

@@ -321,16 +321,24 @@ TEST(SimulateEnginesCliTest, AutomodelExpertsStayOutOfFsdpWhereExpertParallelism
 }
 
 // --torch-compile (torchtitan's per-block torch.compile) fuses the blocks' memory-bound chains: the
-// step is shorter and nothing else changes; under --fp8 torchao's input casts fuse too. Only fsdp2
-// has it (DeepSpeed's compiler is compile.deepcompile in its config).
+// step is shorter; under --fp8 torchao's input casts fuse too. The loss is compiled as well
+// (compile.components ["model", "loss"]), which keeps no fp32 logits: the peak drops by 10 bytes a
+// logit. --eager-loss (torchtitan before April 2025) keeps the eager loss and its memory. Only
+// fsdp2 has it (DeepSpeed's compiler is compile.deepcompile in its config).
 TEST(SimulateEnginesCliTest, TorchCompileFusesTheBlocksUnderFsdp2Only) {
   const std::string args = Llama8b("3") + kModel + " --world-size 8 --engine fsdp2";
   const Json eager = Simulate(args), compiled = Simulate(args + " --torch-compile");
-  EXPECT_LT(compiled["time"]["step_seconds"].get<double>(), eager["time"]["step_seconds"].get<double>());
-  EXPECT_DOUBLE_EQ(compiled["memory"]["peak_bytes"].get<double>(), eager["memory"]["peak_bytes"].get<double>());
+  const Json blocks = Simulate(args + " --torch-compile --eager-loss");
+  EXPECT_LT(compiled["time"]["step_seconds"].get<double>(), blocks["time"]["step_seconds"].get<double>());
+  EXPECT_LT(blocks["time"]["step_seconds"].get<double>(), eager["time"]["step_seconds"].get<double>());
+  EXPECT_DOUBLE_EQ(blocks["memory"]["peak_bytes"].get<double>(), eager["memory"]["peak_bytes"].get<double>());
+  // seq 4096, micro-batch 1, Llama-3-8B's 128,256-token vocabulary.
+  EXPECT_NEAR(eager["memory"]["peak_bytes"].get<double>() - compiled["memory"]["peak_bytes"].get<double>(),
+              10.0 * 4096 * 128256, 1e6);
   const Json fp8 = Simulate(args + " --fp8"), fp8_compiled = Simulate(args + " --fp8 --torch-compile");
   EXPECT_LT(fp8_compiled["time"]["step_seconds"].get<double>(), fp8["time"]["step_seconds"].get<double>());
   ExpectUsageError(Llama8b("3") + kModel + " --world-size 8 --torch-compile", "--torch-compile is torchtitan's");
+  ExpectUsageError(args + " --eager-loss", "--eager-loss says torch.compile leaves the loss out");
 }
 
 // DeepEP (--te-modules) sends a token once to each rank holding one of its experts. NeMo
@@ -373,7 +381,8 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   std::filesystem::copy_file(Llama8b("3"), config, std::filesystem::copy_options::overwrite_existing);
   const std::string snapshot = dir + "/fsdp2.plan.json";
   auto planned =
-      RunCli("plan " + config + kModel + " --nodes 2 --engine fsdp2 --tp 2 --cp 2 --fp8 --torch-compile -o " + snapshot);
+      RunCli("plan " + config + kModel + " --nodes 2 --engine fsdp2 --tp 2 --cp 2 --fp8 --torch-compile --eager-loss -o " +
+             snapshot);
   ASSERT_EQ(planned.exit_code, 0) << planned.output;
   auto text = ReadFile(snapshot);
   ASSERT_TRUE(text.ok());
@@ -382,6 +391,7 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   EXPECT_EQ(doc["inputs"]["cp"], 2);
   EXPECT_EQ(doc["inputs"]["fp8"], true);
   EXPECT_EQ(doc["inputs"]["torch_compile"], true);
+  EXPECT_EQ(doc["inputs"]["eager_loss"], true);
   auto checked = RunCli("check " + snapshot + " --format json", false);
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
   // Megatron's MoE options and FP8 parameters are recorded and replayed too.

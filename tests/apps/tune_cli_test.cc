@@ -169,7 +169,7 @@ TEST(TuneCliTest, MegatronPrecisionOptionsTuneAndTravel) {
 }
 
 // --bf16-params, --bf16-optimizer-states, --bf16-loss, --te-modules, --automodel-experts,
-// --fake-balanced-gate and --torch-compile rank fsdp2
+// --fake-balanced-gate, --torch-compile and --eager-loss rank fsdp2
 // plans as simulate prices them and travel in the emitted config's _ds_plan, so the file simulates as
 // it was ranked.
 TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
@@ -178,7 +178,7 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   const std::string out = (dir / "best.json").string();
   const std::string world = std::string(kLlama8b) + " --world-size 16 --engine fsdp2";
   auto t = RunCli("tune" + world + " --top 1 --format json --bf16-params --bf16-optimizer-states --bf16-loss "
-                  "--te-modules --automodel-experts --fake-balanced-gate --torch-compile --emit-config " +
+                  "--te-modules --automodel-experts --fake-balanced-gate --torch-compile --eager-loss --emit-config " +
                   ShellQuote(out),
                   false);
   ASSERT_EQ(t.exit_code, 0) << t.output;
@@ -189,11 +189,13 @@ TEST(TuneCliTest, Fsdp2PrecisionOptionsTuneAndTravel) {
   EXPECT_EQ(note["bf16_loss"], true);
   EXPECT_EQ(note["te_modules"], true);
   EXPECT_EQ(note["torch_compile"], true);
+  EXPECT_EQ(note["eager_loss"], true);
   // A dense model has no expert-parallel experts to wrap: the flag is not recorded.
   EXPECT_FALSE(note.contains("automodel_experts"));
   EXPECT_FALSE(note.contains("fake_balanced_gate"));
   ExpectSimulatesAsRanked(out, best);
   ExpectRefused(" --bf16-params", "--bf16-params is FSDP2's parameter dtype");
+  ExpectRefused(" --eager-loss", "--eager-loss says torch.compile leaves the loss out");
   std::filesystem::remove_all(dir);
 }
 

@@ -238,5 +238,27 @@ TEST(FlopsTest, TorchCompileFusesTheBlocksMemoryBoundChainsAndFp8Casts) {
   EXPECT_DOUBLE_EQ(final_norm(false), 4096.0 * 4096 * eager.norm);
 }
 
+// torchtitan compiles the loss apart from the blocks (compile.components "loss"): one fused
+// reduction over the 16-bit logits instead of ForCausalLMLoss-style upcast and log_softmax.
+TEST(FlopsTest, CompiledLossReadsTheLogitsOnce) {
+  const ModelSpec m = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
+  ShardShape shard;
+  shard.micro_batch = 1;
+  shard.seq_len = 4096;
+  shard.hf_eager = true;
+  shard.torch_compile = true;
+  auto loss_bytes = [&] {
+    for (const OperatorCost& op : HeadForwardOperators(m, shard)) {
+      if (op.name == "cross_entropy") return op.bytes;
+    }
+    return 0.0;
+  };
+  const double logits = 4096.0 * static_cast<double>(m.vocab_size);
+  EXPECT_DOUBLE_EQ(loss_bytes(), 22.0 * logits);  // eager: the blocks alone compiled
+  shard.compiled_loss = true;
+  EXPECT_DOUBLE_EQ(loss_bytes(), 2.0 * logits);
+  EXPECT_EQ(EagerBytesPerElement(m, shard).loss_kernels, 1);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -561,5 +561,31 @@ TEST(StepTimeTest, DeepCompileReducesExpertGradientsOverDp) {
   ASSERT_NE(Find(r, "dp_expert_grad_reduce", GroupKind::kDp), nullptr);
 }
 
+// DeepCompile's offload schedules run in place of prefetch (compile/init_z3.py), so each gather is
+// issued before its reader and csrc/compile/z3.cpp allgatherParam makes the gather stream wait for
+// the compute stream: nothing hides it. The default schedule's prefetch does.
+TEST(StepTimeTest, DeepCompileOffloadSchedulesGatherOnTheCriticalPath) {
+  auto exposed_gathers = [](bool offload) {
+    Json config = ParseJsonOrDie(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                    "zero_optimization": {"stage": 3}, "compile": {"deepcompile": true}})");
+    if (offload) config["compile"]["offload_opt_states"] = true;
+    SimCase c(config, 8, 8, "llama-3-8b.json");
+    c.input.zero = ReadZeroSettings(config);
+    EXPECT_EQ(c.input.zero.deepcompile_gathers_in_place, offload);
+    const TimeReport r = EstimateStepTime(c.input);
+    const CollectiveCall* fwd = Find(r, "zero3_all_gather_fwd", GroupKind::kDp);
+    const CollectiveCall* bwd = Find(r, "zero3_all_gather_bwd", GroupKind::kDp);
+    EXPECT_NE(fwd, nullptr);
+    EXPECT_NE(bwd, nullptr);
+    if (fwd == nullptr || bwd == nullptr) return std::pair{0.0, 0.0};
+    return std::pair{fwd->exposed_seconds + bwd->exposed_seconds, fwd->seconds + bwd->seconds};
+  };
+  const auto [prefetched, total] = exposed_gathers(false);
+  const auto [in_place, same_total] = exposed_gathers(true);
+  EXPECT_DOUBLE_EQ(total, same_total);
+  EXPECT_LT(prefetched, 0.5 * total);
+  EXPECT_DOUBLE_EQ(in_place, total);
+}
+
 }  // namespace
 }  // namespace dsp::sim

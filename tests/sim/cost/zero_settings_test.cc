@@ -96,6 +96,15 @@ TEST(ZeroSettingsTest, DeepCompileRunsZeroUnlessAPassOrStageZeroTakesOver) {
                                    "stage3_param_persistence_threshold": 1e6}})");
   EXPECT_TRUE(z3.deepcompile);
   EXPECT_EQ(z3.param_persistence_threshold, 0);
+  EXPECT_FALSE(z3.deepcompile_gathers_in_place);  // the default schedule prefetches
+  // init_z3.py: the offload passes' schedules run in place of prefetch and selective_gather.
+  for (const char* pass : {"offload_parameters", "offload_opt_states", "offload_activation"}) {
+    Json config = Json::parse(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 3}})");
+    config["compile"][pass] = true;
+    EXPECT_TRUE(ReadZeroSettings(config).deepcompile_gathers_in_place) << pass;
+    config["zero_optimization"]["stage"] = 2;
+    EXPECT_FALSE(ReadZeroSettings(config).deepcompile_gathers_in_place) << pass;
+  }
   const ZeroSettings eager = Read(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1e6}})");
   EXPECT_EQ(eager.param_persistence_threshold, 1e6);
 }

@@ -78,7 +78,13 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
       plan.SetFloorShare(share);
     }
   } else if (ctx.tp_sequence_parallel) {
-    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, activation, calls, critical);
+    // torchtitan's op-level selective AC (FrameworkProfile::op_level_sac) saves the outputs of
+    // _c10d_functional.reduce_scatter_tensor but not of the all-gathers (_save_list in
+    // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
+    // pair's input again to recompute the GEMMs it feeds.
+    const bool regather = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;
+    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, activation, calls + (regather ? pairs : 0),
+             critical);
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, activation, calls, critical);
   } else {
     plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, activation, calls, critical);

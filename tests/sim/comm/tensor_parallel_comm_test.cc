@@ -65,6 +65,27 @@ TEST(TensorParallelCommTest, SequenceParallelSplitsEachAllReduceIntoAGatherAndAS
   EXPECT_DOUBLE_EQ(ce->calls_per_unit, 3);
 }
 
+// torchtitan's op-level SAC saves reduce_scatter_tensor's outputs but not the all-gathers'
+// (_save_list, models/llama3/parallelize_llama.py at 9dec370 and e7c0cae): under --recompute
+// selective backward gathers each pair's input again; full AC reruns both.
+TEST(TensorParallelCommTest, OpLevelSacGathersAgainButKeepsTheReduceScatters) {
+  CommCase c(kPlain, Sizes(8, 8, 1, 8, RankLayout::kMegatron), "llama-3-8b.json", Engine::kFsdp2);
+  c.input.engine.megatron_sp = true;  // torchtitan's TP is always sequence-parallel
+  auto calls = [&](Recompute r, const char* purpose) {
+    c.input.workload.recompute = r;
+    return FindPlanned(c.Run(PlanTensorParallel), purpose)->calls_per_unit;
+  };
+  EXPECT_DOUBLE_EQ(calls(Recompute::kNone, "tp_sp_all_gather"), 32 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_all_gather"), 32 * 2 * 3.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_reduce_scatter"), 32 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kFull, "tp_sp_reduce_scatter"), 32 * 2 * 3.0);
+  // Megatron's selective recompute reruns the attention core only: no collective.
+  CommCase m(kPlain, Sizes(8, 8, 1, 8, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
+  m.input.engine.megatron_sp = true;
+  m.input.workload.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(FindPlanned(m.Run(PlanTensorParallel), "tp_sp_all_gather")->calls_per_unit, 32 * 2 * 2.0);
+}
+
 TEST(TensorParallelCommTest, NoTensorParallelismPlansNothing) {
   CommCase c(kPlain, Sizes(8, 8), "llama-3-8b.json");
   EXPECT_TRUE(c.Run(PlanTensorParallel).empty());

@@ -83,7 +83,14 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
     // pair's input again to recompute the GEMMs it feeds.
     const bool regather = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;
-    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, activation, calls + (regather ? pairs : 0),
+    // torchao's float8 tensor parallelism (torchtitan's TP plan under float8: PrepareFloat8ModuleInput,
+    // Float8RowwiseParallel; torchao/float8/float8_tensor_parallel.py) casts a pair's input to
+    // float8 before the all-gather, and the gradient reaching a row-parallel output before the
+    // backward all-gather (_NoopFwToFloat8BwDynamic): every all-gather moves 1 byte an element; the
+    // reduce-scatters stay 16-bit.
+    const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
+    const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
+    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, calls + (regather ? pairs : 0),
              critical);
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, activation, calls, critical);
   } else {

@@ -79,6 +79,12 @@ TEST(TensorParallelCommTest, OpLevelSacGathersAgainButKeepsTheReduceScatters) {
   EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_all_gather"), 32 * 2 * 3.0);
   EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_reduce_scatter"), 32 * 2 * 2.0);
   EXPECT_DOUBLE_EQ(calls(Recompute::kFull, "tp_sp_reduce_scatter"), 32 * 2 * 3.0);
+  // torchao's float8 TP gathers float8 (PrepareFloat8ModuleInput, Float8RowwiseParallel's
+  // backward cast); the reduce-scatters stay bf16.
+  c.input.engine.fp8 = true;
+  const auto float8 = c.Run(PlanTensorParallel);
+  EXPECT_DOUBLE_EQ(FindPlanned(float8, "tp_sp_all_gather")->call.bytes_per_call, 4096.0 * 4096 * 1);
+  EXPECT_DOUBLE_EQ(FindPlanned(float8, "tp_sp_reduce_scatter")->call.bytes_per_call, 4096.0 * 4096 * 2);
   // Megatron's selective recompute reruns the attention core only: no collective.
   CommCase m(kPlain, Sizes(8, 8, 1, 8, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
   m.input.engine.megatron_sp = true;

@@ -78,11 +78,6 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
       plan.SetFloorShare(share);
     }
   } else if (ctx.tp_sequence_parallel) {
-    // torchtitan's op-level selective AC (FrameworkProfile::op_level_sac) saves the outputs of
-    // _c10d_functional.reduce_scatter_tensor but not of the all-gathers (_save_list in
-    // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
-    // pair's input again to recompute the GEMMs it feeds.
-    const bool regather = in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective;
     // torchao's float8 tensor parallelism (torchtitan's TP plan under float8: PrepareFloat8ModuleInput,
     // Float8RowwiseParallel; torchao/float8/float8_tensor_parallel.py) casts a pair's input to
     // float8 before the all-gather, and the gradient reaching a row-parallel output before the
@@ -90,8 +85,14 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // reduce-scatters stay 16-bit.
     const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
     const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
-    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, calls + (regather ? pairs : 0),
-             critical);
+    plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, calls, critical);
+    // torchtitan's op-level selective AC (FrameworkProfile::op_level_sac) saves the outputs of
+    // _c10d_functional.reduce_scatter_tensor but not of the all-gathers (_save_list in
+    // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
+    // pair's input again to recompute the GEMMs it feeds.
+    if (in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective) {
+      plan.Add("tp_sp_all_gather_bwd_regather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, pairs, critical);
+    }
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, activation, calls, critical);
   } else {
     plan.Add("tp_all_reduce", CollectiveKind::kAllReduce, GroupKind::kTp, activation, calls, critical);

@@ -153,12 +153,8 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
     // (engine.py allreduce_gradients), which the zero pass draws as it does for stages 1-3.
     wanted.push_back("zero");
     // init_z3.py: the offload_parameters / offload_opt_states / offload_activation schedules run
-    // in place of prefetch and selective_gather.
-    ConfigView v(config);
-    const bool offload = v.Bool("/compile/offload_parameters").or_default(false) ||
-                         v.Bool("/compile/offload_opt_states").or_default(false) ||
-                         v.Bool("/compile/offload_activation").or_default(false);
-    if (zero.deepcompile && zero.stage == 3 && !offload && r.deepcompile_budget != nullptr) {
+    // in place of prefetch and selective_gather (ZeroSettings::deepcompile_gathers_in_place).
+    if (zero.deepcompile && zero.stage == 3 && !zero.deepcompile_gathers_in_place && r.deepcompile_budget != nullptr) {
       wanted.push_back("selective_gather");
       wanted.push_back("prefetch");
     }

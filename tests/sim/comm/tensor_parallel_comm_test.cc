@@ -73,23 +73,35 @@ TEST(TensorParallelCommTest, OpLevelSacGathersAgainButKeepsTheReduceScatters) {
   c.input.engine.megatron_sp = true;  // torchtitan's TP is always sequence-parallel
   auto calls = [&](Recompute r, const char* purpose) {
     c.input.workload.recompute = r;
-    return FindPlanned(c.Run(PlanTensorParallel), purpose)->calls_per_unit;
+    const auto planned = c.Run(PlanTensorParallel);
+    const PlannedCollective* p = FindPlanned(planned, purpose);
+    return p == nullptr ? 0.0 : p->calls_per_unit;
   };
   EXPECT_DOUBLE_EQ(calls(Recompute::kNone, "tp_sp_all_gather"), 32 * 2 * 2.0);
-  EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_all_gather"), 32 * 2 * 3.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kNone, "tp_sp_all_gather_bwd_regather"), 0);
+  // One more per pair, in backward (the name says so to the engine schedule).
+  EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_all_gather"), 32 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_all_gather_bwd_regather"), 32 * 2.0);
   EXPECT_DOUBLE_EQ(calls(Recompute::kSelective, "tp_sp_reduce_scatter"), 32 * 2 * 2.0);
   EXPECT_DOUBLE_EQ(calls(Recompute::kFull, "tp_sp_reduce_scatter"), 32 * 2 * 3.0);
+  EXPECT_DOUBLE_EQ(calls(Recompute::kFull, "tp_sp_all_gather_bwd_regather"), 0);
   // torchao's float8 TP gathers float8 (PrepareFloat8ModuleInput, Float8RowwiseParallel's
   // backward cast); the reduce-scatters stay bf16.
   c.input.engine.fp8 = true;
+  c.input.workload.recompute = Recompute::kSelective;
   const auto float8 = c.Run(PlanTensorParallel);
+  ASSERT_NE(FindPlanned(float8, "tp_sp_all_gather_bwd_regather"), nullptr);
   EXPECT_DOUBLE_EQ(FindPlanned(float8, "tp_sp_all_gather")->call.bytes_per_call, 4096.0 * 4096 * 1);
+  EXPECT_DOUBLE_EQ(FindPlanned(float8, "tp_sp_all_gather_bwd_regather")->call.bytes_per_call, 4096.0 * 4096 * 1);
   EXPECT_DOUBLE_EQ(FindPlanned(float8, "tp_sp_reduce_scatter")->call.bytes_per_call, 4096.0 * 4096 * 2);
   // Megatron's selective recompute reruns the attention core only: no collective.
   CommCase m(kPlain, Sizes(8, 8, 1, 8, RankLayout::kMegatron), "llama-3-8b.json", Engine::kMegatronLm);
   m.input.engine.megatron_sp = true;
   m.input.workload.recompute = Recompute::kSelective;
   EXPECT_DOUBLE_EQ(FindPlanned(m.Run(PlanTensorParallel), "tp_sp_all_gather")->calls_per_unit, 32 * 2 * 2.0);
+  // TransformerEngine's FP8 under megatron-lm: its sequence-parallel all-gathers stay 16-bit here.
+  m.input.engine.fp8 = true;
+  EXPECT_DOUBLE_EQ(FindPlanned(m.Run(PlanTensorParallel), "tp_sp_all_gather")->call.bytes_per_call, 4096.0 * 4096 * 2);
 }
 
 TEST(TensorParallelCommTest, NoTensorParallelismPlansNothing) {

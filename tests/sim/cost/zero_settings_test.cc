@@ -105,6 +105,13 @@ TEST(ZeroSettingsTest, DeepCompileRunsZeroUnlessAPassOrStageZeroTakesOver) {
     config["zero_optimization"]["stage"] = 2;
     EXPECT_FALSE(ReadZeroSettings(config).deepcompile_gathers_in_place) << pass;
   }
+  // engine.py get_deepcompile_backend turns offload_parameters on when ZeRO offloads both the
+  // optimizer and the parameters to cpu.
+  const ZeroSettings implied = Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}})");
+  EXPECT_TRUE(implied.deepcompile_gathers_in_place);
+  EXPECT_FALSE(Read(R"({"compile": {"deepcompile": true}, "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu"}}})").deepcompile_gathers_in_place);
   const ZeroSettings eager = Read(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1e6}})");
   EXPECT_EQ(eager.param_persistence_threshold, 1e6);
 }

@@ -5,8 +5,10 @@
 // megatron-lm -> --engine megatron-lm, torchtitan / other -> fsdp2, deepspeed -> deepspeed; the ZeRO
 // stage from zero_or_fsdp; --tp/--pp/--virtual-stages/--cp/--ep/--megatron-sp/--fp8 from the row
 // (DeepSpeed takes TP and EP from its config), --tp-comm-overlap where the row's source says TP
-// communication overlap is on (column tp_comm_overlap) and --fp8-param-gather where it says FP8 parameters
-// (column fp8_param_gather: NeMo's fp8_params). Each must give numbers; docs/validation.md "Modern
+// communication overlap is on (column tp_comm_overlap), --fp8-param-gather where it says FP8 parameters
+// (column fp8_param_gather: NeMo's fp8_params, torchao's enable_fsdp_float8_all_gather) and
+// --torch-compile where it says torch.compile (column compile; "torch.compile:model", torchtitan
+// before April 2025, adds --eager-loss). Each must give numbers; docs/validation.md "Modern
 // runs, every engine" holds the table this test computes and the test fails when it is stale.
 // No accuracy bound yet: that is the cost model's next step.
 #include <gtest/gtest.h>

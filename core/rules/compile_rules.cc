@@ -195,12 +195,10 @@ void CheckDispatch(RuleContext& ctx, const std::vector<std::string>& passes) {
   if (*stage != 3) return;
   // init_z3 (compile/init_z3.py), in its order.
   std::string opt_dev = OffloadDevice(v, "offload_optimizer");
-  std::string param_dev = OffloadDevice(v, "offload_param");
   bool opt_states = CompileFlag(v, "offload_opt_states");
   bool activation = CompileFlag(v, "offload_activation");
   bool params = CompileFlag(v, "offload_parameters");
-  bool implied = !params && v.Has("/zero_optimization/offload_optimizer") &&
-                 v.Has("/zero_optimization/offload_param") && opt_dev == "cpu" && param_dev == "cpu";
+  bool implied = !params && ZeroOffloadTurnsOnCompileOffloadParameters(v);
   std::string params_text =
       implied ? "offload_parameters (turned on by the engine because zero_optimization offloads "
                 "both optimizer and parameters to cpu)"

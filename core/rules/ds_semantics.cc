@@ -88,6 +88,10 @@ std::string OffloadDevice(const ConfigView& view, const std::string& section) {
   return it->get<std::string>();
 }
 
+bool ZeroOffloadTurnsOnCompileOffloadParameters(const ConfigView& view) {
+  return OffloadDevice(view, "offload_optimizer") == "cpu" && OffloadDevice(view, "offload_param") == "cpu";
+}
+
 std::string ShowValue(const Json& value) {
   std::string out = value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
   if (out.size() > 60) out = out.substr(0, 57) + "...";

@@ -62,6 +62,10 @@ bool Bf16Enabled(const ConfigView& view);
 // ZeRO offload device of zero_optimization.<section> ("none" when absent or null).
 std::string OffloadDevice(const ConfigView& view, const std::string& section);
 
+// engine.py get_deepcompile_backend (0.19.6) turns compile.offload_parameters on itself when
+// zero_optimization offloads both the optimizer and the parameters to cpu.
+bool ZeroOffloadTurnsOnCompileOffloadParameters(const ConfigView& view);
+
 // A short rendering of a JSON value for messages: strings quoted, others dumped, long values cut.
 std::string ShowValue(const Json& value);
 

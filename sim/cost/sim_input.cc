@@ -128,13 +128,7 @@ ZeroSettings ReadZeroSettings(const Json& config) {
     for (const char* key : {"/compile/offload_parameters", "/compile/offload_opt_states", "/compile/offload_activation"}) {
       if (ds_semantics::PydanticBool(v, key, false).value_or(false)) z.deepcompile_gathers_in_place = true;
     }
-    // engine.py get_deepcompile_backend turns compile.offload_parameters on itself when
-    // zero_optimization offloads both the optimizer and the parameters to cpu.
-    if (v.Has(std::string(kZero) + "offload_optimizer") && v.Has(std::string(kZero) + "offload_param") &&
-        ds_semantics::OffloadDevice(v, "offload_optimizer") == "cpu" &&
-        ds_semantics::OffloadDevice(v, "offload_param") == "cpu") {
-      z.deepcompile_gathers_in_place = true;
-    }
+    if (ds_semantics::ZeroOffloadTurnsOnCompileOffloadParameters(v)) z.deepcompile_gathers_in_place = true;
   }
   return z;
 }

@@ -3,6 +3,7 @@
 #include "sim/cost/flops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dsp::sim {
 namespace {
@@ -240,6 +241,15 @@ void AttentionCoreOperators(const ModelSpec& model, AttentionKind kind, const La
     OperatorCost attn{"attention", attention_flops, qkvo_bytes};
     attn.kind = KernelKind::kAttention;
     attn.attention_core = true;
+    // Each call walks the keys of its chunk under chunked context parallelism, the window or chunk
+    // of a local layer; its blocks are the rank's sequences x heads x query blocks of 128 rows.
+    double key_length = s / std::max(shard.attention_key_split, 1);
+    if (kind == AttentionKind::kSliding && model.sliding_window > 0) {
+      key_length = std::min(key_length, static_cast<double>(model.sliding_window));
+    } else if (kind == AttentionKind::kChunked && model.attention_chunk_size > 0) {
+      key_length = std::min(key_length, static_cast<double>(model.attention_chunk_size));
+    }
+    attn.attention_shape = {(d_qk + d_v) / 2, key_length, b * q_heads_rank * std::ceil(s / 128.0)};
     // FlashAttention, cuDNN's and PyTorch's fused kernels skip the masked tiles of a causal
     // layer: half the full-square work (FlashAttention-2, Dao 2023, §3.1.1; measured on an H200,
     // docs/validation.md "One GPU, measured": forward time follows the causal work).

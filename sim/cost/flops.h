@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/model/model_spec.h"
+#include "sim/cost/attention_shape.h"
 #include "sim/frameworks/framework.h"
 
 namespace dsp::sim {
@@ -67,6 +68,9 @@ struct ShardShape {
   // Attention's divisor on the busiest tp rank when the key-value heads split unevenly (N/N0,
   // param_sharding.h AttentionTpDivisor); 0 = tp.
   double attention_tp = 0;
+  // Context parallelism that runs attention chunk by chunk (a KV ring, or torch's all-gathered K
+  // and V walked in cp steps): each fused call sees s / this many keys. Ulysses: 1.
+  int attention_key_split = 1;
   // --fp8: the decoder layers' linear GEMMs run in FP8 by this recipe (router and lm_head stay
   // bf16: TransformerEngine's Megatron layers and torchao's default filter_fqns ["output"]).
   Fp8Linear fp8 = Fp8Linear::kNone;
@@ -90,6 +94,7 @@ struct OperatorCost {
   // diagonal, half of the full-square work `flops` counts (the MFU convention).
   double executed = 1.0;
   bool fp8 = false;  // kMatmul at the FP8 rate (ShardShape::fp8)
+  AttentionShape attention_shape{};  // kAttention: what its speed depends on (attention_shape.h)
   // DeepSpeed's TiledMLP (ShardShape::tiled_mlp): the backward runs this operator's forward again,
   // a shard at a time, on top of whatever recompute re-runs (recompute_policy.h).
   bool tiled = false;

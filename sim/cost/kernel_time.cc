@@ -36,8 +36,11 @@ KernelRates KernelRatesOf(const Cluster& cluster, AttentionKernel attention) {
   // A power-limited clock slows the tensor cores, not HBM (GpuSpec::compute_clock_ratio).
   const double clock = cluster.gpu.compute_clock_ratio > 0 ? cluster.gpu.compute_clock_ratio : 1.0;
   const double peak = cluster.gpu.peak_bf16_flops_per_second * clock;
-  return {peak * mm, cluster.gpu.Fp8PeakFlops() * clock * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
-          cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
+  KernelRates r{peak * mm, cluster.gpu.Fp8PeakFlops() * clock * fp8, peak * attn, cluster.gpu.hbm_bytes_per_second * mem,
+                cluster.gpu.kernel_overhead_seconds, cluster.gpu.sm_count};
+  r.attention_kernel = attention == AttentionKernel::kFlash2 ? AttentionKernel::kFlash2 : AttentionKernel::kCudnn;
+  r.hopper = cluster.gpu.compute_capability / 10 == 9;
+  return r;
 }
 
 KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& r, bool backward) {
@@ -54,7 +57,7 @@ KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& r, bool backw
       }
       break;
     case KernelKind::kAttention:
-      rate = r.attention_flops_per_second;
+      rate = r.attention_flops_per_second * AttentionShapeFactor(r.attention_kernel, r.hopper, op.attention_shape, r.sm_count);
       flops *= op.executed;
       if (backward) {
         flops *= kFlashBackwardFlopsPerForward;

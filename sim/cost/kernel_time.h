@@ -21,6 +21,10 @@ struct KernelRates {
   double hbm_bytes_per_second = 0;
   double kernel_overhead_seconds = 0;
   int sm_count = 0;
+  // The fused attention kernel the rates are for, and whether the GPU is a Hopper (sm90), where
+  // the attention rate follows the shape measured on an H100 (attention_shape.h).
+  AttentionKernel attention_kernel = AttentionKernel::kCudnn;
+  bool hopper = false;
 };
 /// An unset (<= 0) efficiency means "datasheet peak", so a hand-filled Cluster still gives
 /// finite times; an unset attention efficiency is the matmul one, an unset attention_flash2 the

@@ -172,6 +172,10 @@ ShardShape ShardShapeOf(const SimInput& in) {
   shard.seq_len = in.workload.seq_len;
   shard.tp = plan.sizes.tp;
   shard.sp = SequenceShards(in);
+  const ContextParallel cp_kind = in.engine.context_parallel();
+  if (cp_kind == ContextParallel::kRingP2p || cp_kind == ContextParallel::kAllGatherKv) {
+    shard.attention_key_split = shard.sp;
+  }
   shard.ep = plan.sizes.ep;
   shard.expert_parallel = plan.sizes.expert_parallel;
   const FrameworkProfile& fw = in.engine.framework();

@@ -238,10 +238,18 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   // Compiled with Inductor (torchtitan's compile.components "loss"): the fused cross-entropy saves
   // its 16-bit input and a log-sum-exp per token, and its backward writes the 16-bit gradient in
   // one kernel: 2 + 2 bytes per logit, no fp32 copy.
+  // torchtitan's eager loss (train.py at 9dec370: `del pred` before `loss.backward()`) holds no
+  // 16-bit logits in backward. Under loss_parallel DTensor decomposes it
+  // (torch/distributed/tensor/parallel/loss.py): _log_softmax keeps the fp32 input, `shifted` and
+  // exp(shifted) at once, and _nll_loss_and_log_softmax_backward builds
+  // `(grad_input + torch.exp(x)) * grad_output` beside the saved fp32 output: four fp32 tensors,
+  // 16 bytes per logit, against the fused kernels' 12.
+  const double kept_logits = shape.logits_freed_before_backward ? 0.0 : kActivationBytes;
+  const double upcast_loss = kept_logits + (shape.loss_parallel ? 16.0 : 12.0);
   const double per_logit = !shape.hf_eager       ? 4.0
                            : shape.compiled_loss ? 2 * kActivationBytes
                            : shape.bf16_loss     ? 4 * kActivationBytes
-                                                 : kActivationBytes + 4.0 + 8.0;
+                                                 : upcast_loss;
   const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
                                 shape.megatron_sp || shape.vocab_parallel ? t : 1);
   return hidden_part + vocab_part;

@@ -54,6 +54,12 @@ struct LayerShape {
   bool rms_norm = true;          // RMSNorm (the fp32 upcast above); LayerNorm runs fused
   bool bf16_loss = false;        // EngineSettings::bf16_loss: the loss keeps no fp32 logits
   bool compiled_loss = false;    // EngineSettings::compiled_loss(): Inductor's fused cross-entropy
+  // The eager fp32 loss as torchtitan runs it (FrameworkProfile::torchtitan_loss): `loss_parallel`,
+  // DTensor's cross-entropy on vocab-sharded logits (tp > 1); `logits_freed_before_backward`, the
+  // training loop drops its reference to the 16-bit logits before backward (not under a pipeline,
+  // whose stage keeps its output until that micro-batch's backward).
+  bool loss_parallel = false;
+  bool logits_freed_before_backward = false;
   // q_norm/k_norm (Qwen3, Gemma 3): RMSNorm over each head of q and k, a·d + g·d elements a token.
   int64_t qk_norm_cols = 0;
   // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as

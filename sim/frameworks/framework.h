@@ -168,6 +168,10 @@ struct FrameworkProfile {
   // (activation_checkpoint.selective_ac_option "op"): saves the outputs of every other matmul and of
   // the fused attention, recomputes the rest in backward (sim/cost/recompute_policy.h).
   bool op_level_sac = false;
+  // The eager fp32 loss of torchtitan's training loop: the logits' reference dropped before
+  // backward outside a pipeline, and DTensor's loss_parallel cross-entropy under tensor parallelism
+  // (sim/cost/activation_memory.h LayerShape::loss_parallel).
+  bool torchtitan_loss = false;
   // Which attention kernel --attention flash (the default) means (sim/frameworks/attention_kernel.h).
   FrameworkAttention attention = FrameworkAttention::kTransformers;
 

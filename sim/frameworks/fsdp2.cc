@@ -61,6 +61,10 @@ const FrameworkProfile& Fsdp2Profile() {
     // torchtitan's "selective" activation checkpointing with selective_ac_option "op" (its Llama 3
     // train configs): models/llama3/infra/parallelize.py _apply_ac_to_transformer_block.
     p.op_level_sac = true;
+    // train.py (9dec370; train_step since): `pred = model(...)`, `loss = loss_fn(pred, labels)`,
+    // `del pred`, `loss.backward()`, under `loss_parallel` when TP is on (parallel_dims
+    // loss_parallel_enabled, training.disable_loss_parallel false by default).
+    p.torchtitan_loss = true;
     // torchtitan/models/attention.py ScaledDotProductAttention: sdpa_kernel([FLASH, EFFICIENT, MATH],
     // set_priority=True), cuDNN first only on sm100.
     p.attention = FrameworkAttention::kTorchSdpa;

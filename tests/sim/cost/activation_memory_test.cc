@@ -243,6 +243,31 @@ TEST(ActivationMemoryTest, CompiledLossKeepsNoFp32Logits) {
   EXPECT_NEAR(OutputLayerActivationBytes(s, 128256) - compiled, 21.0e9, 0.1e9);
 }
 
+// torchtitan's eager loss: train.py (9dec370) deletes the 16-bit logits before backward, so the
+// fused log_softmax / nll_loss backward peak is the saved fp32 output and two fp32 gradients (12
+// bytes a logit); under tensor parallelism DTensor's loss_parallel
+// (torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward) holds the saved
+// output, zeros_like(x), exp(x) and their sum (16); a pipeline stage keeps its output (+2).
+TEST(ActivationMemoryTest, TorchtitansLossDropsTheLogitsAndLossParallelHoldsFourFp32Copies) {
+  LayerShape s = Llama8BLayer();
+  s.hf_eager = true;
+  s.vocab_parallel = true;
+  const double T = 4096, h = 4096, V = 128256;
+  const double hidden = (4.0 + 2.0 + 2.0) * T * h;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 14.0 * T * V);  // transformers'
+  s.logits_freed_before_backward = true;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden + 12.0 * T * V);
+  s.tp = 8;
+  s.megatron_sp = true;
+  s.loss_parallel = true;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden / 8 + 16.0 * T * V / 8);
+  s.logits_freed_before_backward = false;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden / 8 + 18.0 * T * V / 8);
+  // Compiled, the loss is Inductor's kernel either way.
+  s.compiled_loss = true;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), hidden / 8 + 4.0 * T * V / 8);
+}
+
 // DeepSpeed's TiledMLP (deepspeed/runtime/sequence_parallel/ulysses_sp.py) saves only the MLP's
 // input; the shard its backward runs (one of ceil(s / h)) is a working set of that layer alone.
 TEST(ActivationMemoryTest, TiledMlpSavesItsInputAndOneShard) {

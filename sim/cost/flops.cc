@@ -387,6 +387,16 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
   // The routed rows' activation, act_fn(gate) * up, over each assignment's expert width.
   const EagerBytes eager = EagerBytesPerElement(model, shard);
   ops.push_back(EagerMemory("experts_activation", assignments * width_rank, eager.activation, eager.activation_kernels));
+  if (model.expert_bias && shard.te_modules) {
+    // NeMo AutoModel's DeepEP experts (components/moe/layers.py GroupedExpertsDeepEP._apply_bias at
+    // 8d9bfb90) add each local expert's bias in a Python loop over torch.split, then torch.cat:
+    // gate_up's in the rows' dtype (the add and the cat, 2 x (2 + 2) bytes per element of 2f),
+    // down's scaled by the fp32 routing probability (b * p written in fp32, t + b * p promoted to
+    // fp32, the cat, the cast back: 4 + 6 + 4 + 8 + 6 bytes per element of h).
+    OperatorCost bias = Memory("experts_bias", assignments * (8.0 * 2.0 * width_rank + 28.0 * h));
+    bias.kernels = 3 * local_experts + 3;
+    ops.push_back(bias);
+  }
   ops.push_back(MoePermute(assignments, h, width_rank, shard));
   ops.push_back(routed);
 

@@ -260,5 +260,31 @@ TEST(FlopsTest, CompiledLossReadsTheLogitsOnce) {
   EXPECT_EQ(EagerBytesPerElement(m, shard).loss_kernels, 1);
 }
 
+// NeMo AutoModel's DeepEP experts add GPT-OSS's expert biases one local expert at a time and
+// concatenate (GroupedExpertsDeepEP._apply_bias): 16 bytes per element of gate_up's 2f and 28 per
+// element of h for down's probability-scaled bias, per routed row; transformers' experts and
+// bias-free models have no such pass.
+TEST(FlopsTest, AutomodelAddsExpertBiasesPerExpert) {
+  const ModelSpec m = dsp::testing::ParsePresetOrDie("gpt-oss-120b.json");
+  ShardShape shard;
+  shard.micro_batch = 2;
+  shard.seq_len = 4096;
+  shard.hf_eager = true;
+  shard.ep = 64;
+  shard.expert_parallel = true;
+  auto bias = [&](const ModelSpec& model) {
+    for (const OperatorCost& op : LayerForwardOperators(model, 0, shard)) {
+      if (op.name == "experts_bias") return op;
+    }
+    return OperatorCost{};
+  };
+  EXPECT_EQ(bias(m).bytes, 0);  // transformers' experts
+  shard.te_modules = true;
+  const double rows = 8192.0 * 4, f = 2880, h = 2880;
+  EXPECT_DOUBLE_EQ(bias(m).bytes, rows * (16 * f + 28 * h));
+  EXPECT_DOUBLE_EQ(bias(m).kernels, 3 * 2 + 3);  // 128 experts over 64 ranks
+  EXPECT_EQ(bias(dsp::testing::ParsePresetOrDie("qwen3-30b-a3b.json")).bytes, 0);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -218,6 +218,33 @@ LayerDims DimsOf(const ModelSpec& model, const ShardShape& shard) {
   return x;
 }
 
+// What PyTorch's ring attention does around each step's fused call (torch/distributed/tensor/
+// experimental/_attention.py at torchtitan's December 2024 torch, 1963fc8: _templated_ring_attention,
+// _SDPAMerger, _templated_ring_attention_backward; convert_to_f32 and load balancing on by default).
+// With the load-balanced chunks a rank runs half its steps on the whole local query and half on its
+// second half (`partial`). Per rank and layer, over nq output and nkv key-value elements:
+//  - forward, each of the cp - 1 steps after the first: K and V concatenated for the rotater
+//    (2 + 2 bytes an element), the step's output cast to fp32 (2 + 4) and merged into the running
+//    output (out - sigmoid(lse') * (out - block_out): 12 + 8 + 12), a partial step on half the
+//    rows and then torch.cat rebuilding the whole output (4 + 4): 38 bytes a full step, 27 a partial
+//    one; the first step's cast and the final cast back (6 + 6);
+//  - backward, each of the cp steps: dq and dK/dV accumulated in fp32 (4 + 2 read, 4 written; a
+//    partial step adds to half and concatenates, 13), dK/dV concatenated for the all-to-all that
+//    passes them on (4 + 4), K and V concatenated (4, cp - 1 steps); zero-filled fp32 gradients
+//    at the start and cast back at the end (4 + 6).
+OperatorCost TorchRingMerge(double b, double s, double q_heads_rank, double kv_heads_rank, double d_qk, double d_v,
+                            const ShardShape& shard) {
+  const double cp = shard.attention_key_split;
+  const double nq = b * s * q_heads_rank * d_v;
+  const double nkv = b * s * kv_heads_rank * (d_qk + d_v);
+  OperatorCost merge = Memory("cp_ring_merge", (cp - 1) * (4 * nkv + (38 + 27) / 2.0 * nq) + 12 * nq);
+  merge.backward_bytes = cp * ((10 + 13) / 2.0 * nkv + 8 * nkv + (10 + 13) / 2.0 * nq) + 4 * (cp - 1) * nkv +
+                         10 * (nq + nkv);
+  merge.kernels = 6 * cp;
+  merge.attention_core = true;  // selective recompute re-runs the ring with the attention
+  return merge;
+}
+
 // The attention core on a rank's heads: one fused kernel (FlashAttention and kin) or the eager
 // chain of QK^T, softmax, dropout and AV.
 void AttentionCoreOperators(const ModelSpec& model, AttentionKind kind, const LayerDims& x, const ShardShape& shard,
@@ -241,20 +268,15 @@ void AttentionCoreOperators(const ModelSpec& model, AttentionKind kind, const La
     OperatorCost attn{"attention", attention_flops, qkvo_bytes};
     attn.kind = KernelKind::kAttention;
     attn.attention_core = true;
-    // Each call walks the keys of its chunk under chunked context parallelism, the window or chunk
-    // of a local layer; its blocks are the rank's sequences x heads x query blocks of 128 rows.
-    double key_length = s / std::max(shard.attention_key_split, 1);
-    if (kind == AttentionKind::kSliding && model.sliding_window > 0) {
-      key_length = std::min(key_length, static_cast<double>(model.sliding_window));
-    } else if (kind == AttentionKind::kChunked && model.attention_chunk_size > 0) {
-      key_length = std::min(key_length, static_cast<double>(model.attention_chunk_size));
-    }
-    attn.attention_shape = {(d_qk + d_v) / 2, key_length, b * q_heads_rank * std::ceil(s / 128.0)};
+    attn.attention_shape = FusedAttentionShape(model, kind, shard, b, s, q_heads_rank);
     // FlashAttention, cuDNN's and PyTorch's fused kernels skip the masked tiles of a causal
     // layer: half the full-square work (FlashAttention-2, Dao 2023, §3.1.1; measured on an H200,
     // docs/validation.md "One GPU, measured": forward time follows the causal work).
     attn.executed = 0.5;
     ops.push_back(attn);
+    if (shard.torch_ring_attention && shard.attention_key_split > 1) {
+      ops.push_back(TorchRingMerge(b, s, q_heads_rank, kv_heads_rank, d_qk, d_v, shard));
+    }
     return;
   }
   // Megatron's CoreAttention before FlashAttention: baddbmm writes the scores, a fused
@@ -387,7 +409,7 @@ void MoeOperators(const ModelSpec& model, const LayerDims& x, const ShardShape& 
   // The routed rows' activation, act_fn(gate) * up, over each assignment's expert width.
   const EagerBytes eager = EagerBytesPerElement(model, shard);
   ops.push_back(EagerMemory("experts_activation", assignments * width_rank, eager.activation, eager.activation_kernels));
-  if (model.expert_bias && shard.te_modules) {
+  if (model.expert_bias && shard.te_modules && shard.expert_parallel) {
     // NeMo AutoModel's DeepEP experts (components/moe/layers.py GroupedExpertsDeepEP._apply_bias at
     // 8d9bfb90) add each local expert's bias in a Python loop over torch.split, then torch.cat:
     // gate_up's in the rows' dtype (the add and the cat, 2 x (2 + 2) bytes per element of 2f),
@@ -433,6 +455,23 @@ void ApplyFp8(Fp8Linear recipe, bool compiled, std::vector<OperatorCost>& ops) {
 }
 
 }  // namespace
+
+AttentionShape FusedAttentionShape(const ModelSpec& model, AttentionKind kind, const ShardShape& shard, double b,
+                                   double s, double q_heads_rank) {
+  // The table behind attention_shape.h is causal: at length L a query walks L / 2 keys on average.
+  // A causal call walks its chunk of the sequence (s / cp under chunked context parallelism); a
+  // sliding window's query walks the whole window, as a causal call of twice its length; a chunked
+  // layer is causal inside its chunk.
+  double key_length = s / std::max(shard.attention_key_split, 1);
+  if (kind == AttentionKind::kSliding && model.sliding_window > 0) {
+    key_length = std::min(key_length, 2.0 * static_cast<double>(model.sliding_window));
+  } else if (kind == AttentionKind::kChunked && model.attention_chunk_size > 0) {
+    key_length = std::min(key_length, static_cast<double>(model.attention_chunk_size));
+  }
+  const double d = (static_cast<double>(model.qk_head_dim()) + static_cast<double>(model.value_head_dim())) / 2;
+  // Blocks: the rank's sequences x heads x query blocks of 128 rows.
+  return {d, key_length, b * q_heads_rank * std::ceil(s / 128.0)};
+}
 
 Fp8Cast Fp8CastBytes(const std::vector<OperatorCost>& fp8_ops, Fp8Linear recipe, bool compiled) {
   Fp8Cast out;

@@ -71,6 +71,9 @@ struct ShardShape {
   // Context parallelism that runs attention chunk by chunk (a KV ring, or torch's all-gathered K
   // and V walked in cp steps): each fused call sees s / this many keys. Ulysses: 1.
   int attention_key_split = 1;
+  // PyTorch's context_parallel (torchtitan's CP): the ring loop's merges and gradient
+  // accumulations around each step's attention call (flops.cc "cp_ring_merge").
+  bool torch_ring_attention = false;
   // --fp8: the decoder layers' linear GEMMs run in FP8 by this recipe (router and lm_head stay
   // bf16: TransformerEngine's Megatron layers and torchao's default filter_fqns ["output"]).
   Fp8Linear fp8 = Fp8Linear::kNone;
@@ -95,6 +98,8 @@ struct OperatorCost {
   double executed = 1.0;
   bool fp8 = false;  // kMatmul at the FP8 rate (ShardShape::fp8)
   AttentionShape attention_shape{};  // kAttention: what its speed depends on (attention_shape.h)
+  // kMemory: HBM bytes of the backward when they do not follow kBackwardBytesPerForward (< 0).
+  double backward_bytes = -1;
   // DeepSpeed's TiledMLP (ShardShape::tiled_mlp): the backward runs this operator's forward again,
   // a shard at a time, on top of whatever recompute re-runs (recompute_policy.h).
   bool tiled = false;
@@ -125,6 +130,12 @@ OperatorCost MoePermute(double assignments, double h, double expert_width, const
 /// `!shard.flash_attention` QK^T, softmax, dropout (if any) and AV.
 std::vector<OperatorCost> AttentionCoreForward(const ModelSpec& model, AttentionKind kind, const ShardShape& shard,
                                                double q_heads_rank, double kv_heads_rank);
+
+/// The shape a fused attention call of a `kind` layer runs on a rank holding `q_heads_rank` query
+/// heads of `b` sequences of `s` tokens (attention_shape.h), shared by the closed form and the
+/// graph's sdpa nodes (sim/schedule/op_cost.cc) so both price a call alike.
+AttentionShape FusedAttentionShape(const ModelSpec& model, AttentionKind kind, const ShardShape& shard, double b,
+                                   double s, double q_heads_rank);
 
 /// Bytes and launches of the FP8 casts around a layer's FP8 GEMMs in forward, per recipe:
 /// TransformerEngine (delayed scaling, amax fused into the cast; the cast also writes the

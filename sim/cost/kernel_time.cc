@@ -65,7 +65,7 @@ KernelTime KernelTimeOf(const OperatorCost& op, const KernelRates& r, bool backw
       }
       break;
     case KernelKind::kMemory:
-      if (backward) bytes *= kBackwardBytesPerForward;
+      if (backward) bytes = op.backward_bytes >= 0 ? op.backward_bytes : bytes * kBackwardBytesPerForward;
       break;
   }
   const double compute = rate > 0 ? flops / rate : 0.0;

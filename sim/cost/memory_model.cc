@@ -138,7 +138,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.fused_loss = in.engine.fused_loss;
   shape.bf16_loss = in.engine.bf16_loss;
   shape.compiled_loss = in.engine.compiled_loss();
-  if (in.engine.framework().torchtitan_loss) {
+  if (in.engine.framework().torchtitan_loss && !in.engine.automodel_loop()) {
     shape.loss_parallel = EffectiveTp(s.tp) > 1;
     shape.logits_freed_before_backward = in.plan->sizes.pp <= 1;
   }

@@ -176,6 +176,11 @@ struct EngineSettings {
   // (activation_memory.cc OutputLayerActivationBytes, flops.cc EagerBytes).
   bool eager_loss = false;
   bool compiled_loss() const { return torch_compile && !eager_loss; }
+  // NeMo AutoModel's training loop, which these flags describe (they are its modules, dtypes and
+  // expert wrapping), rather than torchtitan's: its loss keeps the model output through backward
+  // (recipes/llm/train_ft.py _forward_backward_step: `out = model(**batch)` lives until the step
+  // returns) and takes no DTensor loss_parallel.
+  bool automodel_loop() const { return bf16_params || te_modules || automodel_experts || bf16_loss; }
   // MoE under megatron-lm: --moe-token-dispatcher (all-to-all over EP, or all-gather of the
   // tokens over the expert TPxEP group) and --moe-grouped-gemm (one GEMM per projection over a
   // rank's local experts instead of a loop over them).

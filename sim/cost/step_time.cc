@@ -175,6 +175,7 @@ ShardShape ShardShapeOf(const SimInput& in) {
   const ContextParallel cp_kind = in.engine.context_parallel();
   if (cp_kind == ContextParallel::kRingP2p || cp_kind == ContextParallel::kAllGatherKv) {
     shard.attention_key_split = shard.sp;
+    shard.torch_ring_attention = cp_kind == ContextParallel::kAllGatherKv;
   }
   shard.ep = plan.sizes.ep;
   shard.expert_parallel = plan.sizes.expert_parallel;

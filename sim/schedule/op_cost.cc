@@ -144,20 +144,25 @@ Result<double> LastDim(const graph::Shape& shape, const graph::SymbolValues& val
 // rank holds; the window or chunk the layer's kind.
 Result<std::vector<OperatorCost>> SdpaOperators(const graph::Node& n, const graph::SymbolValues& values,
                                                 const ModelSpec& model, const ShardShape& shard, const ComputeCost& c) {
+  const AttentionKind kind = n.window > 0  ? AttentionKind::kSliding
+                             : n.chunk > 0 ? AttentionKind::kChunked
+                                           : AttentionKind::kFull;
+  Result<double> q_heads = Dim((*n.args[0]->shape)[1], values);
+  if (!q_heads.ok()) return Blame(n, q_heads.error());
   if (shard.flash_attention) {
+    Result<double> batch = Dim((*n.args[0]->shape)[0], values);
+    Result<double> seq = Dim((*n.args[0]->shape)[2], values);
+    if (!batch.ok()) return Blame(n, batch.error());
+    if (!seq.ok()) return Blame(n, seq.error());
     OperatorCost attn{"attention", c.flops, c.bytes};
     attn.kind = KernelKind::kAttention;
     attn.attention_core = true;
     attn.executed = 0.5;  // the causal half, as sim/cost/flops.cc charges a fused kernel
+    attn.attention_shape = FusedAttentionShape(model, kind, shard, *batch, *seq, *q_heads);
     return std::vector<OperatorCost>{attn};
   }
-  Result<double> q_heads = Dim((*n.args[0]->shape)[1], values);
   Result<double> kv_heads = Dim((*n.args[1]->shape)[1], values);
-  if (!q_heads.ok()) return Blame(n, q_heads.error());
   if (!kv_heads.ok()) return Blame(n, kv_heads.error());
-  const AttentionKind kind = n.window > 0  ? AttentionKind::kSliding
-                             : n.chunk > 0 ? AttentionKind::kChunked
-                                           : AttentionKind::kFull;
   return AttentionCoreForward(model, kind, shard, *q_heads, *kv_heads);
 }
 

@@ -8,6 +8,8 @@
 #include "sim/cost/attention_shape.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/kernel_time.h"
+#include "sim/cost/step_time.h"
+#include "tests/sim/cost/time_test_util.h"
 #include "tests/core/model/model_test_util.h"
 
 namespace dsp::sim {
@@ -50,9 +52,8 @@ TEST(AttentionShapeTest, FollowsTheFigureByHeadDimAndLength) {
 }
 
 TEST(AttentionShapeTest, OnlyHopperFollowsTheFigureEveryGpuCountsItsIdleSms) {
-  // An A100: no table for it, so the length and head dim change nothing.
-  EXPECT_DOUBLE_EQ(AttentionShapeFactor(AttentionKernel::kFlash2, false, {64, 512, kFull}, 108),
-                   1.0 * (kFull / (std::ceil(kFull / 108) * 108)) / (kFull / (std::ceil(kFull / 108) * 108)));
+  // An A100: no table for it, so the length and head dim change nothing (the fill is the table's).
+  EXPECT_DOUBLE_EQ(AttentionShapeFactor(AttentionKernel::kFlash2, false, {64, 512, kFull}, 108), 1.0);
   // One sequence of 512 tokens over 24 heads: 96 blocks leave 36 of 132 SMs idle.
   const double fill_96 = 96.0 / 132, fill_ref = kFull / (std::ceil(kFull / kSms) * kSms);
   EXPECT_NEAR(AttentionShapeFactor(AttentionKernel::kCudnn, false, {128, 4096, 96}, kSms), fill_96 / fill_ref, 1e-12);
@@ -98,6 +99,46 @@ TEST(AttentionShapeTest, TheAttentionOperatorCarriesItsShape) {
   a = find(shard);
   EXPECT_DOUBLE_EQ(a.key_length, 2048);
   EXPECT_DOUBLE_EQ(a.blocks, 2 * 4 * 64);
+}
+
+// The shape a call walks: a sliding window's query walks the whole window (the causal table's
+// length 2w), a chunked layer is causal inside its chunk, MLA's heads are (192 + 128) / 2 wide.
+TEST(AttentionShapeTest, WindowsChunksAndLatentHeads) {
+  ModelSpec m = testing::ParsePresetOrDie("llama-3-8b.json");
+  ShardShape shard;
+  m.sliding_window = 1024;
+  EXPECT_DOUBLE_EQ(FusedAttentionShape(m, AttentionKind::kSliding, shard, 1, 8192, 32).key_length, 2048);
+  EXPECT_DOUBLE_EQ(FusedAttentionShape(m, AttentionKind::kFull, shard, 1, 8192, 32).key_length, 8192);
+  m.attention_chunk_size = 4096;
+  EXPECT_DOUBLE_EQ(FusedAttentionShape(m, AttentionKind::kChunked, shard, 1, 8192, 32).key_length, 4096);
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
+  EXPECT_DOUBLE_EQ(FusedAttentionShape(v3, AttentionKind::kFull, shard, 1, 4096, 128).head_dim, 160);
+}
+
+// Which context parallelism walks the keys chunk by chunk: Megatron's KV ring and torch's
+// all-gathered K and V (torchtitan, with its ring merges), not DeepSpeed-Ulysses.
+TEST(AttentionShapeTest, ChunkedContextParallelismSplitsTheKeys) {
+  Json config = Json::parse(R"({"train_micro_batch_size_per_gpu": 1, "sequence_parallel_size": 8})");
+  testing::SimCase c(config, 8, 8, "llama-3-8b.json");
+  c.input.workload.seq_len = 65536;
+  EXPECT_EQ(ShardShapeOf(c.input).attention_key_split, 1);  // DeepSpeed-Ulysses: whole sequence
+  c.input.engine.engine = Engine::kMegatronLm;
+  EXPECT_EQ(ShardShapeOf(c.input).attention_key_split, 8);
+  EXPECT_FALSE(ShardShapeOf(c.input).torch_ring_attention);
+  c.input.engine.engine = Engine::kFsdp2;
+  const ShardShape torch_cp = ShardShapeOf(c.input);
+  EXPECT_EQ(torch_cp.attention_key_split, 8);
+  EXPECT_TRUE(torch_cp.torch_ring_attention);
+  // torch's ring adds its merges to the layer's attention core: forward 7 steps of K/V concatenated
+  // (4 bytes an element) and outputs merged (32.5 on average), 12 more for the casts.
+  const auto ops = LayerForwardOperators(c.model, 0, torch_cp);
+  double merge = 0, backward = 0;
+  for (const OperatorCost& op : ops) {
+    if (op.name == "cp_ring_merge") merge = op.bytes, backward = op.backward_bytes;
+  }
+  const double nq = 65536.0 * 4 * 128, nkv = 65536.0 * 1 * 256;  // 32 / 8 heads, 8 / 8 KV heads
+  EXPECT_DOUBLE_EQ(merge, 7 * (4 * nkv + 32.5 * nq) + 12 * nq);
+  EXPECT_DOUBLE_EQ(backward, 8 * (19.5 * nkv + 11.5 * nq) + 4 * 7 * nkv + 10 * (nq + nkv));
 }
 
 }  // namespace

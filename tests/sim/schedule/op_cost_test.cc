@@ -71,6 +71,21 @@ TEST(OpCostTest, NodesBecomeTheClosedFormsOperators) {
   EXPECT_EQ((*a)[0].kind, KernelKind::kAttention);
   EXPECT_DOUBLE_EQ((*a)[0].executed, 0.5);
   EXPECT_DOUBLE_EQ((*a)[0].flops, 4.0 * (2 * 2 * 8 * 4) * 8);
+  // Its shape (head dim, keys walked, blocks over the SMs) is the closed form's for the same rank:
+  // B = 2 sequences of S = 8 tokens, N / T = 2 heads of D = 4.
+  model.head_dim = 4;
+  ShardShape closed = eager;
+  closed.micro_batch = 2;
+  closed.seq_len = 8;
+  const auto same = [](const AttentionShape& x, const AttentionShape& y) {
+    EXPECT_DOUBLE_EQ(x.head_dim, y.head_dim);
+    EXPECT_DOUBLE_EQ(x.key_length, y.key_length);
+    EXPECT_DOUBLE_EQ(x.blocks, y.blocks);
+  };
+  a = NodeOperators(*g.Find("a"), kValues, model, eager);
+  same((*a)[0].attention_shape, AttentionCoreForward(model, AttentionKind::kFull, closed, 2, 2)[0].attention_shape);
+  EXPECT_DOUBLE_EQ((*a)[0].attention_shape.blocks, 2 * 2 * 1);
+  EXPECT_DOUBLE_EQ((*a)[0].attention_shape.key_length, 8);
   // Placeholders and the output cost nothing.
   EXPECT_TRUE(NodeOperators(*g.Find("x"), kValues, model, eager)->empty());
 }

@@ -53,9 +53,11 @@ constexpr double kReferenceBlocks = 16384.0 / 128.0 * 16.0;
 double AttentionShapeFactor(AttentionKernel kernel, bool hopper, const AttentionShape& shape, int sm_count) {
   double factor = 1.0;
   if (hopper && shape.head_dim > 0 && shape.key_length > 0) {
-    const auto& table = kernel == AttentionKernel::kFlash2 ? kFlash2 : kCudnn;
-    factor = AtShape(table, shape.head_dim, shape.key_length) /
-             AtShape(table, kReferenceHeadDim, kReferenceKeyLength);
+    const bool flash2 = kernel == AttentionKernel::kFlash2;
+    static const double reference_flash2 = AtShape(kFlash2, kReferenceHeadDim, kReferenceKeyLength);
+    static const double reference_cudnn = AtShape(kCudnn, kReferenceHeadDim, kReferenceKeyLength);
+    factor = AtShape(flash2 ? kFlash2 : kCudnn, shape.head_dim, shape.key_length) /
+             (flash2 ? reference_flash2 : reference_cudnn);
   }
   if (shape.blocks > 0) factor *= Fill(shape.blocks, sm_count) / Fill(kReferenceBlocks, sm_count);
   return factor;

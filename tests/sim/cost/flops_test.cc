@@ -11,6 +11,15 @@ namespace {
 
 using testing::ParsePresetOrDie;
 
+// A rank running transformers' eager modules on `micro_batch` sequences of `seq_len` tokens.
+ShardShape HfEagerShard(int64_t micro_batch, int64_t seq_len) {
+  ShardShape shard;
+  shard.micro_batch = micro_batch;
+  shard.seq_len = seq_len;
+  shard.hf_eager = true;
+  return shard;
+}
+
 double OpFlops(const std::vector<OperatorCost>& ops, std::string_view name) {
   for (const OperatorCost& op : ops) {
     if (op.name == name) return op.flops;
@@ -203,10 +212,7 @@ TEST(FlopsTest, Fp8MarksTheLayersLinearGemmsAndAddsTheRecipesCasts) {
 // a weight keeps its amax pass and cast (5 bytes).
 TEST(FlopsTest, TorchCompileFusesTheBlocksMemoryBoundChainsAndFp8Casts) {
   const ModelSpec m = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
-  ShardShape shard;
-  shard.micro_batch = 1;
-  shard.seq_len = 4096;
-  shard.hf_eager = true;
+  ShardShape shard = HfEagerShard(1, 4096);
   const EagerBytes eager = EagerBytesPerElement(m, shard);
   shard.torch_compile = true;
   const EagerBytes compiled = EagerBytesPerElement(m, shard);
@@ -242,10 +248,7 @@ TEST(FlopsTest, TorchCompileFusesTheBlocksMemoryBoundChainsAndFp8Casts) {
 // reduction over the 16-bit logits instead of ForCausalLMLoss-style upcast and log_softmax.
 TEST(FlopsTest, CompiledLossReadsTheLogitsOnce) {
   const ModelSpec m = dsp::testing::ParsePresetOrDie("llama-3-8b.json");
-  ShardShape shard;
-  shard.micro_batch = 1;
-  shard.seq_len = 4096;
-  shard.hf_eager = true;
+  ShardShape shard = HfEagerShard(1, 4096);
   shard.torch_compile = true;
   auto loss_bytes = [&] {
     for (const OperatorCost& op : HeadForwardOperators(m, shard)) {
@@ -266,10 +269,7 @@ TEST(FlopsTest, CompiledLossReadsTheLogitsOnce) {
 // bias-free models have no such pass.
 TEST(FlopsTest, AutomodelAddsExpertBiasesPerExpert) {
   const ModelSpec m = dsp::testing::ParsePresetOrDie("gpt-oss-120b.json");
-  ShardShape shard;
-  shard.micro_batch = 2;
-  shard.seq_len = 4096;
-  shard.hf_eager = true;
+  ShardShape shard = HfEagerShard(2, 4096);
   shard.ep = 64;
   shard.expert_parallel = true;
   auto bias = [&](const ModelSpec& model) {

@@ -544,6 +544,11 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   FillSimInput(*e, model, knobs, &*batch, seq_len);
   SimInput& input = e->input;
   AddZero3HostNote(*e);
+  if (input.engine.flash_attention() && e->cluster.gpu.compute_capability <= 0) {
+    e->notes.push_back("the cluster gives no gpu.compute_capability: fused attention is priced at one rate whatever its "
+                       "head dim and sequence length (the measured table of docs/cost-model.md \"Attention by shape\" "
+                       "applies to Hopper, 9.x)");
+  }
   if (Status zero = CheckZeroAgainstEngine(input.engine, input.zero); !zero.ok()) {
     return stop(Evaluation::Outcome::kBadKnobs, zero.error().message);
   }

@@ -53,6 +53,26 @@ TEST(SimulateKernelsCliTest, EachEngineRunsItsOwnAttentionKernel) {
   EXPECT_NE(text.output.find("engine   deepspeed, attention flash2"), std::string::npos) << text.output;
 }
 
+// A cluster file that does not name its GPU's compute capability gets no attention-by-shape table,
+// and simulate says so; the presets name theirs.
+TEST(SimulateKernelsCliTest, AClusterWithoutComputeCapabilitySaysAttentionRunsAtOneRate) {
+  const char* note = "the cluster gives no gpu.compute_capability";
+  auto preset = RunCli("simulate " + Llama31Run(), /*merge_stderr=*/true);
+  ASSERT_EQ(preset.exit_code, 0) << preset.output;
+  EXPECT_EQ(preset.output.find(note), std::string::npos) << preset.output;
+  Json cluster = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-sxm.json"));
+  cluster["gpu"].erase("compute_capability");
+  const std::string path = ::testing::TempDir() + "h100-no-cc.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(cluster.dump().c_str(), f);
+  std::fclose(f);
+  std::string run = Llama31Run();
+  run.replace(run.find("samples/clusters/h100-sxm.json"), std::string("samples/clusters/h100-sxm.json").size(), path);
+  auto r = RunCli("simulate " + run, /*merge_stderr=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(note), std::string::npos) << r.output;
+}
+
 TEST(SimulateKernelsCliTest, MemorySaversChangeWhatTheyShould) {
   const Json plain = Simulate("");
   const Json fused = Simulate(" --fused-loss");

@@ -73,6 +73,7 @@ std::optional<Json> ComputeSnapshot(const SimArgs& args, int* exit_code) {
   in.megatron_tp = e.megatron_tp;
   in.megatron_sp = e.megatron_sp;
   in.virtual_stages = e.virtual_stages;
+  in.pp_schedule_micro_batches = e.pp_schedule_micro_batches;
   in.cp = e.cp;
   in.ep = e.ep;
   in.fp8 = e.fp8;
@@ -120,6 +121,7 @@ SimArgs SimArgsFromInputs(const sim::PlanSnapshotInputs& in) {
   a.megatron_tp = in.megatron_tp;
   a.megatron_sp = in.megatron_sp;
   a.virtual_stages = static_cast<int>(in.virtual_stages);
+  a.pp_schedule_micro_batches = in.pp_schedule_micro_batches;
   a.cp = in.cp;
   a.ep = in.ep;
   a.fp8 = in.fp8;

@@ -50,6 +50,11 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
   virtual_stages_option = app->add_option("--virtual-stages", virtual_stages,
                   "interleaved 1F1B model chunks per pipeline stage (megatron-lm)")
       ->check(CLI::Range(1, 1024));
+  pp_schedule_micro_batches_option = app->add_option("--pp-schedule-micro-batches", pp_schedule_micro_batches,
+                  "fsdp2 with --pp: micro-batches per call of the pipeline schedule, each call filling and draining "
+                  "the pipeline (torchtitan and NeMo AutoModel call it once per local batch: local_batch_size / "
+                  "pipeline_parallel_microbatch_size); default: the whole step in one call")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cp_option = app->add_option("--cp", cp,
                   "context-parallel size (megatron-lm: TransformerEngine's ring attention; fsdp2: PyTorch's "
                   "context_parallel); DeepSpeed's is Ulysses, sequence_parallel_size in the config")
@@ -204,6 +209,12 @@ Status ApplyPlanNote(const Json& config, SimArgs* args, std::vector<std::string>
     args->virtual_stages = static_cast<int>(**vs);
     used.push_back("virtual stages " + std::to_string(**vs));
   }
+  auto calls = integer("pp_schedule_micro_batches", 1, int64_t{1} << 30);
+  if (!calls.ok()) return calls.error();
+  if (*calls && !GivenOrRecorded(args->pp_schedule_micro_batches_option, *args)) {
+    args->pp_schedule_micro_batches = **calls;
+    used.push_back("pipeline schedule calls of " + std::to_string(**calls) + " micro-batches");
+  }
   auto cp = integer("context_parallel_size", 1, int64_t{1} << 20);
   if (!cp.ok()) return cp.error();
   if (*cp && !GivenOrRecorded(args->cp_option, *args)) {
@@ -325,6 +336,7 @@ Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   k.engine.engine = sim::ParseEngineName(args.engine).value_or(sim::Engine::kDeepSpeed);
   k.engine.megatron_sp = args.megatron_sp;
   k.engine.virtual_stages = args.virtual_stages;
+  k.engine.pipeline_schedule_micro_batches = args.pp_schedule_micro_batches;
   k.engine.attention = sim::ParseAttentionKernel(args.attention).value_or(sim::AttentionKernel::kFramework);
   k.engine.fused_loss = args.fused_loss;
   k.engine.tiled_mlp = args.tiled_mlp;

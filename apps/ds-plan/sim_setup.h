@@ -33,6 +33,7 @@ struct SimArgs {
   int64_t megatron_tp = 0;       // --tp: Megatron's tensor-model-parallel size
   bool megatron_sp = false;
   int virtual_stages = 1;
+  int64_t pp_schedule_micro_batches = 0;  // --pp-schedule-micro-batches (fsdp2); 0: the whole step in one call
   int64_t cp = 0;     // --cp: context-parallel size (megatron-lm, fsdp2)
   int64_t ep = 0;     // --ep: expert-parallel size (megatron-lm, fsdp2)
   bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
@@ -66,6 +67,7 @@ struct SimArgs {
   CLI::Option* tp_option = nullptr;
   CLI::Option* megatron_sp_option = nullptr;
   CLI::Option* virtual_stages_option = nullptr;
+  CLI::Option* pp_schedule_micro_batches_option = nullptr;
   CLI::Option* cp_option = nullptr;
   CLI::Option* ep_option = nullptr;
   CLI::Option* fp8_option = nullptr;
@@ -90,7 +92,7 @@ struct SimArgs {
   bool flags_are_explicit = false;
 
   // CONFIG, --model, --cluster, the world flags, --seq-len, --recompute, --convention, --set,
-  // --engine, --tp, --megatron-sp, --virtual-stages, --cp, --ep, --etp, --moe-token-dispatcher,
+  // --engine, --tp, --megatron-sp, --virtual-stages, --pp-schedule-micro-batches, --cp, --ep, --etp, --moe-token-dispatcher,
   // --moe-grouped-gemm, --fp8, --fp8-param-gather, --tp-comm-overlap, --cp-comm-type, --attention,
   // --attn-impl, --deepspeed-version.
   void AddTo(CLI::App* app);

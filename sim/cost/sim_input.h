@@ -3,6 +3,8 @@
 // cluster, the workload and the ZeRO settings of the config. Simulation code never reads JSON.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -103,6 +105,18 @@ struct EngineSettings {
   Engine engine = Engine::kDeepSpeed;
   bool megatron_sp = false;     // --megatron-sp: sequence parallelism in Megatron's TP regions
   int virtual_stages = 1;       // --virtual-stages: interleaved 1F1B chunks per stage (megatron-lm)
+  // --pp-schedule-micro-batches (fsdp2 with --pp): micro-batches one call of the pipeline schedule
+  // runs; 0 = every micro-batch of the step in one call, as Megatron-LM's forward_backward_func and
+  // DeepSpeed's PipelineEngine.train_batch run them. torchtitan (train.py: one pp_schedule.step per
+  // local batch of the gradient-accumulation loop) and NeMo AutoModel (recipes/llm/benchmark.py
+  // and train_ft.py: one per local_batch_size batch) call it local_batch_size /
+  // pipeline_parallel_microbatch_size micro-batches at a time, and each call fills and drains the
+  // pipeline: the step pays grad_accum / N bubbles (step_time.cc PipelineBubble).
+  int64_t pipeline_schedule_micro_batches = 0;
+  int64_t pipeline_schedule_calls(int64_t grad_accum) const {
+    return pipeline_schedule_micro_batches > 0 ? std::max<int64_t>(grad_accum / pipeline_schedule_micro_batches, 1)
+                                               : 1;
+  }
   // --attention: the kernel (sim/frameworks/attention_kernel.h); kFramework until Evaluate resolves
   // it, and priced as kCudnn where nothing did (unit tests that build a SimInput by hand).
   AttentionKernel attention = AttentionKernel::kFramework;

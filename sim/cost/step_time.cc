@@ -340,7 +340,8 @@ struct PipelineTime {
 // earlier one is, but neither in general. Megatron-LM: the pipeline fills and drains through
 // every stage once and runs the slowest m times, T = (m - 1) max t + sum t; interleaving v model
 // chunks per stage divides the fill and drain by v (Narayanan et al. 2021 §2.2.2: bubble
-// (p - 1) / (v m)).
+// (p - 1) / (v m)). A step run as c calls of the schedule of m / c micro-batches each (fsdp2's
+// --pp-schedule-micro-batches) fills and drains c times.
 PipelineTime PipelineBubble(const SimInput& input, const std::vector<PassTime>& stages,
                             const std::vector<double>& stage_seconds, Exposure& exposure) {
   PipelineTime t;
@@ -353,7 +354,10 @@ PipelineTime PipelineBubble(const SimInput& input, const std::vector<PassTime>& 
     sum += s;
   }
   if (input.engine.framework().pipeline == PipelineRuntime::kMegatronSchedules) {
-    t.bubble = (sum - slowest) / std::max(input.engine.virtual_stages, 1);
+    // Each call of the schedule fills and drains the pipeline once (EngineSettings::
+    // pipeline_schedule_micro_batches: torchtitan and NeMo AutoModel call it once per local batch).
+    const auto calls = static_cast<double>(input.engine.pipeline_schedule_calls(input.workload.grad_accum));
+    t.bubble = calls * (sum - slowest) / std::max(input.engine.virtual_stages, 1);
     return t;
   }
   // Each stage's exposed communication and copies split between its forward and backward in the

@@ -32,6 +32,9 @@ Json InputsToJson(const PlanSnapshotInputs& in) {
           {"tp", OptionalInt(in.megatron_tp > 0 ? std::optional<int64_t>(in.megatron_tp) : std::nullopt)},
           {"megatron_sp", in.megatron_sp},
           {"virtual_stages", in.virtual_stages},
+          {"pp_schedule_micro_batches",
+           OptionalInt(in.pp_schedule_micro_batches > 0 ? std::optional<int64_t>(in.pp_schedule_micro_batches)
+                                                        : std::nullopt)},
           {"cp", OptionalInt(in.cp > 0 ? std::optional<int64_t>(in.cp) : std::nullopt)},
           {"ep", OptionalInt(in.ep > 0 ? std::optional<int64_t>(in.ep) : std::nullopt)},
           {"fp8", in.fp8},
@@ -265,8 +268,12 @@ Result<PlanSnapshotInputs> ReadSnapshotInputs(const Json& snapshot) {
   if (out.moe_token_dispatcher != "alltoall" && out.moe_token_dispatcher != "allgather") {
     return Error{"/inputs/moe_token_dispatcher must be \"alltoall\" or \"allgather\""};
   }
-  std::optional<int64_t> tp, virtual_stages, cp, ep, etp;
+  std::optional<int64_t> tp, virtual_stages, cp, ep, etp, schedule_micro_batches;
   if (Status s = ReadOptionalInt(in, "tp", &tp, int64_t{1} << 20); !s.ok()) return s.error();
+  if (Status s = ReadOptionalInt(in, "pp_schedule_micro_batches", &schedule_micro_batches, int64_t{1} << 30); !s.ok()) {
+    return s.error();
+  }
+  out.pp_schedule_micro_batches = schedule_micro_batches.value_or(0);
   if (Status s = ReadOptionalInt(in, "cp", &cp, int64_t{1} << 20); !s.ok()) return s.error();
   if (Status s = ReadOptionalInt(in, "ep", &ep, int64_t{1} << 20); !s.ok()) return s.error();
   if (Status s = ReadOptionalInt(in, "etp", &etp, int64_t{1} << 20); !s.ok()) return s.error();

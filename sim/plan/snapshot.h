@@ -42,6 +42,7 @@ struct PlanSnapshotInputs {
   int64_t megatron_tp = 0;         // --tp (0: not given)
   bool megatron_sp = false;
   int64_t virtual_stages = 1;
+  int64_t pp_schedule_micro_batches = 0;  // --pp-schedule-micro-batches (0: not given)
   int64_t cp = 0;                  // --cp (0: not given)
   int64_t ep = 0;                  // --ep (0: not given)
   bool fp8 = false;                // --fp8

@@ -89,6 +89,11 @@ void RenderHeader(const SimulateResult& r, std::ostringstream& out) {
   out << "  engine   " << EngineName(r.engine.engine);
   if (r.engine.megatron_sp) out << ", Megatron SP";
   if (r.engine.virtual_stages > 1) out << ", " << r.engine.virtual_stages << " virtual stages";
+  if (const int64_t n = r.engine.pipeline_schedule_micro_batches; n > 0) {
+    const int64_t calls = r.engine.pipeline_schedule_calls(r.workload.grad_accum);
+    out << ", " << calls << (calls == 1 ? " pipeline schedule call" : " pipeline schedule calls") << " of " << n
+        << (n == 1 ? " micro-batch" : " micro-batches");
+  }
   out << ", attention " << AttentionKernelName(r.engine.attention);
   if (r.engine.fused_loss) out << ", fused loss";
   if (r.engine.tiled_mlp) out << ", tiled MLP";
@@ -254,6 +259,7 @@ Json SimulateToJson(const SimulateResult& r) {
   root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
                     {"megatron_sp", r.engine.megatron_sp},
                     {"virtual_stages", r.engine.virtual_stages},
+                    {"pipeline_schedule_calls", r.engine.pipeline_schedule_calls(r.workload.grad_accum)},
                     {"attention", std::string(AttentionKernelName(r.engine.attention))},
                     {"fused_loss", r.engine.fused_loss},
                     {"tiled_mlp", r.engine.tiled_mlp},

@@ -129,6 +129,17 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.fake_balanced_gate && k.ep <= 1) {
     return Error{"--fake-balanced-gate routes tokens to expert-parallel experts: it needs --ep"};
   }
+  if (e.pipeline_schedule_micro_batches < 0) return Error{"--pp-schedule-micro-batches must be 1 or more"};
+  if (e.pipeline_schedule_micro_batches > 0) {
+    // Megatron-LM's forward_backward_func and DeepSpeed's PipelineEngine.train_batch run every
+    // micro-batch of the step in one schedule; torchtitan and NeMo AutoModel call theirs per local batch.
+    if (!fsdp2) {
+      return Error{"--pp-schedule-micro-batches is how torchtitan and NeMo AutoModel step their pipeline schedule "
+                   "(once per local batch): use it with --engine fsdp2 (Megatron-LM and DeepSpeed run the whole "
+                   "step in one schedule)"};
+    }
+    if (k.pp <= 1) return Error{"--pp-schedule-micro-batches splits a pipeline's micro-batches: it needs --pp"};
+  }
   if (e.te_modules && !fsdp2) {
     return Error{"--te-modules is NeMo AutoModel's TransformerEngine backend on FSDP2: use it with --engine fsdp2 "
                  "(the megatron engines always run fused modules)"};
@@ -145,6 +156,25 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
 
 // --virtual-stages needs pipeline stages and layers for every chunk: evenly divided under
 // Megatron's schedules, at least one each under torch.distributed.pipelining.
+// int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
+// micro-batch they would not. Each call of the pipeline schedule runs a whole local batch
+// (local_batch_size / pipeline_parallel_microbatch_size micro-batches), and a step is a whole
+// number of them.
+Status CheckBatch(const Batch& batch, int64_t seq_len, const EngineSettings& engine) {
+  if (batch.micro > (int64_t{1} << 30) || batch.accum > (int64_t{1} << 30) ||
+      batch.micro > (int64_t{1} << 40) / std::max<int64_t>(seq_len, 1)) {
+    return Error{"micro-batch " + std::to_string(batch.micro) + " x sequence length " + std::to_string(seq_len) +
+                 " (accumulation " + std::to_string(batch.accum) +
+                 ") is beyond what the cost model handles (2^40 tokens per micro-batch, 2^30 micro-batches)"};
+  }
+  const int64_t n = engine.pipeline_schedule_micro_batches;
+  if (n <= 0 || batch.accum % n == 0) return Status::Ok();
+  return Error{"--pp-schedule-micro-batches " + std::to_string(n) + " does not divide the step's " +
+               std::to_string(batch.accum) +
+               " micro-batches per rank: each call of the schedule runs a whole local batch "
+               "(local_batch_size / pipeline_parallel_microbatch_size), and the step is a whole number of them"};
+}
+
 Status CheckVirtualStages(const PlanKnobs& knobs, const ModelSpec& model) {
   const EngineSettings& engine = knobs.engine;
   if (engine.virtual_stages <= 1) return Status::Ok();
@@ -291,7 +321,9 @@ bool PlanKnobs::operator==(const PlanKnobs& o) const {
   return world_size == o.world_size && nodes == o.nodes && gpus_per_node == o.gpus_per_node && pp == o.pp &&
          seq_len == o.seq_len && recompute == o.recompute && convention == o.convention &&
          engine.engine == o.engine.engine && engine.megatron_sp == o.engine.megatron_sp &&
-         engine.virtual_stages == o.engine.virtual_stages && engine.attention == o.engine.attention &&
+         engine.virtual_stages == o.engine.virtual_stages &&
+         engine.pipeline_schedule_micro_batches == o.engine.pipeline_schedule_micro_batches &&
+         engine.attention == o.engine.attention &&
          engine.deepspeed_version == o.engine.deepspeed_version && engine.fp8 == o.engine.fp8 &&
          engine.tp_comm_overlap == o.engine.tp_comm_overlap && engine.cp_comm == o.engine.cp_comm &&
          engine.fp8_param_gather == o.engine.fp8_param_gather && engine.fused_loss == o.engine.fused_loss &&
@@ -524,15 +556,7 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   }
   auto batch = FillBatch(e->config, e->world_size, knobs.pp, std::max<int64_t>(mpu_tp, 1), std::max<int64_t>(knobs.cp, 1));
   if (!batch.ok()) return stop(Evaluation::Outcome::kBadBatch, batch.error().message);
-  // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
-  // micro-batch they would not.
-  if (batch->micro > (int64_t{1} << 30) || batch->accum > (int64_t{1} << 30) ||
-      batch->micro > (int64_t{1} << 40) / std::max<int64_t>(seq_len, 1)) {
-    return stop(Evaluation::Outcome::kBadBatch,
-                "micro-batch " + std::to_string(batch->micro) + " x sequence length " + std::to_string(seq_len) +
-                    " (accumulation " + std::to_string(batch->accum) +
-                    ") is beyond what the cost model handles (2^40 tokens per micro-batch, 2^30 micro-batches)");
-  }
+  if (Status b = CheckBatch(*batch, seq_len, engine); !b.ok()) return stop(Evaluation::Outcome::kBadBatch, b.error().message);
   e->micro_batch = batch->micro;
   e->grad_accum = batch->accum;
 

@@ -79,6 +79,19 @@ void ReadTorchCompile(const std::string& compile, EngineSettings& e, std::ostrin
   if (e.eager_loss) flags << " --eager-loss";
 }
 
+// Column pp_schedule_micro_batches (optional): the micro-batches of one call of the pipeline
+// schedule where the framework calls it once per local batch (NeMo AutoModel's benchmark configs:
+// local_batch_size / pp_microbatch_size); empty: the step's micro-batches in one call.
+Status ReadScheduleCalls(const TsvRecord& r, EngineSettings& e, std::ostringstream& flags) {
+  if (Cell(r, "pp_schedule_micro_batches").empty()) return Status::Ok();
+  auto n = Int(r, "pp_schedule_micro_batches");
+  if (!n.ok()) return n.error();
+  if (*n < 1) return Error{"column pp_schedule_micro_batches: must be 1 or more"};
+  e.pipeline_schedule_micro_batches = *n;
+  flags << " --pp-schedule-micro-batches " << *n;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
@@ -172,8 +185,8 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     k.engine.bf16_optimizer_states = moe_benchmark;
     k.engine.bf16_loss = moe_benchmark;
     // Their BackendConfig sets rms_norm: te, linear: te and enable_deepep (GroupedExpertsDeepEP:
-    // moe_permute_fusion, weighted_bias_swiglu_impl); attn: te but for GPT-OSS's FlexAttention,
-    // whose quick_geglu_deepep activation is eager and not priced apart.
+    // moe_permute_fusion, weighted_bias_swiglu_impl); attn: te but for GPT-OSS's FlexAttention
+    // (its quick_geglu_deepep activation is @torch.compile'd: one fused kernel, as the SwiGLU's).
     k.engine.te_modules = moe_benchmark;
     // Their MoE models go through AutoModel's moe/parallelizer.py (apply_fsdp: experts outside FSDP
     // where EP covers the data-parallel ranks).
@@ -186,6 +199,7 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
   }
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;
+  if (Status s = ReadScheduleCalls(r, k.engine, flags); !s.ok()) return Error{o.run_id + ": " + s.error().message};
   k.engine.fp8 = precision == "fp8";
   if (k.engine.fp8) flags << " --fp8";
   k.engine.fp8_param_gather = k.engine.fp8 && Cell(r, "fp8_param_gather") == "1";

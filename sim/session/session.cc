@@ -317,6 +317,8 @@ Json Session::ConfigToWrite() const {
   SetOrErase(note, "tensor_model_parallel_size", other_engine && k.megatron_tp > 0, k.megatron_tp);
   SetOrErase(note, "sequence_parallel", other_engine && k.engine.megatron_sp, true);
   SetOrErase(note, "virtual_pipeline_stages", other_engine && k.engine.virtual_stages > 1, k.engine.virtual_stages);
+  SetOrErase(note, "pp_schedule_micro_batches", k.engine.pipeline_schedule_micro_batches > 0,
+             k.engine.pipeline_schedule_micro_batches);
   SetOrErase(note, "context_parallel_size", k.cp > 1, k.cp);
   SetOrErase(note, "expert_parallel_size", k.ep > 1, k.ep);
   SetOrErase(note, "fp8", k.engine.fp8, true);
@@ -463,6 +465,8 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
   }
   k.pp = plan.pp;
   k.recompute = plan.recompute;
+  // tune prices a pipeline's micro-batches as one call of the schedule (the best a local batch can do).
+  k.engine.pipeline_schedule_micro_batches = 0;
   if (megatron) {
     k.megatron_tp = plan.tp;
     k.engine.megatron_sp = plan.megatron_sp;

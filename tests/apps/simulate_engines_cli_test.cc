@@ -11,6 +11,7 @@
 #include "core/json/document.h"
 #include "core/util/file_io.h"
 #include "tests/apps/cli_test_util.h"
+#include "tests/apps/report_schema_util.h"
 
 namespace dsp {
 namespace {
@@ -375,6 +376,32 @@ namespace dsp {
 namespace {
 
 // plan records --engine, --cp, --ep and --fp8 with the rest of the flags, and check replays them.
+// --pp-schedule-micro-batches: torchtitan and NeMo AutoModel call their pipeline schedule once per
+// local batch (torchtitan train.py; AutoModel recipes/llm/benchmark.py, one
+// _forward_backward_step per local batch), so 8 micro-batches as 2 calls of 4 pay two fills and
+// drains. The report says how many calls; the JSON matches its schema (engine fsdp2 included).
+TEST(SimulateEnginesCliTest, PipelineScheduleCallsEachPayTheBubble) {
+  const std::string args = Llama8b("3") + kModel + " --nodes 2 --engine fsdp2 --pp 4 --virtual-stages 2";
+  const Json one = Simulate(args);
+  const Json two = Simulate(args + " --pp-schedule-micro-batches 4");
+  EXPECT_EQ(one["engine"]["pipeline_schedule_calls"], 1);
+  EXPECT_EQ(two["engine"]["pipeline_schedule_calls"], 2);
+  const double bubble = one["time"]["pipeline_bubble_seconds"].get<double>();
+  ASSERT_GT(bubble, 0);
+  EXPECT_NEAR(two["time"]["pipeline_bubble_seconds"].get<double>(), 2 * bubble, 1e-9);
+  EXPECT_NEAR(two["time"]["step_seconds"].get<double>() - one["time"]["step_seconds"].get<double>(), bubble, 1e-9);
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_simulate_report_schema_json, two), "");
+  auto text = RunCli("simulate " + args + " --pp-schedule-micro-batches 4");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("2 pipeline schedule calls of 4 micro-batches"), std::string::npos) << text.output;
+  ExpectUsageError(args + " --pp-schedule-micro-batches 3", "does not divide the step's 8 micro-batches");
+  ExpectUsageError(Llama8b("3") + kModel + " --nodes 2 --engine fsdp2 --pp-schedule-micro-batches 4",
+                   "it needs --pp");
+  ExpectUsageError(Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm --pp 4 --pp-schedule-micro-batches 4",
+                   "use it with --engine fsdp2");
+  ExpectUsageError(args + " --pp-schedule-micro-batches 0", "--pp-schedule-micro-batches");
+}
+
 TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   // check reads only files inside the directory it runs in (the source tree): the build tree.
   const std::string dir = std::string(DSP_BUILD_DIR) + "/engines-plan-" + std::to_string(getpid());
@@ -394,6 +421,7 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   EXPECT_EQ(doc["inputs"]["fp8"], true);
   EXPECT_EQ(doc["inputs"]["torch_compile"], true);
   EXPECT_EQ(doc["inputs"]["eager_loss"], true);
+  EXPECT_TRUE(doc["inputs"]["pp_schedule_micro_batches"].is_null());
   auto checked = RunCli("check " + snapshot + " --format json", false);
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
   // Megatron's MoE options and FP8 parameters are recorded and replayed too.
@@ -412,6 +440,16 @@ TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {
   EXPECT_EQ(moe_doc["inputs"]["torch_compile"], false);
   auto moe_checked = RunCli("check " + moe + " --format json", false);
   EXPECT_EQ(moe_checked.exit_code, 0) << moe_checked.output;
+  // The schedule's calls are recorded, replayed, and a change of them is a changed plan.
+  const std::string piped = dir + "/piped.plan.json";
+  auto piped_planned = RunCli("plan " + config + kModel + " --nodes 2 --engine fsdp2 --pp 4 "
+                              "--pp-schedule-micro-batches 2 -o " + piped);
+  ASSERT_EQ(piped_planned.exit_code, 0) << piped_planned.output;
+  Json piped_doc = Json::parse(*ReadFile(piped));
+  EXPECT_EQ(piped_doc["inputs"]["pp_schedule_micro_batches"], 2);
+  EXPECT_EQ(testing::SchemaErrors(schemas::k_plan_schema_json, piped_doc), "");
+  auto piped_checked = RunCli("check " + piped + " --format json", false);
+  EXPECT_EQ(piped_checked.exit_code, 0) << piped_checked.output;
   std::filesystem::remove_all(dir);
 }
 

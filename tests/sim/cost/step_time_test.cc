@@ -440,6 +440,32 @@ TEST(StepTimeTest, PipelineStagesSplitLayersAndAddTheBubble) {
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 1.0 * 8 * 4 * 4096 / p.step_seconds);
 }
 
+// torchtitan and NeMo AutoModel call their pipeline schedule once per local batch
+// (EngineSettings::pipeline_schedule_micro_batches): 8 micro-batches as 4 calls of 2 fill and
+// drain the pipeline 4 times, so the bubble is 4 times the one-call bubble and every micro-step
+// costs what it did (same stages, same collectives).
+TEST(StepTimeTest, EachPipelineScheduleCallFillsAndDrainsThePipeline) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 3}})");
+  SimCase one(config, 8, 8, "llama-3-8b.json", /*pp=*/4), four(config, 8, 8, "llama-3-8b.json", /*pp=*/4);
+  for (SimCase* c : {&one, &four}) {
+    c->input.workload.grad_accum = 8;
+    c->input.engine.engine = Engine::kFsdp2;
+    c->input.engine.virtual_stages = 2;
+  }
+  four.input.engine.pipeline_schedule_micro_batches = 2;
+  EXPECT_EQ(four.input.engine.pipeline_schedule_calls(8), 4);
+  EXPECT_EQ(one.input.engine.pipeline_schedule_calls(8), 1);
+  const TimeReport a = EstimateStepTime(one.input), b = EstimateStepTime(four.input);
+  ASSERT_GT(a.pipeline_bubble_seconds, 0);
+  EXPECT_NEAR(b.pipeline_bubble_seconds, 4 * a.pipeline_bubble_seconds, 1e-12 * b.step_seconds);
+  EXPECT_DOUBLE_EQ(b.compute_seconds, a.compute_seconds);
+  EXPECT_DOUBLE_EQ(b.exposed_communication_seconds, a.exposed_communication_seconds);
+  EXPECT_NEAR(b.step_seconds - a.step_seconds, 3 * a.pipeline_bubble_seconds, 1e-9 * b.step_seconds);
+  // One call of all 8 is the default.
+  four.input.engine.pipeline_schedule_micro_batches = 8;
+  EXPECT_DOUBLE_EQ(EstimateStepTime(four.input).step_seconds, a.step_seconds);
+}
+
 // DeepSpeed's PipelineEngine runs TrainSchedule's instruction order (sim/cost/pipeline_makespan.h), its
 // activations and gradients sent with blocking send/recv. Megatron-LM's 1F1B formula adds each
 // stage's two transfers per micro-step to its time (bubble: sum - max of those); DeepSpeed's

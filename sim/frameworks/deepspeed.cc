@@ -21,6 +21,7 @@ const FrameworkProfile& DeepSpeedProfile() {
     p.ulysses = true;  // sequence/layer.py DistributedAttention, compile/passes/sp_compile.py
     p.autoep = true;   // moe/ AutoEP (auto_ep_layer.py, auto_ep_folding.py)
     p.interleaved_pipeline = false;
+    p.pipeline_calls_per_local_batch = false;  // PipelineEngine.train_batch: the whole step in one schedule
     p.offload = true;  // zero/offload_config.py
     p.torch_autocast = true;  // runtime/torch_autocast.py
     p.deepspeed_checkpointing = true;  // runtime/activation_checkpointing/checkpointing.py

@@ -126,6 +126,11 @@ struct FrameworkProfile {
   bool ulysses = false;           // DeepSpeed-Ulysses / AutoSP sequence parallelism
   bool autoep = false;            // AutoEP expert parallelism
   bool interleaved_pipeline = false;  // --virtual-stages
+  // --pp-schedule-micro-batches: the training loop calls the pipeline schedule once per local
+  // batch of its gradient-accumulation loop (torch.distributed.pipelining under torchtitan and NeMo
+  // AutoModel), not once for the whole step (Megatron's forward_backward_func, DeepSpeed's
+  // PipelineEngine.train_batch).
+  bool pipeline_calls_per_local_batch = false;
   bool offload = false;           // ZeRO-Offload of optimizer states and parameters
   bool torch_autocast = false;    // DeepSpeed's torch_autocast section
   bool deepspeed_checkpointing = false;  // deepspeed.checkpointing (partition/cpu_checkpointing)

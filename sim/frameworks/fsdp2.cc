@@ -34,6 +34,9 @@ const FrameworkProfile& Fsdp2Profile() {
     p.ulysses = false;
     p.autoep = false;
     p.interleaved_pipeline = true;  // ScheduleInterleaved1F1B (pipeline_parallel_schedule)
+    // torchtitan's train.py (forward_backward_step: pp_schedule.step per local batch of the
+    // gradient-accumulation loop) and NeMo AutoModel's recipes/llm/train_ft.py.
+    p.pipeline_calls_per_local_batch = true;
     // torchtitan/distributed/pipeline_parallel.py pipeline_module_split: the layers of a model that
     // does not divide go to the stages as evenly as they can.
     p.uneven_pipeline_chunks = true;

@@ -22,6 +22,7 @@ const FrameworkProfile& MegatronDeepSpeedProfile() {
     p.ulysses = false;
     p.autoep = false;
     p.interleaved_pipeline = false;
+    p.pipeline_calls_per_local_batch = false;  // PipelineEngine.train_batch: the whole step in one schedule
     p.offload = false;
     p.torch_autocast = false;
     p.deepspeed_checkpointing = true;  // megatron/checkpointing through deepspeed.checkpointing

@@ -23,6 +23,7 @@ const FrameworkProfile& MegatronLmProfile() {
     p.ulysses = false;
     p.autoep = false;
     p.interleaved_pipeline = true;  // --virtual-pipeline-model-parallel-size
+    p.pipeline_calls_per_local_batch = false;  // forward_backward_func: the whole step in one schedule
     p.offload = false;
     p.torch_autocast = false;
     p.deepspeed_checkpointing = false;

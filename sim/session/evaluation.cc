@@ -133,7 +133,7 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.pipeline_schedule_micro_batches > 0) {
     // Megatron-LM's forward_backward_func and DeepSpeed's PipelineEngine.train_batch run every
     // micro-batch of the step in one schedule; torchtitan and NeMo AutoModel call theirs per local batch.
-    if (!fsdp2) {
+    if (!fw.pipeline_calls_per_local_batch) {
       return Error{"--pp-schedule-micro-batches is how torchtitan and NeMo AutoModel step their pipeline schedule "
                    "(once per local batch): use it with --engine fsdp2 (Megatron-LM and DeepSpeed run the whole "
                    "step in one schedule)"};

@@ -86,7 +86,9 @@ TEST(FlopsTest, NemotronSquaredReluMlpAndPartialRotary) {
   const double half = rotary->bytes;
   nemotron.rotary_fraction = 1.0;
   for (const OperatorCost& op : LayerForwardOperators(nemotron, 0, shard)) {
-    if (op.name == "rotary") EXPECT_DOUBLE_EQ(op.bytes, 2 * half);
+    if (op.name == "rotary") {
+      EXPECT_DOUBLE_EQ(op.bytes, 2 * half);
+    }
   }
 }
 

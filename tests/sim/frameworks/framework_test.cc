@@ -48,6 +48,16 @@ TEST(FrameworkTest, MegatronEnginesSplitTheVocabularyAndLayRanksOutTheMegatronWa
   EXPECT_EQ(MegatronDeepSpeedProfile().pipeline, PipelineRuntime::kDeepSpeedPipelineEngine);
 }
 
+// Only torch.distributed.pipelining under torchtitan and NeMo AutoModel calls its schedule once per
+// local batch (torchtitan train.py forward_backward_step; AutoModel recipes/llm/train_ft.py);
+// Megatron-LM's forward_backward_func and DeepSpeed's PipelineEngine.train_batch run the whole step.
+TEST(FrameworkTest, OnlyFsdp2CallsThePipelineSchedulePerLocalBatch) {
+  EXPECT_TRUE(FrameworkOf(Engine::kFsdp2).pipeline_calls_per_local_batch);
+  for (Engine e : {Engine::kDeepSpeed, Engine::kMegatronDeepSpeed, Engine::kMegatronLm}) {
+    EXPECT_FALSE(FrameworkOf(e).pipeline_calls_per_local_batch) << FrameworkOf(e).name;
+  }
+}
+
 TEST(FrameworkTest, Fp32GradientBuffersFollowTheFrameworkAndZeroStage) {
   // BF16Optimizer (runtime/bf16_optimizer.py) at ZeRO 0/1 and Megatron's main_grad; DeepSpeed's
   // own engine on an HF model keeps bf16 gradients.

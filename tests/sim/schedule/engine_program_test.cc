@@ -161,7 +161,9 @@ TEST(EngineProgramTest, MegatronExpertCollectivesRunOnTheMoeLayersOnly) {
   EXPECT_EQ(CountExact(*program, "ep_dispatch layer 1"), 2);  // forward and backward
   EXPECT_EQ(CountExact(*program, "etp_dispatch_all_gather layer 1"), 2);
   for (const Task& t : program->tasks) {
-    if (t.name.starts_with("ep_split_counts")) EXPECT_EQ(t.phase, Phase::kForward) << t.name;
+    if (t.name.starts_with("ep_split_counts")) {
+      EXPECT_EQ(t.phase, Phase::kForward) << t.name;
+    }
   }
   auto schedule = Simulate(*program, c.input);
   ASSERT_TRUE(schedule.ok()) << schedule.error().message;

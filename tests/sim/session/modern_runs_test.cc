@@ -8,7 +8,9 @@
 // communication overlap is on (column tp_comm_overlap), --fp8-param-gather where it says FP8 parameters
 // (column fp8_param_gather: NeMo's fp8_params, torchao's enable_fsdp_float8_all_gather) and
 // --torch-compile where it says torch.compile (column compile; "torch.compile:model", torchtitan
-// before April 2025, adds --eager-loss). Each must give numbers; docs/validation.md "Modern
+// before April 2025, adds --eager-loss) and --pp-schedule-micro-batches where the framework calls its
+// pipeline schedule once per local batch (column pp_schedule_micro_batches: NeMo AutoModel's
+// local_batch_size / pp_microbatch_size). Each must give numbers; docs/validation.md "Modern
 // runs, every engine" holds the table this test computes and the test fails when it is stale.
 // No accuracy bound yet: that is the cost model's next step.
 #include <gtest/gtest.h>

@@ -165,6 +165,7 @@ CommandOutcome Plan(ExploreContext& c, const std::vector<std::string>& w) {
   a.world.pp = k.pp;
   a.seq_len = k.seq_len;
   a.recompute = std::string(sim::RecomputeName(k.recompute));
+  SetLayoutFlags(k, &a);  // what `apply` set, not the launch flags
   a.sets.clear();
   a.flags_are_explicit = true;
   int code = 0;

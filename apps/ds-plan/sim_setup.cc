@@ -323,6 +323,26 @@ void PrintPassNotes(const std::string& config, const std::vector<std::string>& n
   for (const std::string& remark : remarks) std::cerr << config << ": note: " << remark << "\n";
 }
 
+void SetLayoutFlags(const sim::PlanKnobs& k, SimArgs* a) {
+  a->engine = std::string(sim::EngineName(k.engine.engine));
+  a->megatron_tp = k.megatron_tp;
+  a->megatron_sp = k.engine.megatron_sp;
+  a->virtual_stages = k.engine.virtual_stages;
+  a->pp_schedule_micro_batches = k.engine.pipeline_schedule_micro_batches;
+  a->cp = k.cp;
+  a->ep = k.ep;
+  a->etp = k.etp;
+  a->fp8 = k.engine.fp8;
+  a->tp_comm_overlap = k.engine.tp_comm_overlap;
+  a->moe_token_dispatcher = k.engine.moe_dispatcher == sim::MoeDispatcher::kAllGather ? "allgather" : "alltoall";
+  a->moe_grouped_gemm = k.engine.moe_grouped_gemm;
+  a->fp8_param_gather = k.engine.fp8_param_gather;
+  a->cp_comm_type = k.engine.cp_comm == sim::ContextParallel::kRingP2p      ? "p2p"
+                    : k.engine.cp_comm == sim::ContextParallel::kAllToAll   ? "a2a"
+                    : k.engine.cp_comm == sim::ContextParallel::kAllGatherKv ? "allgather"
+                                                                             : "";
+}
+
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args) {
   sim::PlanKnobs k;
   k.world_size = args.world.world_size;

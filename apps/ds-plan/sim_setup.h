@@ -137,6 +137,10 @@ void PrintPassNotes(const std::string& config, const std::vector<std::string>& n
 // The knobs of a SimArgs (after the config's _ds_plan note), for sim::Evaluate. Fails on a value
 // the flags' own checks cannot catch (an unknown DeepSpeed version).
 Result<sim::PlanKnobs> KnobsOf(const SimArgs& args);
+// The inverse for the layout and engine flags a session's knobs carry (explore's `apply` sets
+// them from a tuned plan): `args` then simulates what the session shows. World, pp, sequence and
+// recompute are the caller's.
+void SetLayoutFlags(const sim::PlanKnobs& k, SimArgs* args);
 
 // Loads, validates and plans. On failure prints the errors (validate's rendering for config
 // errors) and returns nullptr with `exit_code` set: 1 for config errors, 2 for usage and IO.

@@ -340,8 +340,8 @@ struct PipelineTime {
 // earlier one is, but neither in general. Megatron-LM: the pipeline fills and drains through
 // every stage once and runs the slowest m times, T = (m - 1) max t + sum t; interleaving v model
 // chunks per stage divides the fill and drain by v (Narayanan et al. 2021 §2.2.2: bubble
-// (p - 1) / (v m)). A step run as c calls of the schedule of m / c micro-batches each (fsdp2's
-// --pp-schedule-micro-batches) fills and drains c times.
+// (p - 1) / (v m)) when m >= p. A step run as c calls of the schedule of m / c micro-batches each
+// (fsdp2's --pp-schedule-micro-batches) fills and drains c times.
 PipelineTime PipelineBubble(const SimInput& input, const std::vector<PassTime>& stages,
                             const std::vector<double>& stage_seconds, Exposure& exposure) {
   PipelineTime t;
@@ -356,8 +356,17 @@ PipelineTime PipelineBubble(const SimInput& input, const std::vector<PassTime>& 
   if (input.engine.framework().pipeline == PipelineRuntime::kMegatronSchedules) {
     // Each call of the schedule fills and drains the pipeline once (EngineSettings::
     // pipeline_schedule_micro_batches: torchtitan and NeMo AutoModel call it once per local batch).
-    const auto calls = static_cast<double>(input.engine.pipeline_schedule_calls(input.workload.grad_accum));
-    t.bubble = calls * (sum - slowest) / std::max(input.engine.virtual_stages, 1);
+    const int64_t calls = input.engine.pipeline_schedule_calls(input.workload.grad_accum);
+    const double per_call = grad_accum / static_cast<double>(calls);
+    const double v = std::max(input.engine.virtual_stages, 1);
+    double call = (sum - slowest) / v;
+    // Interleaving hides the fill only when a call has a micro-batch for every stage: with r < p
+    // each chunk's micro-batches wait for the previous chunk's round trip through all p stages
+    // (torch's ScheduleInterleaved1F1B: rounds of max(1, r / p)), so a call takes p t + (r - 1) t / v
+    // instead of r t + (p - 1) t / v for equal stages.
+    const double stages_count = static_cast<double>(pp);
+    if (v > 1 && per_call < stages_count) call += (stages_count - per_call) * slowest * (1 - 1 / v);
+    t.bubble = static_cast<double>(calls) * call;
     return t;
   }
   // Each stage's exposed communication and copies split between its forward and backward in the

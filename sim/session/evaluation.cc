@@ -154,8 +154,6 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   return Status::Ok();
 }
 
-// --virtual-stages needs pipeline stages and layers for every chunk: evenly divided under
-// Megatron's schedules, at least one each under torch.distributed.pipelining.
 // int64 token counts and double FLOPs stay exact far beyond any real run; past 2^40 tokens per
 // micro-batch they would not. Each call of the pipeline schedule runs a whole local batch
 // (local_batch_size / pipeline_parallel_microbatch_size micro-batches), and a step is a whole
@@ -175,6 +173,8 @@ Status CheckBatch(const Batch& batch, int64_t seq_len, const EngineSettings& eng
                "(local_batch_size / pipeline_parallel_microbatch_size), and the step is a whole number of them"};
 }
 
+// --virtual-stages needs pipeline stages and layers for every chunk: evenly divided under
+// Megatron's schedules, at least one each under torch.distributed.pipelining.
 Status CheckVirtualStages(const PlanKnobs& knobs, const ModelSpec& model) {
   const EngineSettings& engine = knobs.engine;
   if (engine.virtual_stages <= 1) return Status::Ok();

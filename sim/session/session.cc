@@ -465,8 +465,14 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
   }
   k.pp = plan.pp;
   k.recompute = plan.recompute;
-  // tune prices a pipeline's micro-batches as one call of the schedule (the best a local batch can do).
-  k.engine.pipeline_schedule_micro_batches = 0;
+  // --pp-schedule-micro-batches stays where the tuned plan can still run that local batch (a
+  // pipeline, a step of whole calls); otherwise the step runs as one call, as tune priced it.
+  std::string calls_note;
+  if (const int64_t n = k.engine.pipeline_schedule_micro_batches;
+      n > 0 && (plan.pp <= 1 || plan.grad_accum % n != 0)) {
+    k.engine.pipeline_schedule_micro_batches = 0;
+    calls_note = " (pipeline schedule: one call of the step's micro-batches, not calls of " + std::to_string(n) + ")";
+  }
   if (megatron) {
     k.megatron_tp = plan.tp;
     k.engine.megatron_sp = plan.megatron_sp;
@@ -487,7 +493,7 @@ Result<std::string> Session::Apply(const TunedPlan& plan) {
                            " ep=" + std::to_string(plan.ep) + " pp=" + std::to_string(plan.pp) +
                            " zero=" + std::to_string(plan.zero_stage) + " micro=" + std::to_string(plan.micro_batch) +
                            " accum=" + std::to_string(plan.grad_accum) + " recompute=" +
-                           std::string(RecomputeName(plan.recompute));
+                           std::string(RecomputeName(plan.recompute)) + calls_note;
   return Commit(std::move(c), k, what);
 }
 

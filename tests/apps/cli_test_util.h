@@ -9,6 +9,9 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 
 namespace dsp::testing {
 
@@ -69,6 +72,15 @@ inline std::string Slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Writes `text` to a file of the test temporary directory named after this process and `name`:
+// ctest runs test cases as concurrent processes, and two that wrote one shared path could read
+// each other's half-written file.
+inline std::string WriteTempFile(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "dsp-" + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
 }
 
 }  // namespace dsp::testing

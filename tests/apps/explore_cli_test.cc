@@ -3,10 +3,12 @@
 // validate, simulate and check, and the terminal line mode (libedit) under tmux.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "core/json/document.h"
 #include "tests/apps/cli_test_util.h"
 #include "tests/apps/tmux_test_util.h"
 
@@ -105,6 +107,30 @@ TEST(ExploreCliTest, WriteAndPlanFollowTheOutputPolicy) {
   auto fifo = run("plan fifo --force");
   EXPECT_EQ(fifo.exit_code, 1) << fifo.output;
   EXPECT_TRUE(std::filesystem::is_fifo(dir + "/fifo"));
+}
+
+// `plan` after `apply` records the layout and engine flags the tuned plan set (tp, virtual
+// stages, the pipeline schedule's calls), not the ones explore was opened with: the snapshot's
+// step is the one the session showed, and check agrees with it.
+TEST(ExploreCliTest, PlanAfterApplyRecordsTheAppliedLayout) {
+  const std::string dir = Workdir("explore_apply_plan");
+  WriteText(dir + "/fsdp2.json", R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
+                                     "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})");
+  WriteText(dir + "/tuned.txt", "tune --top 1\napply 1\nwrite t.json\nplan t.plan.json\n");
+  auto r = InDir(dir, "explore fsdp2.json --model llama-3-70b.json --cluster h100-sxm.json --nodes 8 --engine fsdp2 "
+                      "--tp 8 --pp 4 --virtual-stages 2 --pp-schedule-micro-batches 2 --script tuned.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t applied = r.output.find("apply tp=");
+  ASSERT_NE(applied, std::string::npos) << r.output;
+  const size_t step = r.output.find("; step ", applied);
+  ASSERT_NE(step, std::string::npos) << r.output;
+  const std::string shown = r.output.substr(step + 7, r.output.find(' ', step + 7) - step - 7);
+  std::ifstream in(dir + "/t.plan.json");
+  const Json snapshot = Json::parse(in);
+  char recorded[32];
+  std::snprintf(recorded, sizeof recorded, "%.3f", snapshot["time"]["step_seconds"].get<double>());
+  EXPECT_EQ(shown, recorded) << r.output << "\n" << snapshot["inputs"].dump();
+  EXPECT_EQ(InDir(dir, "check t.plan.json").exit_code, 0);
 }
 
 TEST(ExploreCliTest, PlanNeedsTheEditsWrittenFirst) {

@@ -20,13 +20,7 @@ using testing::RunCli;
 
 constexpr const char* kZero3 = "samples/configs/zero3-llama.json";
 
-std::string TempConfig(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  return path;
-}
+std::string TempConfig(const std::string& name, const std::string& text) { return testing::WriteTempFile(name, text); }
 
 std::string Llama8b(const std::string& zero) {
   return TempConfig("engines-" + zero + ".json",
@@ -399,7 +393,26 @@ TEST(SimulateEnginesCliTest, PipelineScheduleCallsEachPayTheBubble) {
                    "it needs --pp");
   ExpectUsageError(Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm --pp 4 --pp-schedule-micro-batches 4",
                    "use it with --engine fsdp2");
-  ExpectUsageError(args + " --pp-schedule-micro-batches 0", "--pp-schedule-micro-batches");
+  ExpectUsageError(Llama8b("1") + kModel + " --nodes 2 --pp 4 --pp-schedule-micro-batches 4",
+                   "use it with --engine fsdp2");  // DeepSpeed's PipelineEngine: one train_batch
+  ExpectUsageError(args + " --pp-schedule-micro-batches 0", "not in range");
+  // A call of all 8 is the default's one call, and says so.
+  auto whole = RunCli("simulate " + args + " --pp-schedule-micro-batches 8");
+  EXPECT_NE(whole.output.find("1 pipeline schedule call of 8 micro-batches"), std::string::npos) << whole.output;
+  EXPECT_EQ(Simulate(args + " --pp-schedule-micro-batches 8")["time"], one["time"]);
+  // The config's _ds_plan note carries it (explore writes it), and the command line wins.
+  const std::string noted = TempConfig(
+      "engines-noted-calls.json",
+      R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8, "bf16": {"enabled": true},
+          "zero_optimization": {"stage": 3},
+          "_ds_plan": {"engine": "fsdp2", "pipeline_stages": 4, "virtual_pipeline_stages": 2,
+                       "pp_schedule_micro_batches": 4}})");
+  auto from_note = RunCli("simulate " + noted + kModel + " --nodes 2 --format json", /*merge_stderr=*/false);
+  ASSERT_EQ(from_note.exit_code, 0) << from_note.output;
+  EXPECT_EQ(Json::parse(from_note.output)["engine"]["pipeline_schedule_calls"], 2);
+  EXPECT_EQ(Simulate(noted + kModel + " --nodes 2 --pp-schedule-micro-batches 2")["engine"]["pipeline_schedule_calls"], 4);
+  auto noted_text = RunCli("simulate " + noted + kModel + " --nodes 2");
+  EXPECT_NE(noted_text.output.find("pipeline schedule calls of 4 micro-batches"), std::string::npos) << noted_text.output;
 }
 
 TEST(SimulateEnginesCliTest, PlanAndCheckRecordTheEngineFlags) {

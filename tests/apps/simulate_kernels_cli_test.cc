@@ -18,10 +18,9 @@ using testing::RunCli;
 // Llama 3.1 8B (128K positions) under ZeRO-3 on one H100 node at 32K tokens.
 std::string Llama31Run() {
   static const std::string run = [] {
-    const std::string path = ::testing::TempDir() + "kernels-zero3.json";
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})", f);
-    std::fclose(f);
+    const std::string path = testing::WriteTempFile(
+        "kernels-zero3.json",
+        R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})");
     return path + " --model samples/runs/modern/models/llama-3.1-8b.json --cluster samples/clusters/h100-sxm.json "
                   "--world-size 8 --seq-len 32768 --recompute full";
   }();
@@ -62,10 +61,7 @@ TEST(SimulateKernelsCliTest, AClusterWithoutComputeCapabilitySaysAttentionRunsAt
   EXPECT_EQ(preset.output.find(note), std::string::npos) << preset.output;
   Json cluster = Json::parse(testing::Slurp(std::string(DSP_SOURCE_DIR) + "/samples/clusters/h100-sxm.json"));
   cluster["gpu"].erase("compute_capability");
-  const std::string path = ::testing::TempDir() + "h100-no-cc.json";
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(cluster.dump().c_str(), f);
-  std::fclose(f);
+  const std::string path = testing::WriteTempFile("h100-no-cc.json", cluster.dump());
   std::string run = Llama31Run();
   run.replace(run.find("samples/clusters/h100-sxm.json"), std::string("samples/clusters/h100-sxm.json").size(), path);
   auto r = RunCli("simulate " + run, /*merge_stderr=*/true);
@@ -99,10 +95,9 @@ TEST(SimulateKernelsCliTest, MegatronRefusesTheTransformersPatches) {
     EXPECT_NE(r.output.find("use it with --engine deepspeed or fsdp2"), std::string::npos) << r.output;
   }
   // torchtitan's op-level selective AC and TiledMLP are not modelled together.
-  const std::string fsdp2 = ::testing::TempDir() + "kernels-fsdp2.json";
-  FILE* f = std::fopen(fsdp2.c_str(), "w");
-  std::fputs(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})", f);
-  std::fclose(f);
+  const std::string fsdp2 = testing::WriteTempFile(
+      "kernels-fsdp2.json",
+      R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})");
   auto sac = RunCli("simulate " + fsdp2 + " --model samples/runs/modern/models/llama-3.1-8b.json --cluster h100-sxm "
                     "--world-size 8 --engine fsdp2 --recompute selective --tiled-mlp");
   EXPECT_EQ(sac.exit_code, 2) << sac.output;
@@ -117,14 +112,11 @@ TEST(SimulateKernelsCliTest, MegatronRefusesTheTransformersPatches) {
 // memory there, the offload pass ran); at micro-batch 1 everything stays resident.
 TEST(SimulateKernelsCliTest, DeepCompileOffloadsOnlyWhatTheBudgetDoesNotHold) {
   auto config = [](int micro_batch, bool offload) {
-    const std::string path = ::testing::TempDir() + "dc-" + std::to_string(micro_batch) + (offload ? "-off" : "") + ".json";
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(("{\"train_micro_batch_size_per_gpu\": " + std::to_string(micro_batch) +
-                ", \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}, "
-                "\"compile\": {\"deepcompile\": true" + (offload ? ", \"offload_opt_states\": true" : "") + "}}")
-                   .c_str(),
-               f);
-    std::fclose(f);
+    const std::string path = testing::WriteTempFile(
+        "dc-" + std::to_string(micro_batch) + (offload ? "-off" : "") + ".json",
+        "{\"train_micro_batch_size_per_gpu\": " + std::to_string(micro_batch) +
+            ", \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}, "
+            "\"compile\": {\"deepcompile\": true" + (offload ? ", \"offload_opt_states\": true" : "") + "}}");
     return path + " --model samples/runs/modern/models/qwen3-14b.json --cluster samples/clusters/h200.json "
                   "--world-size 8 --seq-len 2400 --expandable-segments --format json";
   };

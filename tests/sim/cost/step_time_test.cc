@@ -441,29 +441,53 @@ TEST(StepTimeTest, PipelineStagesSplitLayersAndAddTheBubble) {
 }
 
 // torchtitan and NeMo AutoModel call their pipeline schedule once per local batch
-// (EngineSettings::pipeline_schedule_micro_batches): 8 micro-batches as 4 calls of 2 fill and
+// (EngineSettings::pipeline_schedule_micro_batches): 16 micro-batches as 4 calls of 4 fill and
 // drain the pipeline 4 times, so the bubble is 4 times the one-call bubble and every micro-step
 // costs what it did (same stages, same collectives).
 TEST(StepTimeTest, EachPipelineScheduleCallFillsAndDrainsThePipeline) {
   const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 3}})");
   SimCase one(config, 8, 8, "llama-3-8b.json", /*pp=*/4), four(config, 8, 8, "llama-3-8b.json", /*pp=*/4);
   for (SimCase* c : {&one, &four}) {
-    c->input.workload.grad_accum = 8;
+    c->input.workload.grad_accum = 16;
     c->input.engine.engine = Engine::kFsdp2;
     c->input.engine.virtual_stages = 2;
   }
-  four.input.engine.pipeline_schedule_micro_batches = 2;
-  EXPECT_EQ(four.input.engine.pipeline_schedule_calls(8), 4);
-  EXPECT_EQ(one.input.engine.pipeline_schedule_calls(8), 1);
+  four.input.engine.pipeline_schedule_micro_batches = 4;
+  EXPECT_EQ(four.input.engine.pipeline_schedule_calls(16), 4);
+  EXPECT_EQ(one.input.engine.pipeline_schedule_calls(16), 1);
   const TimeReport a = EstimateStepTime(one.input), b = EstimateStepTime(four.input);
   ASSERT_GT(a.pipeline_bubble_seconds, 0);
   EXPECT_NEAR(b.pipeline_bubble_seconds, 4 * a.pipeline_bubble_seconds, 1e-12 * b.step_seconds);
   EXPECT_DOUBLE_EQ(b.compute_seconds, a.compute_seconds);
   EXPECT_DOUBLE_EQ(b.exposed_communication_seconds, a.exposed_communication_seconds);
   EXPECT_NEAR(b.step_seconds - a.step_seconds, 3 * a.pipeline_bubble_seconds, 1e-9 * b.step_seconds);
-  // One call of all 8 is the default.
-  four.input.engine.pipeline_schedule_micro_batches = 8;
+  // One call of all 16 is the default.
+  four.input.engine.pipeline_schedule_micro_batches = 16;
   EXPECT_DOUBLE_EQ(EstimateStepTime(four.input).step_seconds, a.step_seconds);
+}
+
+// With fewer micro-batches in a call than stages, interleaving cannot hide the fill: each chunk
+// waits for the previous chunk's round trip (torch's ScheduleInterleaved1F1B, rounds of
+// max(1, r / p)). For equal stages of time t a call takes p t + (r - 1) t / v, i.e. a bubble of
+// (p - 1) t / v + (p - r) t (1 - 1 / v); one micro-batch a call gets nothing from interleaving.
+TEST(StepTimeTest, InterleavingNeedsAMicroBatchForEveryStageOfACall) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 3}})");
+  auto run = [&](int64_t per_call) {
+    SimCase c(config, 8, 8, "llama-3-8b.json", /*pp=*/4);
+    c.input.workload.grad_accum = 16;
+    c.input.engine.engine = Engine::kFsdp2;
+    c.input.engine.virtual_stages = 2;
+    c.input.engine.pipeline_schedule_micro_batches = per_call;
+    return EstimateStepTime(c.input);
+  };
+  const TimeReport whole = run(16), twos = run(2), ones = run(1);
+  const double fill = whole.pipeline_bubble_seconds;  // (sum - max) / v
+  // Calls of 2 on 4 stages: 8 x (fill + 2 t / 2), so t is what the slowest stage takes a micro-step.
+  const double t = twos.pipeline_bubble_seconds / 8 - fill;
+  EXPECT_GE(t, (whole.forward_seconds_per_micro_step + whole.backward_seconds_per_micro_step) * (1 - 1e-9));
+  EXPECT_LE(t, whole.step_seconds / 16);
+  // Calls of 1: 16 x (fill + 3 t / 2).
+  EXPECT_NEAR(ones.pipeline_bubble_seconds, 16 * (fill + 1.5 * t), 1e-9 * ones.step_seconds);
 }
 
 // DeepSpeed's PipelineEngine runs TrainSchedule's instruction order (sim/cost/pipeline_makespan.h), its

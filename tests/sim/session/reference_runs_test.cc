@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// PlanModernRun's optional columns: a row of samples/runs/modern-runs.tsv with its
+// pp_schedule_micro_batches cell changed (NeMo AutoModel's benchmark configs call the pipeline
+// schedule once per local batch: local_batch_size / pp_microbatch_size micro-batches).
+#include "sim/session/reference_runs.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/sim/table_test_util.h"
+
+namespace dsp::sim {
+namespace {
+
+TsvRecord Row(const std::string& run_id) {
+  auto rows = ParseTsvRecords(testing::SourceFile("samples/runs/modern-runs.tsv"));
+  EXPECT_TRUE(rows.ok());
+  for (const TsvRecord& r : *rows) {
+    if (r.at("run_id") == run_id) return r;
+  }
+  ADD_FAILURE() << run_id;
+  return {};
+}
+
+TEST(ReferenceRunsTest, ScheduleCallsComeFromTheirColumn) {
+  TsvRecord r = Row("am-kimi-k2-pp8-ep32-256g");
+  ASSERT_EQ(r.at("pp_schedule_micro_batches"), "8");
+  auto run = PlanModernRun(r);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->knobs.engine.pipeline_schedule_micro_batches, 8);
+  EXPECT_NE(run->flags.find("--pp-schedule-micro-batches 8"), std::string::npos) << run->flags;
+  // Empty (every other row, and tables without the column): the step in one call.
+  r["pp_schedule_micro_batches"] = "";
+  run = PlanModernRun(r);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->knobs.engine.pipeline_schedule_micro_batches, 0);
+  EXPECT_EQ(run->flags.find("--pp-schedule-micro-batches"), std::string::npos);
+  r.erase("pp_schedule_micro_batches");
+  EXPECT_TRUE(PlanModernRun(r).ok());
+  // A bad cell names the run and the column.
+  for (const char* bad : {"x", "0", "-2"}) {
+    r["pp_schedule_micro_batches"] = bad;
+    run = PlanModernRun(r);
+    ASSERT_FALSE(run.ok()) << bad;
+    EXPECT_NE(run.error().message.find("am-kimi-k2-pp8-ep32-256g: column pp_schedule_micro_batches"),
+              std::string::npos)
+        << run.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -110,5 +110,29 @@ TEST(PlanSnapshot, DamagedInputsAreErrorsNamingTheField) {
   EXPECT_FALSE(ReadSnapshotInputs(Json::object()).ok());
 }
 
+// --pp-schedule-micro-batches is recorded when given (null otherwise), replayed, read as not
+// given from snapshots written before it existed, and a damaged value names the field.
+TEST(PlanSnapshot, PipelineScheduleMicroBatchesRoundTrip) {
+  PlanSnapshot s = Sample();
+  Json j = PlanSnapshotToJson(s);
+  EXPECT_TRUE(j["inputs"]["pp_schedule_micro_batches"].is_null());
+  EXPECT_EQ(ReadSnapshotInputs(j)->pp_schedule_micro_batches, 0);
+  s.inputs.pp_schedule_micro_batches = 4;
+  j = PlanSnapshotToJson(s);
+  EXPECT_EQ(j["inputs"]["pp_schedule_micro_batches"], 4);
+  EXPECT_EQ(ReadSnapshotInputs(j)->pp_schedule_micro_batches, 4);
+  Json older = j;
+  older["inputs"].erase("pp_schedule_micro_batches");
+  EXPECT_EQ(ReadSnapshotInputs(older)->pp_schedule_micro_batches, 0);
+  for (const Json& bad : {Json(0), Json("four")}) {
+    Json damaged = j;
+    damaged["inputs"]["pp_schedule_micro_batches"] = bad;
+    auto r = ReadSnapshotInputs(damaged);
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_NE(r.error().message.find("/inputs/pp_schedule_micro_batches must be"), std::string::npos)
+        << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -34,6 +34,9 @@ struct PlannedCollective {
   double calls_per_unit = 0;    // per micro-step for the per-micro schedules, else per step
   double seconds_per_unit = 0;  // calls_per_unit x seconds of one call
   double floor_seconds = 0;     // never hidden: the first prefetch / the last reduce bucket
+  // kBoundaryOverlap: how many times a step it runs, each unit against its own window (once per
+  // call of the pipeline schedule; CollectivePlanner::SetRepeats). call.* counts them all.
+  double repeats = 1;
   // On blocks of consecutive ranks (or the ranks at one position of every block, `strided`)
   // rather than the `call.group` tables (CollectivePlanner::AddOnBlocks); 0: the tables.
   int64_t block = 0;

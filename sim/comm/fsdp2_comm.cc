@@ -12,7 +12,12 @@
 // gradients are reduce-scattered in reduce_dtype (fp32: training.mixed_precision_reduce). Under
 // torch.distributed.pipelining the stage turns gradient sync off for all but the last micro-batch
 // (pipelining/stage.py backward_maybe_with_nosync), so the reduce-scatter runs once per step, and
-// without resharding the forward gathers run once per step too. Without sharding (ZeRO stage 0:
+// without resharding the forward gathers run once per step too: once per call of the schedule,
+// where the loop calls it per local batch (--pp-schedule-micro-batches: the call's last backward
+// runs post_backward, which reduce-scatters and reshards, so the next call gathers again), but
+// for NeMo AutoModel's MoE models, whose patched backward_maybe_with_nosync
+// (components/moe/fsdp_mixin.py) keeps gradient sync and resharding off until the optimizer
+// step's last backward. Without sharding (ZeRO stage 0:
 // torchtitan's dp_replicate, replicate()) gradients are all-reduced in DDP's 25 MB buckets,
 // overlapped with backward.
 #include "sim/comm/data_parallel_internal.h"
@@ -47,6 +52,14 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
   const data_parallel::Fsdp2Groups g = data_parallel::DescribeFsdp2Groups(in, params);
   const GroupKind dense_group = ZeroPartitionGroup(*in.plan, false);
   const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
+  // The once-per-step collectives run once per call of the pipeline schedule (see above).
+  const double calls =
+      g.sync_every_micro_batch || in.engine.automodel_experts
+          ? 1.0
+          : static_cast<double>(in.engine.pipeline_schedule_calls(in.workload.grad_accum));
+  auto per_call = [&](std::string_view purpose, CommSchedule schedule) {
+    if (schedule == CommSchedule::kBoundaryOverlap) plan.SetRepeats(purpose, calls);
+  };
   if (in.zero.stage == 0) {
     // replicate(): DDP's bucketed all-reduce (torch/nn/parallel/distributed.py bucket_cap_mb 25)
     // overlapped with every micro-batch's backward; under a pipeline the stage runs no_sync until
@@ -55,8 +68,10 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
     const CommSchedule ddp = g.sync_every_micro_batch ? CommSchedule::kBackwardOverlap : CommSchedule::kBoundaryOverlap;
     plan.AddBucketed("ddp_grad_all_reduce", CollectiveKind::kAllReduce, dense_group, params.dense, grad_bytes,
                      2.5e7 / grad_bytes, ddp);
+    per_call("ddp_grad_all_reduce", ddp);
     plan.AddBucketed("ddp_expert_grad_all_reduce", CollectiveKind::kAllReduce, expert_group, params.routed,
                      grad_bytes, 2.5e7 / grad_bytes, ddp);
+    per_call("ddp_expert_grad_all_reduce", ddp);
     return;
   }
   // MixedPrecisionPolicy.param_dtype (bf16), or torchao's float8 all-gather of the linear weights
@@ -76,9 +91,11 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
                                                                                     : CommSchedule::kBoundaryOverlap;
   plan.Add("fsdp_all_gather_fwd", CollectiveKind::kAllGather, dense_group, param_bytes * g.dense / groups, groups,
            forward);
+  per_call("fsdp_all_gather_fwd", forward);
   if (moe_groups > 0) {
     plan.Add("fsdp_expert_all_gather_fwd", CollectiveKind::kAllGather, expert_group,
              expert_param_bytes * g.routed / moe_groups, moe_groups, forward);
+    per_call("fsdp_expert_all_gather_fwd", forward);
   }
   if (g.reshard_after_forward) {
     // Backward gathers every group again but the root; a recomputed forward (activation
@@ -103,9 +120,11 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
       g.sync_every_micro_batch ? CommSchedule::kBackwardOverlap : CommSchedule::kBoundaryOverlap;
   plan.Add("fsdp_reduce_scatter", CollectiveKind::kReduceScatter, dense_group, grad_bytes * g.dense / groups, groups,
            reduce);
+  per_call("fsdp_reduce_scatter", reduce);
   if (moe_groups > 0) {
     plan.Add("fsdp_expert_reduce_scatter", CollectiveKind::kReduceScatter, expert_group,
              expert_grad_bytes * g.routed / moe_groups, moe_groups, reduce);
+    per_call("fsdp_expert_reduce_scatter", reduce);
   }
 }
 

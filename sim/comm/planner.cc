@@ -53,6 +53,14 @@ void CollectivePlanner::DropFloor() {
   if (!out_.empty()) out_.back().floor_seconds = 0;
 }
 
+void CollectivePlanner::SetRepeats(std::string_view purpose, double repeats) {
+  if (out_.empty() || repeats <= 1 || out_.back().call.purpose != purpose) return;
+  PlannedCollective& p = out_.back();
+  p.repeats = repeats;
+  p.call.calls_per_step *= repeats;
+  p.call.seconds *= repeats;
+}
+
 void CollectivePlanner::SetFloorShare(double share) {
   if (!out_.empty()) out_.back().floor_seconds = share * out_.back().seconds_per_unit;
 }

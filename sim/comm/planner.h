@@ -49,6 +49,11 @@ class CollectivePlanner {
   /// The last collective added can hide all but `share` of its time per unit (a pipelined overlap
   /// whose first chunk waits).
   void SetFloorShare(double share);
+  /// The last collective added, when it is `purpose` (an Add of nothing adds none), runs `repeats`
+  /// times a step instead of once, each against its own window: a once-per-step (kBoundaryOverlap)
+  /// collective run once per call of the pipeline schedule (EngineSettings::
+  /// pipeline_schedule_micro_batches).
+  void SetRepeats(std::string_view purpose, double repeats);
 
   std::vector<PlannedCollective> Take() { return std::move(out_); }
 

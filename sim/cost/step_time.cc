@@ -287,7 +287,7 @@ Exposure ExposeCollectives(const SimInput& input, const StepTimeOptions& options
   }
   for (PlannedCollective& p : planned) {
     if (p.schedule == CommSchedule::kBoundaryOverlap) {
-      p.call.exposed_seconds = ExposeAgainst(p.seconds_per_unit, p.floor_seconds, bwd_window);
+      p.call.exposed_seconds = p.repeats * ExposeAgainst(p.seconds_per_unit, p.floor_seconds, bwd_window);
     } else if (p.schedule == CommSchedule::kStepExposed) {
       p.call.exposed_seconds = p.seconds_per_unit;
     } else {

@@ -383,7 +383,35 @@ TEST(SimulateEnginesCliTest, PipelineScheduleCallsEachPayTheBubble) {
   const double bubble = one["time"]["pipeline_bubble_seconds"].get<double>();
   ASSERT_GT(bubble, 0);
   EXPECT_NEAR(two["time"]["pipeline_bubble_seconds"].get<double>(), 2 * bubble, 1e-9);
-  EXPECT_NEAR(two["time"]["step_seconds"].get<double>() - one["time"]["step_seconds"].get<double>(), bubble, 1e-9);
+  // Each call's last backward reduce-scatters (and reshards, so the next call gathers again).
+  auto calls_of = [](const Json& doc, const char* kind) {
+    double calls = 0;
+    for (const Json& c : doc["collectives"]) {
+      if (c["kind"] == kind && c["group"] == "dp") calls += c["calls_per_step"].get<double>();
+    }
+    return calls;
+  };
+  ASSERT_GT(calls_of(one, "reduce_scatter"), 0);
+  EXPECT_DOUBLE_EQ(calls_of(two, "reduce_scatter"), 2 * calls_of(one, "reduce_scatter"));
+  EXPECT_DOUBLE_EQ(calls_of(two, "all_gather"), 2 * calls_of(one, "all_gather"));
+  auto exposed = [](const Json& doc) {
+    double sum = 0;
+    for (const auto& [kind, seconds] : doc["time"]["exposed_communication_seconds"].items()) sum += seconds.get<double>();
+    return sum;
+  };
+  EXPECT_NEAR(two["time"]["step_seconds"].get<double>() - one["time"]["step_seconds"].get<double>(),
+              bubble + exposed(two) - exposed(one), 1e-9);
+  // NeMo AutoModel's MoE models keep gradient sync off until the optimizer step's last backward
+  // (components/moe/fsdp_mixin.py patched_backward_maybe_with_nosync): one reduce-scatter a step.
+  const std::string moe = TempConfig("engines-moe-calls.json",
+                                     R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
+                                         "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})") +
+                          " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json "
+                          "--nodes 2 --engine fsdp2 --pp 2 --ep 8 --bf16-params --automodel-experts";
+  const Json moe_one = Simulate(moe), moe_two = Simulate(moe + " --pp-schedule-micro-batches 4");
+  EXPECT_EQ(moe_two["engine"]["pipeline_schedule_calls"], 2);
+  ASSERT_GT(calls_of(moe_one, "reduce_scatter"), 0);
+  EXPECT_DOUBLE_EQ(calls_of(moe_two, "reduce_scatter"), calls_of(moe_one, "reduce_scatter"));
   EXPECT_EQ(testing::SchemaErrors(schemas::k_simulate_report_schema_json, two), "");
   auto text = RunCli("simulate " + args + " --pp-schedule-micro-batches 4");
   EXPECT_EQ(text.exit_code, 0) << text.output;

@@ -459,8 +459,20 @@ TEST(StepTimeTest, EachPipelineScheduleCallFillsAndDrainsThePipeline) {
   ASSERT_GT(a.pipeline_bubble_seconds, 0);
   EXPECT_NEAR(b.pipeline_bubble_seconds, 4 * a.pipeline_bubble_seconds, 1e-12 * b.step_seconds);
   EXPECT_DOUBLE_EQ(b.compute_seconds, a.compute_seconds);
-  EXPECT_DOUBLE_EQ(b.exposed_communication_seconds, a.exposed_communication_seconds);
-  EXPECT_NEAR(b.step_seconds - a.step_seconds, 3 * a.pipeline_bubble_seconds, 1e-9 * b.step_seconds);
+  // Each call's last backward runs FSDP's post_backward (torch.distributed.pipelining's
+  // backward_maybe_with_nosync): the once-per-step reduce-scatter, and the gathers of the
+  // parameters it reshards, run once per call, each against its own call's last backward.
+  for (const char* purpose : {"fsdp_reduce_scatter", "fsdp_all_gather_fwd"}) {
+    const CollectiveCall* x = Find(a, purpose, GroupKind::kDp);
+    const CollectiveCall* y = Find(b, purpose, GroupKind::kDp);
+    ASSERT_TRUE(x != nullptr && y != nullptr) << purpose;
+    EXPECT_DOUBLE_EQ(y->calls_per_step, 4 * x->calls_per_step) << purpose;
+    EXPECT_DOUBLE_EQ(y->seconds, 4 * x->seconds) << purpose;
+    EXPECT_NEAR(y->exposed_seconds, 4 * x->exposed_seconds, 1e-12) << purpose;
+  }
+  EXPECT_NEAR(b.step_seconds - a.step_seconds,
+              3 * a.pipeline_bubble_seconds + b.exposed_communication_seconds - a.exposed_communication_seconds,
+              1e-9 * b.step_seconds);
   // One call of all 16 is the default.
   four.input.engine.pipeline_schedule_micro_batches = 16;
   EXPECT_DOUBLE_EQ(EstimateStepTime(four.input).step_seconds, a.step_seconds);

@@ -41,7 +41,9 @@ struct Fsdp2Groups {
   double layers = 0;    // transformer blocks on the stage: one group each
   double outside = 0;   // tok_embeddings and [norm, output] groups on the stage
   bool reshard_after_forward = false;
-  bool sync_every_micro_batch = true;  // false under a pipeline: one reduce-scatter per step
+  // false under a pipeline (one reduce-scatter per call of the schedule) but for NeMo AutoModel's
+  // MoE parallelizer, whose stage module is not an FSDPModule (fsdp2_comm.cc).
+  bool sync_every_micro_batch = true;
   double dense = 0, routed = 0;        // elements per rank before sharding
   double linear = 0;                   // of dense: the decoder layers' GEMM weights
   double root = 0;      // elements of [norm, output], never resharded after forward

@@ -14,10 +14,14 @@
 // (pipelining/stage.py backward_maybe_with_nosync), so the reduce-scatter runs once per step, and
 // without resharding the forward gathers run once per step too: once per call of the schedule,
 // where the loop calls it per local batch (--pp-schedule-micro-batches: the call's last backward
-// runs post_backward, which reduce-scatters and reshards, so the next call gathers again), but
-// for NeMo AutoModel's MoE models, whose patched backward_maybe_with_nosync
-// (components/moe/fsdp_mixin.py) keeps gradient sync and resharding off until the optimizer
-// step's last backward. Without sharding (ZeRO stage 0:
+// runs post_backward, which reduce-scatters and reshards, so the next call gathers again). NeMo
+// AutoModel's MoE parallelizer (--automodel-experts; components/moe/parallelizer.py apply_fsdp at
+// NVIDIA-NeMo/Automodel 89e3a9fd, the commit of its published benchmarks) shards model.model, not
+// the pipeline stage's module, so the stage runs a plain backward (stage.py: "Non-DP submodule")
+// and FSDP's own hooks reduce-scatter and reshard after every micro-batch, and every micro-batch's
+// forward gathers again. (Its later MoEFSDPSyncMixin patch, which defers both to the optimizer
+// step, needs BackendConfig.enable_fsdp_optimizations, which its benchmark configs never set.)
+// Without sharding (ZeRO stage 0:
 // torchtitan's dp_replicate, replicate()) gradients are all-reduced in DDP's 25 MB buckets,
 // overlapped with backward.
 #include "sim/comm/data_parallel_internal.h"
@@ -34,7 +38,7 @@ Fsdp2Groups DescribeFsdp2Groups(const SimInput& in, const RankParams& params) {
   // one per stage on average with a pipeline.
   g.outside = pp > 1 ? 1.0 : 2.0;
   g.reshard_after_forward = in.zero.stage >= 3 && in.plan->sizes.pp <= 1;
-  g.sync_every_micro_batch = in.plan->sizes.pp <= 1;
+  g.sync_every_micro_batch = in.plan->sizes.pp <= 1 || in.engine.automodel_experts;
   g.dense = params.dense;
   g.routed = params.routed;
   g.linear = params.linear;
@@ -54,9 +58,7 @@ void PlanFsdp2(const PlanContext& ctx, double grad_bytes, CollectivePlanner& pla
   const GroupKind expert_group = ZeroPartitionGroup(*in.plan, true);
   // The once-per-step collectives run once per call of the pipeline schedule (see above).
   const double calls =
-      g.sync_every_micro_batch || in.engine.automodel_experts
-          ? 1.0
-          : static_cast<double>(in.engine.pipeline_schedule_calls(in.workload.grad_accum));
+      g.sync_every_micro_batch ? 1.0 : static_cast<double>(in.engine.pipeline_schedule_calls(in.workload.grad_accum));
   auto per_call = [&](std::string_view purpose, CommSchedule schedule) {
     if (schedule == CommSchedule::kBoundaryOverlap) plan.SetRepeats(purpose, calls);
   };

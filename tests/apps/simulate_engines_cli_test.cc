@@ -392,6 +392,7 @@ TEST(SimulateEnginesCliTest, PipelineScheduleCallsEachPayTheBubble) {
     return calls;
   };
   ASSERT_GT(calls_of(one, "reduce_scatter"), 0);
+  ASSERT_GT(calls_of(one, "all_gather"), 0);
   EXPECT_DOUBLE_EQ(calls_of(two, "reduce_scatter"), 2 * calls_of(one, "reduce_scatter"));
   EXPECT_DOUBLE_EQ(calls_of(two, "all_gather"), 2 * calls_of(one, "all_gather"));
   auto exposed = [](const Json& doc) {
@@ -401,17 +402,22 @@ TEST(SimulateEnginesCliTest, PipelineScheduleCallsEachPayTheBubble) {
   };
   EXPECT_NEAR(two["time"]["step_seconds"].get<double>() - one["time"]["step_seconds"].get<double>(),
               bubble + exposed(two) - exposed(one), 1e-9);
-  // NeMo AutoModel's MoE models keep gradient sync off until the optimizer step's last backward
-  // (components/moe/fsdp_mixin.py patched_backward_maybe_with_nosync): one reduce-scatter a step.
+  // NeMo AutoModel's MoE parallelizer shards model.model, not the stage's module
+  // (components/moe/parallelizer.py apply_fsdp), so torch's stage runs a plain backward and FSDP
+  // reduce-scatters and reshards after every micro-batch, whatever the calls: 8 a step here where
+  // torchtitan's stage (an FSDPModule, no_sync until the call's last backward) runs one.
   const std::string moe = TempConfig("engines-moe-calls.json",
                                      R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 8,
                                          "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})") +
                           " --model samples/models/qwen3-30b-a3b.json --cluster samples/clusters/h100-sxm.json "
-                          "--nodes 2 --engine fsdp2 --pp 2 --ep 8 --bf16-params --automodel-experts";
-  const Json moe_one = Simulate(moe), moe_two = Simulate(moe + " --pp-schedule-micro-batches 4");
-  EXPECT_EQ(moe_two["engine"]["pipeline_schedule_calls"], 2);
-  ASSERT_GT(calls_of(moe_one, "reduce_scatter"), 0);
-  EXPECT_DOUBLE_EQ(calls_of(moe_two, "reduce_scatter"), calls_of(moe_one, "reduce_scatter"));
+                          "--nodes 2 --engine fsdp2 --pp 2 --ep 8 --bf16-params";
+  const Json tt = Simulate(moe), am_one = Simulate(moe + " --automodel-experts");
+  const Json am_two = Simulate(moe + " --automodel-experts --pp-schedule-micro-batches 4");
+  EXPECT_EQ(am_two["engine"]["pipeline_schedule_calls"], 2);
+  ASSERT_GT(calls_of(tt, "reduce_scatter"), 0);
+  EXPECT_DOUBLE_EQ(calls_of(am_one, "reduce_scatter"), 8 * calls_of(tt, "reduce_scatter"));
+  EXPECT_DOUBLE_EQ(calls_of(am_one, "all_gather"), 8 * calls_of(tt, "all_gather"));
+  EXPECT_DOUBLE_EQ(calls_of(am_two, "reduce_scatter"), calls_of(am_one, "reduce_scatter"));
   EXPECT_EQ(testing::SchemaErrors(schemas::k_simulate_report_schema_json, two), "");
   auto text = RunCli("simulate " + args + " --pp-schedule-micro-batches 4");
   EXPECT_EQ(text.exit_code, 0) << text.output;

@@ -25,14 +25,15 @@ RankParams CountRankParams(const SimInput& in);
 /// (Megatron-Core's --fp8-param-gather, torchao's enable_fsdp_float8_all_gather).
 double ParamGatherBytesPerElement(const SimInput& in, double elements, double linear, double bpe);
 
-/// ZeRO-3's view of one decoder layer: its gathered modules and the share of the layer's gathered
-/// elements that backward gathers again after a recomputed forward. `fetches` counts the modules
-/// the hooks fetch one by one, each routed expert's own (transformers' Mixtral and Qwen MoE blocks
-/// hold an nn.Linear per expert weight), AutoEP's routed experts aside (gathered over edp).
+/// ZeRO-3's view of one decoder layer of a kind (dense or MoE): the modules the data-parallel
+/// group gathers, each by its own hook (a routed expert's weights too: transformers' Mixtral and
+/// Qwen MoE blocks hold an nn.Linear per expert weight; AutoEP's routed experts aside, gathered
+/// over edp), their elements, and the elements backward gathers again after a recomputed forward.
+/// A model without a layer of the kind gives zeros.
 struct Zero3Layer {
   double modules = 0;
-  double regathered = 1.0;
-  double fetches = 0;
+  double elements = 0;
+  double regathered_elements = 0;
 };
 Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe);
 

@@ -45,8 +45,8 @@ struct PlanMemo {
   std::map<int, FamilyShares> layer_kinds;     // ... of one layer, by ModelSpec::LayerKind
   bool has_zero3[2] = {false, false};                   // [dense, MoE] layer
   double zero3_modules[2] = {0, 0};
-  double zero3_regathered[2] = {1, 1};
-  double zero3_fetches[2] = {0, 0};
+  double zero3_elements[2] = {0, 0};
+  double zero3_regathered[2] = {0, 0};
 };
 
 // Valid for one plan, one cluster, one model, one engine and one set of ZeRO settings.

@@ -18,39 +18,32 @@ namespace {
 // threshold never move, so both count the module's weight). A module is kept, not regathered in
 // backward after a recomputed forward, when the parameters used between its recomputation and its
 // backward (DeepSpeed's reuse distance: the later modules of the layer, once in the recompute and
-// once in backward) stay under max_reuse_distance.
+// once in backward) stay under max_reuse_distance. Without AutoEP a MoE layer's routed experts are
+// modules like any other (transformers' Mixtral and Qwen MoE blocks: an nn.Linear per expert
+// weight, each with its own hook, gathered over the data-parallel group); AutoEP's go over edp in
+// their own calls (PlanZero3Gathers).
 Zero3Layer ComputeZero3Layer(const SimInput& in, bool moe) {
   // The first layer of the kind stands for all of them (attention kinds differ little in module
-  // count: a linear-attention layer has as many projections as an attention one). A model whose
-  // every layer is MoE has no dense layer: its non-expert modules (attention, router, shared
-  // expert) are the dense gathers then.
+  // count: a linear-attention layer has as many projections as an attention one).
   const ModelSpec& m = *in.model;
   int64_t layer = 0;
   while (layer < m.num_hidden_layers && m.IsMoeLayer(layer) != moe) ++layer;
+  Zero3Layer z;
+  if (layer >= m.num_hidden_layers) return z;
   std::vector<double> weights;
-  const bool skip_experts = !moe && layer >= m.num_hidden_layers;
-  if (layer >= m.num_hidden_layers) layer = 0;
-  double fetches = 0;
   for (const ParamTensor& p : LayerParameterTensors(m, layer)) {
-    const bool routed = p.family == ParamFamily::kRoutedExperts;
-    if (skip_experts && routed) continue;
-    const double numel = static_cast<double>(p.numel()) /
-                         ShardDivisorOf(p.family, in);
+    if (p.family == ParamFamily::kRoutedExperts && in.plan->sizes.expert_parallel) continue;
+    const double numel = static_cast<double>(p.numel()) / ShardDivisorOf(p.family, in);
     if (numel < in.zero.param_persistence_threshold) continue;
-    if (!(routed && in.plan->sizes.expert_parallel)) ++fetches;
-    // AutoEP's routed experts are gathered over edp in their own call per expert weight.
     weights.push_back(numel);
   }
-  Zero3Layer z;
   z.modules = static_cast<double>(weights.size());
-  z.fetches = fetches;
-  double total = 0, regathered = 0, after = 0;
-  for (double w : weights) total += w;
+  double after = 0;
   for (auto it = weights.rbegin(); it != weights.rend(); ++it) {
-    if (2.0 * after >= in.zero.max_reuse_distance) regathered += *it;
+    if (2.0 * after >= in.zero.max_reuse_distance) z.regathered_elements += *it;
     after += *it;
+    z.elements += *it;
   }
-  z.regathered = total > 0 ? regathered / total : 1.0;
   return z;
 }
 
@@ -70,21 +63,29 @@ void PlanZero3Gathers(const PlanContext& ctx, const RankParams& params, Collecti
   const double copies = Zero3ListCollectives(in) ? 1.0 : 0.0;
   const double gathered = params.dense - params.zero3_persistent;
   const Zero3Layer dense_layer = DescribeZero3Layer(in, false);
+  const Zero3Layer moe_layer = DescribeZero3Layer(in, true);
   const double passes = ctx.forward_passes;
-  // Calls per layer and pass; the embedding and head are one more module each.
-  const double calls = std::max(1.0, dense_layer.modules) * ctx.layers + 1.0;
+  // Calls per pass: the modules of each kind of layer on the stage, and the embedding and head as
+  // one more module.
+  const double modules = std::max(1.0, dense_layer.modules) * ctx.dense_layers +
+                         std::max(1.0, moe_layer.modules) * ctx.moe_layers;
+  const double calls = modules + 1.0;
   // qwZ: int8 values and one fp32 scale per group of at most 8000 (CUDAQuantizer); the partition
   // is quantized before and the gathered buffer dequantized after each call.
   const WireBytes wire = WireBytesPerElement(in);
   const double bytes_per_call = gathered * wire.param_gather / calls;
   const double quant = zero.quantized_weights ? QuantizationKernelSeconds(in, gathered / calls) : 0.0;
-  const double bwd_share = in.workload.recompute == Recompute::kFull ? dense_layer.regathered : 1.0;
+  const double layer_elements = dense_layer.elements * ctx.dense_layers + moe_layer.elements * ctx.moe_layers;
+  const double regathered = dense_layer.regathered_elements * ctx.dense_layers +
+                            moe_layer.regathered_elements * ctx.moe_layers;
+  const double bwd_share = in.workload.recompute != Recompute::kFull ? 1.0
+                           : layer_elements > 0                      ? regathered / layer_elements
+                                                                     : 0.0;
   // The hooks' host work per fetched module (cluster host.zero3_fetch_seconds) holds the gather
   // stream between gathers; spread over the calls that stand for the modules. DeepCompile replaces
   // the hooks with gather ops in the compiled graph.
   const double fetch_host = zero.deepcompile ? 0.0 : in.cluster->host.zero3_fetch_seconds;
-  const double moe_fetches = ctx.moe_layers > 0 ? DescribeZero3Layer(in, true).fetches * ctx.moe_layers : 0.0;
-  const double fetches = dense_layer.fetches * ctx.dense_layers + moe_fetches + 1.0;
+  const double fetches = dense_layer.modules * ctx.dense_layers + moe_layer.modules * ctx.moe_layers + 1.0;
   const double host = fetch_host * fetches / calls;
   if (mics) {
     // MiCS gathers inside the shard group.
@@ -110,7 +111,7 @@ void PlanZero3Gathers(const PlanContext& ctx, const RankParams& params, Collecti
     plan.Add("zero3_all_gather_bwd", CollectiveKind::kAllGather, dense_group, bytes_per_call, calls * bwd_share, bwd,
              StageScope::kAll, copies, quant + host);
   }
-  if (ctx.moe_layers > 0) {
+  if (ctx.moe_layers > 0 && in.plan->sizes.expert_parallel) {
     for (auto [purpose, schedule, n] : {std::tuple{"zero3_all_gather_fwd", fwd, passes},
                                         std::tuple{"zero3_all_gather_bwd", bwd, 1.0}}) {
       plan.Add(purpose, CollectiveKind::kAllGather, GroupKind::kEdp,
@@ -129,11 +130,11 @@ Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
   if (!memo.has_zero3[i]) {
     const Zero3Layer z = ComputeZero3Layer(in, moe);
     memo.zero3_modules[i] = z.modules;
-    memo.zero3_regathered[i] = z.regathered;
-    memo.zero3_fetches[i] = z.fetches;
+    memo.zero3_elements[i] = z.elements;
+    memo.zero3_regathered[i] = z.regathered_elements;
     memo.has_zero3[i] = true;
   }
-  return Zero3Layer{memo.zero3_modules[i], memo.zero3_regathered[i], memo.zero3_fetches[i]};
+  return Zero3Layer{memo.zero3_modules[i], memo.zero3_elements[i], memo.zero3_regathered[i]};
 }
 
 void PlanZeroParameterGathers(const PlanContext& ctx, const RankParams& params, CollectivePlanner& plan) {

@@ -60,9 +60,35 @@ TEST(DataParallelCommTest, ZeroThreeGathersEveryModuleForwardAndBackward) {
   EXPECT_EQ(FindPlanned(planned, "zero3_all_gather_fwd")->schedule, CommSchedule::kForwardOverlap);
 }
 
+// Without AutoEP a MoE layer's routed experts are modules like any other: transformers' Mixtral
+// holds an nn.Linear per expert weight, each gathered by its own hook over dp, and after a
+// recomputed forward backward gathers again each module whose reuse distance reaches
+// max_reuse_distance (zero/partitioned_param_coordinator.py __params_to_release, 0.19.6): the
+// modules used before the last 5e8 parameters of the layer's recompute and backward.
+TEST(DataParallelCommTest, ZeroThreeGathersEachExpertAndRegathersThemAfterRecompute) {
+  CommCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 3, "overlap_comm": true}})",
+             Sizes(8, 8), "mixtral-8x7b.json");
+  c.input.workload.recompute = Recompute::kFull;
+  const auto planned = c.Run(PlanDataParallel);
+  const PlannedCollective* fwd = FindPlanned(planned, "zero3_all_gather_fwd");
+  const PlannedCollective* bwd = FindPlanned(planned, "zero3_all_gather_bwd");
+  ASSERT_NE(fwd, nullptr);
+  ASSERT_NE(bwd, nullptr);
+  // q, k, v, o and 8 x (w1, w2, w3) per layer over 32 layers, plus the embedding and the head; the
+  // router (4096 x 8) is under param_persistence_threshold. Forward and the recompute.
+  const double calls = (4 + 8 * 3) * 32 + 1.0;
+  EXPECT_DOUBLE_EQ(fwd->calls_per_unit, 2 * calls);
+  // Layer order q, k, v, o, the experts: the last 9 expert weights (9 x 58.7M >= 5e8 needs the 9th)
+  // stay gathered, the 15 before them and the attention are gathered again.
+  const double expert = 14336.0 * 4096, attention = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024;
+  EXPECT_NEAR(bwd->calls_per_unit, calls * (15 * expert + attention) / (24 * expert + attention), 1e-6);
+  EXPECT_EQ(FindPlanned(planned, "zero3_all_gather_fwd")->call.bytes_per_call, bwd->call.bytes_per_call);
+}
+
 // The host work of eager ZeRO-3's hooks (cluster host.zero3_fetch_seconds) is paid once per module
 // fetched, on the gather stream: Llama's modules are its gathers; Mixtral's 8 experts are 24 more
-// nn.Linear modules per layer that its 4 attention gathers stand for. DeepCompile has no hooks.
+// nn.Linear modules per layer. DeepCompile has no hooks.
 TEST(DataParallelCommTest, ZeroThreeHooksAddTheirHostTimeOncePerFetchedModule) {
   const std::string config = R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
       "zero_optimization": {"stage": 3, "overlap_comm": true}})";

@@ -67,7 +67,7 @@ const SampleCase kSamples[] = {
     {"cpu-checkpointing.json", "llama-3-8b.json", 8, 0.05},
     {"deepcompile-zero3.json", "llama-3-8b.json", 8, 0.05},
     {"zero3-offload.json", "llama-3-70b.json", 16, 0.05},
-    // docs/schedule.md, exception 1 (+18 %): the EP all-to-alls and the ZeRO-2 gradient buckets
+    // docs/schedule.md, exception 1 (+11 %): the EP all-to-alls and the ZeRO-2 gradient buckets
     // share the NICs; the schedule serves the link in issue order, so a bucket issued first holds
     // up the all-to-all after it, where the closed form hides the buckets in compute and never
     // delays the all-to-alls.

@@ -78,9 +78,9 @@ void PlanZero3Gathers(const PlanContext& ctx, const RankParams& params, Collecti
   const double layer_elements = dense_layer.elements * ctx.dense_layers + moe_layer.elements * ctx.moe_layers;
   const double regathered = dense_layer.regathered_elements * ctx.dense_layers +
                             moe_layer.regathered_elements * ctx.moe_layers;
-  const double bwd_share = in.workload.recompute != Recompute::kFull ? 1.0
-                           : layer_elements > 0                      ? regathered / layer_elements
-                                                                     : 0.0;
+  const double bwd_share = in.workload.recompute != Recompute::kFull || layer_elements <= 0
+                               ? 1.0
+                               : regathered / layer_elements;
   // The hooks' host work per fetched module (cluster host.zero3_fetch_seconds) holds the gather
   // stream between gathers; spread over the calls that stand for the modules. DeepCompile replaces
   // the hooks with gather ops in the compiled graph.

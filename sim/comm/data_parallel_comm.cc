@@ -181,9 +181,7 @@ void PlanDenseGradients(const PlanContext& ctx, const RankParams& params, Gradie
                      CommSchedule::kBoundaryOverlap);
   } else if (zero3 && Zero3ListCollectives(in) && scatter) {
     // One reduce_scatter per parameter with a list of n inputs (n copies each) in old releases.
-    const data_parallel::Zero3Layer dense = data_parallel::DescribeZero3Layer(in, false);
-    const data_parallel::Zero3Layer moe = data_parallel::DescribeZero3Layer(in, true);
-    const double calls = std::max(1.0, dense.modules) * ctx.dense_layers + std::max(1.0, moe.modules) * ctx.moe_layers;
+    const double calls = data_parallel::Zero3LayerCalls(in, ctx.dense_layers, ctx.moe_layers);
     plan.Add("dp_grad_reduce", r.kind, dense_group, params.dense * grad_bytes / calls, calls, r.schedule,
              StageScope::kAll, 1.0);
   } else {

@@ -36,6 +36,9 @@ struct Zero3Layer {
   double regathered_elements = 0;
 };
 Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe);
+/// ZeRO-3's gather calls in one pass over `dense_layers` dense and `moe_layers` MoE layers: each
+/// layer's modules, at least one call a layer.
+double Zero3LayerCalls(const SimInput& in, double dense_layers, double moe_layers);
 
 /// FSDP2's parameter groups on one rank (sim/comm/fsdp2_comm.cc).
 struct Fsdp2Groups {

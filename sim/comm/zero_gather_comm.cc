@@ -67,9 +67,7 @@ void PlanZero3Gathers(const PlanContext& ctx, const RankParams& params, Collecti
   const double passes = ctx.forward_passes;
   // Calls per pass: the modules of each kind of layer on the stage, and the embedding and head as
   // one more module.
-  const double modules = std::max(1.0, dense_layer.modules) * ctx.dense_layers +
-                         std::max(1.0, moe_layer.modules) * ctx.moe_layers;
-  const double calls = modules + 1.0;
+  const double calls = Zero3LayerCalls(in, ctx.dense_layers, ctx.moe_layers) + 1.0;
   // qwZ: int8 values and one fp32 scale per group of at most 8000 (CUDAQuantizer); the partition
   // is quantized before and the gathered buffer dequantized after each call.
   const WireBytes wire = WireBytesPerElement(in);
@@ -135,6 +133,11 @@ Zero3Layer DescribeZero3Layer(const SimInput& in, bool moe) {
     memo.has_zero3[i] = true;
   }
   return Zero3Layer{memo.zero3_modules[i], memo.zero3_elements[i], memo.zero3_regathered[i]};
+}
+
+double Zero3LayerCalls(const SimInput& in, double dense_layers, double moe_layers) {
+  return std::max(1.0, DescribeZero3Layer(in, false).modules) * dense_layers +
+         std::max(1.0, DescribeZero3Layer(in, true).modules) * moe_layers;
 }
 
 void PlanZeroParameterGathers(const PlanContext& ctx, const RankParams& params, CollectivePlanner& plan) {

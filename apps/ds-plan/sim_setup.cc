@@ -115,8 +115,9 @@ void SimArgs::AddPlanFlags(CLI::App* app) {
                   "and the output, as Ulysses) or allgather (K and V gathered)")
       ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
   tp_comm_overlap_option = app->add_flag("--tp-comm-overlap", tp_comm_overlap,
-                "megatron-lm: TransformerEngine's userbuffers overlap the sequence-parallel all-gather and "
-                "reduce-scatter with the GEMMs (needs --megatron-sp)");
+                "the sequence-parallel all-gather and reduce-scatter overlap the GEMMs: megatron-lm's "
+                "TransformerEngine userbuffers (needs --megatron-sp), fsdp2's async TP (torchtitan's "
+                "enable_async_tensor_parallel; needs --torch-compile)");
   attention_option = app->add_option("--attention", attention,
                   "attention kernel: flash (the default: the one the engine runs on this GPU: cuDNN's under "
                   "megatron-lm, FlashAttention-2 for sdpa and flash_attention_2 on H100/H200), cudnn (cuDNN "

@@ -67,14 +67,24 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // TransformerEngine's userbuffers (Megatron-Core --tp-comm-overlap): the all-gather before a
     // column-parallel GEMM and the reduce-scatter after a row-parallel one are split into tp
     // chunks pipelined with the GEMM's chunks (ring exchange), forward and in backward's dgrad.
-    // What it hides is the GEMMs' time; what it cannot is the first chunk of each, 1/tp of the
-    // communication, and whatever exceeds the compute of the pass.
+    // torchtitan's async TP does the same in compiled graphs (torch/_inductor/fx_passes/
+    // micro_pipeline_tp.py: fused_all_gather_matmul consumes the local shard while the others
+    // arrive over symmetric memory, fused_matmul_reduce_scatter sends each chunk as it is
+    // produced; torch 2.6). What it hides is the GEMMs' time; what it cannot is the first chunk
+    // of each, 1/tp of the communication, and whatever exceeds the compute of the pass.
     const double share = 1.0 / std::max(in.plan->sizes.tp, 1);
+    const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
+    const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
+    // Op-level SAC's backward regathers (below) feed the recomputed GEMMs: fused the same way.
+    const double regathers =
+        in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective ? pairs : 0.0;
     for (auto [purpose, kind] : {std::pair{"tp_sp_all_gather", CollectiveKind::kAllGather},
                                  std::pair{"tp_sp_reduce_scatter", CollectiveKind::kReduceScatter}}) {
-      plan.Add(purpose, kind, GroupKind::kTp, activation, pairs * ctx.forward_passes, CommSchedule::kForwardOverlap);
+      const bool gather = kind == CollectiveKind::kAllGather;
+      const double bytes = gather ? gathered : activation;
+      plan.Add(purpose, kind, GroupKind::kTp, bytes, pairs * ctx.forward_passes, CommSchedule::kForwardOverlap);
       plan.SetFloorShare(share);
-      plan.Add(purpose, kind, GroupKind::kTp, activation, pairs, CommSchedule::kBackwardOverlap);
+      plan.Add(purpose, kind, GroupKind::kTp, bytes, pairs + (gather ? regathers : 0.0), CommSchedule::kBackwardOverlap);
       plan.SetFloorShare(share);
     }
   } else if (ctx.tp_sequence_parallel) {

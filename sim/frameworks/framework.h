@@ -150,8 +150,9 @@ struct FrameworkProfile {
   // plan: SequenceParallel on attention_norm and ffn_norm), --megatron-sp or not.
   bool tp_always_sequence_parallel = false;
   Fp8Linear fp8 = Fp8Linear::kNone;  // what --fp8 means
-  // --tp-comm-overlap: TransformerEngine's userbuffers overlap the sequence-parallel all-gather
-  // and reduce-scatter with the GEMMs next to them (Megatron-Core's --tp-comm-overlap).
+  // --tp-comm-overlap: the sequence-parallel all-gather and reduce-scatter overlap the GEMMs next
+  // to them: TransformerEngine's userbuffers (Megatron-Core's --tp-comm-overlap), torchtitan's
+  // async TP (needs torch.compile).
   bool tp_comm_overlap = false;
   // Pipeline chunks may hold different numbers of layers (torch.distributed.pipelining stages are
   // whatever modules each holds); false: layers must divide by pp x virtual stages.

@@ -46,6 +46,13 @@ const FrameworkProfile& Fsdp2Profile() {
     p.context_parallel = ContextParallel::kAllGatherKv;  // apply_cp: torch context_parallel
     p.expert_parallel_flag = true;  // parallelism.expert_parallel_degree (apply_moe_ep_tp)
     p.fp8 = Fp8Linear::kTorchaoFloat8;  // model.converters = ["float8"]
+    // Async TP (experimental.enable_async_tensor_parallel, later parallelism.*; apply_tp sets
+    // torch._inductor.config._micro_pipeline_tp and enables symmetric memory on the tp group):
+    // Inductor's micro_pipeline_tp pass fuses each all-gather with the matmul it feeds
+    // (fused_all_gather_matmul) and each matmul with the reduce-scatter of its output
+    // (fused_matmul_reduce_scatter), forward and backward. It exists only in compiled graphs:
+    // parallelize.py raises "Async TP requires --training.compile".
+    p.tp_comm_overlap = true;
     // float8.enable_fsdp_float8_all_gather: torchao's WeightWithDynamicFloat8CastTensor casts each
     // shard to float8 before FSDP2's all-gather.
     p.fp8_param_gather = true;

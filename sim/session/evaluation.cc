@@ -75,7 +75,10 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     }
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
-  if (e.tp_comm_overlap && !fw.tp_comm_overlap) return Error{"--tp-comm-overlap needs --engine megatron-lm"};
+  if (e.tp_comm_overlap && !fw.tp_comm_overlap) {
+    return Error{"--tp-comm-overlap needs --engine megatron-lm (TransformerEngine's userbuffers) or fsdp2 with "
+                 "--torch-compile (torchtitan's async TP)"};
+  }
   if (e.tiled_mlp && fw.op_level_sac && k.recompute == Recompute::kSelective) {
     return Error{"--tiled-mlp with --engine fsdp2 --recompute selective: torchtitan's op-level activation "
                  "checkpointing and TiledMLP are not modelled together"};
@@ -149,8 +152,14 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
   }
   // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
-  // when sequence parallelism is enabled".
-  if (e.tp_comm_overlap && !e.megatron_sp) return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
+  // when sequence parallelism is enabled". torchtitan's TP plan is always sequence-parallel, and
+  // its async TP is an Inductor pass: parallelize.py "Async TP requires --training.compile".
+  if (e.tp_comm_overlap && fw.tp_always_sequence_parallel) {
+    if (k.megatron_tp <= 1) return Error{"--tp-comm-overlap needs --tp of 2 or more"};
+    if (!e.torch_compile) return Error{"--tp-comm-overlap under fsdp2 is torchtitan's async TP: it needs --torch-compile"};
+  } else if (e.tp_comm_overlap && !e.megatron_sp) {
+    return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
+  }
   return Status::Ok();
 }
 

@@ -184,6 +184,23 @@ TEST(SimulateEnginesCliTest, MegatronExpertTensorParallelismAndTokenDispatchers)
                    "ZeRO stage 0 gathers no parameters");
 }
 
+// torchtitan's async TP (parallelism.enable_async_tensor_parallel): --tp-comm-overlap under fsdp2,
+// only compiled (parallelize.py "Async TP requires --training.compile"), and only with TP.
+TEST(SimulateEnginesCliTest, AsyncTpNeedsCompileAndHidesTheTensorParallelCollectives) {
+  // One node: the data-parallel reduce-scatters across nodes would bound backward either way.
+  const std::string args = Llama8b("3") + kModel + " --nodes 1 --engine fsdp2 --tp 8 --torch-compile";
+  const Json vanilla = Simulate(args);
+  const Json async = Simulate(args + " --tp-comm-overlap");
+  EXPECT_LT(async["time"]["step_seconds"].get<double>(), vanilla["time"]["step_seconds"].get<double>());
+  EXPECT_EQ(async["memory"]["peak_bytes"], vanilla["memory"]["peak_bytes"]);
+  ExpectUsageError(Llama8b("3") + kModel + " --nodes 2 --engine fsdp2 --tp 8 --tp-comm-overlap",
+                   "it needs --torch-compile");
+  ExpectUsageError(Llama8b("3") + kModel + " --nodes 2 --engine fsdp2 --torch-compile --tp-comm-overlap",
+                   "needs --tp of 2 or more");
+  ExpectUsageError(Llama8b("3") + kModel + " --nodes 2 --engine deepspeed --tp-comm-overlap",
+                   "or fsdp2 with --torch-compile");
+}
+
 // NeMo's fp8_params: lighter weights and a lighter parameter all-gather than --fp8 alone.
 TEST(SimulateEnginesCliTest, Fp8ParamGatherLightensMegatronWeights) {
   const std::string args = Llama8b("1") + kModel + " --nodes 2 --engine megatron-lm --fp8";

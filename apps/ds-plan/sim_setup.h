@@ -37,7 +37,7 @@ struct SimArgs {
   int64_t cp = 0;     // --cp: context-parallel size (megatron-lm, fsdp2)
   int64_t ep = 0;     // --ep: expert-parallel size (megatron-lm, fsdp2)
   bool fp8 = false;   // --fp8: FP8 linear layers (megatron-lm, fsdp2)
-  bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm)
+  bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm userbuffers, fsdp2 async TP)
   std::string cp_comm_type;      // --cp-comm-type (megatron-lm); empty: p2p
   int64_t etp = 0;               // --etp: expert-tensor-parallel size (megatron-lm); 0: --tp
   std::string moe_token_dispatcher = "alltoall";  // --moe-token-dispatcher (megatron-lm)

@@ -70,12 +70,13 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // torchtitan's async TP does the same in compiled graphs (torch/_inductor/fx_passes/
     // micro_pipeline_tp.py: fused_all_gather_matmul consumes the local shard while the others
     // arrive over symmetric memory, fused_matmul_reduce_scatter sends each chunk as it is
-    // produced; torch 2.6). What it hides is the GEMMs' time; what it cannot is the first chunk
+    // produced; torch 2.6, December 2024, and later). What it hides is the GEMMs' time; what it cannot is the first chunk
     // of each, 1/tp of the communication, and whatever exceeds the compute of the pass.
     const double share = 1.0 / std::max(in.plan->sizes.tp, 1);
     const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
     const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
-    // Op-level SAC's backward regathers (below) feed the recomputed GEMMs: fused the same way.
+    // Op-level SAC's backward regathers (below) feed the recomputed projections (an all-gather into
+    // a matmul, the pattern the pass fuses; the gathered input is returned for the weight gradient).
     const double regathers =
         in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective ? pairs : 0.0;
     for (auto [purpose, kind] : {std::pair{"tp_sp_all_gather", CollectiveKind::kAllGather},

@@ -187,6 +187,8 @@ Status CheckRanges(const Json& json, const Cluster& c) {
        given("/pageable_copy_bytes_per_second")},
       {"/host_memory_bytes", c.host_memory_bytes, 1e6, 1e16, given("/host_memory_bytes")},
       {"/cpu_optimizer_params_per_second", c.cpu_optimizer_params_per_second, 1e3, 1e13, true},
+      {"/cpu_optimizer_node_params_per_second", c.cpu_optimizer_node_params_per_second, 1e3, 1e14,
+       given("/cpu_optimizer_node_params_per_second")},
       {"/efficiency/matmul", c.efficiency.matmul, 0.01, 1, true},
       {"/efficiency/memory", c.efficiency.memory, 0.01, 1, true},
       {"/efficiency/attention", c.efficiency.attention, 0.01, 1, given("/efficiency/attention")},
@@ -242,6 +244,7 @@ Result<Cluster> ParseCluster(const Json& json) {
   root.Number("host_to_device_bytes_per_second", &c.host_to_device_bytes_per_second, true);
   c.cpu_optimizer_params_per_second = kDefaultCpuOptimizerParamsPerSecond;
   root.Number("cpu_optimizer_params_per_second", &c.cpu_optimizer_params_per_second, false);
+  root.Number("cpu_optimizer_node_params_per_second", &c.cpu_optimizer_node_params_per_second, false);
   root.Number("host_memory_bytes", &c.host_memory_bytes, false);
   root.Number("pageable_copy_bytes_per_second", &c.pageable_copy_bytes_per_second, false);
   root.Object("efficiency", false, [&](ObjectReader& r) {

@@ -101,6 +101,13 @@ struct Cluster {
   // Parameters per second that DeepSpeed's CPU Adam updates for one GPU's partition (the host's
   // cores are shared by the node's GPUs). Used only with offload_optimizer.
   double cpu_optimizer_params_per_second = 0;
+  // Parameters per second CPU Adam updates on one node's host, all its ranks together; 0 = not
+  // given (each rank at cpu_optimizer_params_per_second). DeepSpeed's launcher sets no
+  // OMP_NUM_THREADS (launcher/launch.py does only with --bind_cores_to_rank), so every rank's CPU
+  // Adam (csrc/adam/cpu_adam_impl.cpp, `#pragma omp parallel for` over each tile) spreads over all
+  // the host's cores at once with the node's other ranks: together they get the host's rate, not
+  // one process's rate each. A rank gets min(cpu_optimizer_params_per_second, this / ranks on the node).
+  double cpu_optimizer_node_params_per_second = 0;
   // Host memory of one node, shared by its GPUs' offloaded states and host checkpoints; 0 = not
   // given (not checked).
   double host_memory_bytes = 0;

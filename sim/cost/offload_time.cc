@@ -20,8 +20,15 @@ OffloadTime EstimateOffloadTime(const SimInput& input, double forward_seconds, d
         std::max(0.0, copy - forward_seconds) + std::max(0.0, copy - backward_seconds);
   }
   if (!zero.offload_optimizer && !zero.offload_param) return t;
-  const double cpu_rate = input.cluster->cpu_optimizer_params_per_second;
+  double cpu_rate = input.cluster->cpu_optimizer_params_per_second;
   if (pcie <= 0 || cpu_rate <= 0) return t;
+  if (const double node = input.cluster->cpu_optimizer_node_params_per_second; node > 0) {
+    // The node's ranks step their partitions at the same time on one host (Cluster).
+    const int64_t world = std::max<int64_t>(input.plan->sizes.world, 1);
+    const int64_t per_node =
+        input.cluster->gpus_per_node > 0 ? std::min<int64_t>(input.cluster->gpus_per_node, world) : 1;
+    cpu_rate = std::min(cpu_rate, node / static_cast<double>(per_node));
+  }
   const double bytes = input.workload.bytes_per_param;
   const double params = PartitionedParamsPerRank(input);
   const double grad_accum = static_cast<double>(std::max<int64_t>(input.workload.grad_accum, 1));

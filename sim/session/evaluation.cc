@@ -157,6 +157,8 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.tp_comm_overlap && fw.tp_always_sequence_parallel) {
     if (k.megatron_tp <= 1) return Error{"--tp-comm-overlap needs --tp of 2 or more"};
     if (!e.torch_compile) return Error{"--tp-comm-overlap under fsdp2 is torchtitan's async TP: it needs --torch-compile"};
+    // Inductor's pass fuses aten matmuls, not TransformerEngine's GEMM calls.
+    if (e.te_modules) return Error{"--tp-comm-overlap (torchtitan's async TP) fuses PyTorch's matmuls: not with --te-modules"};
   } else if (e.tp_comm_overlap && !e.megatron_sp) {
     return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
   }

@@ -199,6 +199,8 @@ TEST(SimulateEnginesCliTest, AsyncTpNeedsCompileAndHidesTheTensorParallelCollect
                    "needs --tp of 2 or more");
   ExpectUsageError(Llama8b("3") + kModel + " --nodes 2 --engine deepspeed --tp-comm-overlap",
                    "or fsdp2 with --torch-compile");
+  ExpectUsageError(Llama8b("3") + kModel + " --nodes 1 --engine fsdp2 --tp 8 --torch-compile --te-modules --tp-comm-overlap",
+                   "not with --te-modules");
 }
 
 // NeMo's fp8_params: lighter weights and a lighter parameter all-gather than --fp8 alone.

@@ -45,6 +45,20 @@ TEST(TuneEnginesCliTest, EachEngineSearchesItsOwnSpace) {
     sharded = sharded || p["zero_stage"].get<int>() >= 2;
   }
   EXPECT_TRUE(fp8 && sharded);
+  // Async TP (--tp-comm-overlap) is a compiled-graph pass: searched with --torch-compile only,
+  // and only for plans with TP.
+  auto overlapped = [](const Json& doc) {
+    int n = 0;
+    for (const Json& p : doc["plans"]) {
+      if (p["tp_comm_overlap"].get<bool>()) {
+        ++n;
+        EXPECT_GT(p["layout"]["tp"].get<int>(), 1) << p.dump();
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(overlapped(fsdp2), 0);
+  EXPECT_GT(overlapped(Tune(" --engine fsdp2 --torch-compile --top 200")), 0);
   const Json deepspeed = Tune(" --engine deepspeed --top 200");
   for (const Json& p : deepspeed["plans"]) {
     EXPECT_FALSE(p["layout"]["pp"].get<int>() > 1 && p["zero_stage"].get<int>() >= 2) << p.dump();

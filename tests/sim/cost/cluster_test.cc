@@ -217,6 +217,20 @@ TEST(ClusterTest, HostMemoryAndPageableCopyRate) {
   EXPECT_EQ(ErrorOf(doc), "/host_memory_bytes: must be greater than 0, got -1");
 }
 
+// CPU Adam's node rate is optional (no node limit when absent) and must be positive.
+TEST(ClusterTest, CpuAdamNodeRateIsOptional) {
+  Json doc = LoadPreset("h100-sxm.json");
+  ASSERT_TRUE(ParseCluster(doc).ok());
+  EXPECT_EQ(ParseCluster(doc)->cpu_optimizer_node_params_per_second, 0);
+  doc["cpu_optimizer_node_params_per_second"] = 8e8;
+  EXPECT_TRUE(MatchesSchema(doc));
+  ASSERT_TRUE(ParseCluster(doc).ok());
+  EXPECT_DOUBLE_EQ(ParseCluster(doc)->cpu_optimizer_node_params_per_second, 8e8);
+  doc["cpu_optimizer_node_params_per_second"] = 0;
+  EXPECT_FALSE(MatchesSchema(doc));
+  EXPECT_FALSE(ParseCluster(doc).ok());
+}
+
 // A figure no machine has (a unit mistake, a typo) is refused with its pointer and the range.
 TEST(ClusterTest, FiguresOutsideAMachinesRangeAreErrors) {
   for (auto [pointer, value] : {std::pair{"/gpu/peak_bf16_flops_per_second", 1e-300},

@@ -205,5 +205,20 @@ TEST(ZeroSettingsEffectTest, UnpinnedOffloadBuffersExposeEveryCopy) {
   EXPECT_EQ(EstimateOffloadTime(c.input, 0.1, 10.0).gradients_to_host_seconds, 0);
 }
 
+// The node's ranks run CPU Adam on one host at once (DeepSpeed's launcher leaves OMP_NUM_THREADS
+// unset): with a node rate a rank gets min(its own rate, node rate / ranks on the node).
+TEST(ZeroSettingsEffectTest, CpuAdamSharesTheNodesHost) {
+  const Json config = ParseJsonOrDie(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}})");
+  SimCase c(config, 8, 8, "llama-3-8b.json");
+  c.input.zero = ReadZeroSettings(config, DeepSpeedVersion::Newest());
+  c.cluster.cpu_optimizer_params_per_second = 5e8;
+  const double alone = EstimateOffloadTime(c.input, 1.0, 1.0).cpu_optimizer_seconds;
+  EXPECT_NEAR(alone, kPsi / 8 / 5e8, 1e-9);
+  c.cluster.cpu_optimizer_node_params_per_second = 8e8;  // 1e8 each for the node's 8 ranks
+  EXPECT_NEAR(EstimateOffloadTime(c.input, 1.0, 1.0).cpu_optimizer_seconds, kPsi / 8 / 1e8, 1e-9);
+  c.cluster.cpu_optimizer_node_params_per_second = 8e9;  // faster than one rank's own rate
+  EXPECT_NEAR(EstimateOffloadTime(c.input, 1.0, 1.0).cpu_optimizer_seconds, alone, 1e-9);
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "core/model/model_spec.h"
@@ -87,7 +88,8 @@ struct Outcome {
   std::string gpu_class;
 };
 
-inline Outcome Simulate(const Row& r) {
+// `adjust`: a change to the row's cluster preset (a what-if on a figure).
+inline Outcome Simulate(const Row& r, const std::function<void(Cluster&)>& adjust = {}) {
   Outcome o;
   o.run_id = r.at("run_id");
   o.group = r.at("group");
@@ -107,7 +109,8 @@ inline Outcome Simulate(const Row& r) {
   k.engine.expandable_segments = r.at("extra_config").find("expandable_segments:True") != std::string::npos;
   // ArcticTraining's tiled_mlp_compute: DeepSpeed's TiledMLP (--tiled-mlp).
   k.engine.tiled_mlp = r.at("extra_config").find("\"\"tiled_mlp_compute\"\":true") != std::string::npos;
-  const Cluster cluster = ParseCluster(Json::parse(Source(modern_runs::ClusterOf(r.at("hardware"))), nullptr, true, true)).value();
+  Cluster cluster = ParseCluster(Json::parse(Source(modern_runs::ClusterOf(r.at("hardware"))), nullptr, true, true)).value();
+  if (adjust) adjust(cluster);
   auto model = ParseHfConfig(Json::parse(Source(modern_runs::ModelOf(r.at("model")))));
   EXPECT_TRUE(model.ok()) << o.run_id;
   if (!model.ok()) return o;

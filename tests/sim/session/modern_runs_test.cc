@@ -12,7 +12,6 @@
 // pipeline schedule once per local batch (column pp_schedule_micro_batches: NeMo AutoModel's
 // local_batch_size / pp_microbatch_size). Each must give numbers; docs/validation.md "Modern
 // runs, every engine" holds the table this test computes and the test fails when it is stale.
-// No accuracy bound yet: that is the cost model's next step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,6 +64,36 @@ TEST(ModernRunsTest, EveryRunSimulatesAndTheDocsCarryTheTable) {
   const std::string table = Table(outcomes);
   EXPECT_NE(Source("docs/validation.md").find(table), std::string::npos)
       << "docs/validation.md \"Modern runs, every engine\" is not the current table:\n" << table;
+}
+
+// The accuracy the cost model holds on these runs. Where it meets the bound set for it (mean
+// |step-time error| 8 %, no run that trained predicted DOES NOT FIT) the bound is that one; where
+// it does not yet (one run within 20 %: am-deepseek-v3-pp4-ep64-1024g is 20.4 % too fast; measured
+// peaks within 10 %: torchtitan's 70B TP 8 float8 run is 19.4 % and its 405B 1F1B run 14.3 % under)
+// the bound is a ratchet just above today's figure, so that nothing gets worse unnoticed.
+// docs/validation.md "Modern runs, every engine" states both.
+TEST(ModernRunsTest, StepTimeAndMemoryHoldTheirBounds) {
+  constexpr double kMeanStepBound = 0.08;      // the target
+  constexpr double kWorstStepRatchet = 0.21;   // the target is 0.20
+  constexpr double kWorstMemoryRatchet = 0.20;  // the target is 0.10
+  double sum = 0, worst = 0, worst_memory = 0;
+  std::string worst_run, worst_memory_run;
+  const std::vector<Row> rows = testing::TsvRows("samples/runs/modern-runs.tsv");
+  for (const Row& r : rows) {
+    const Outcome o = Simulate(r);
+    ASSERT_GT(o.predicted_s, 0) << o.run_id;
+    EXPECT_TRUE(o.fits) << o.run_id << " trained but is predicted not to fit (" << o.predicted_gb << " GB)";
+    const double error = std::fabs(o.predicted_s / o.measured_s - 1);
+    sum += error;
+    if (error > worst) worst = error, worst_run = o.run_id;
+    if (o.measured_gb > 0) {
+      const double memory = std::fabs(o.predicted_gb / o.measured_gb - 1);
+      if (memory > worst_memory) worst_memory = memory, worst_memory_run = o.run_id;
+    }
+  }
+  EXPECT_LE(sum / static_cast<double>(rows.size()), kMeanStepBound);
+  EXPECT_LE(worst, kWorstStepRatchet) << worst_run;
+  EXPECT_LE(worst_memory, kWorstMemoryRatchet) << worst_memory_run;
 }
 
 }  // namespace

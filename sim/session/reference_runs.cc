@@ -162,6 +162,9 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     if (k.engine.megatron_sp) flags << " --megatron-sp";
     // The runs whose recipe or README says TP communication overlap is on: userbuffers under
     // Megatron-Core, async TP under torchtitan (always sequence-parallel).
+    if (Cell(r, "tp_comm_overlap") == "1" && tp <= 1) {
+      return Error{o.run_id + ": column tp_comm_overlap: 1 needs a tp of 2 or more"};
+    }
     k.engine.tp_comm_overlap = (k.engine.megatron_sp || (k.engine.framework().tp_always_sequence_parallel && tp > 1)) &&
                                Cell(r, "tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";

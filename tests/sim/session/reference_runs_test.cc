@@ -49,5 +49,26 @@ TEST(ReferenceRunsTest, ScheduleCallsComeFromTheirColumn) {
   }
 }
 
+// tp_comm_overlap: userbuffers under megatron-lm (with its sequence parallelism), async TP under
+// fsdp2 (torchtitan's TP is always sequence-parallel); a row that says 1 without TP is refused.
+TEST(ReferenceRunsTest, TpCommOverlapComesFromItsColumn) {
+  TsvRecord r = Row("tt-llama31-405b-3d-1f1b-512g-float8");
+  ASSERT_EQ(r.at("tp_comm_overlap"), "1");
+  auto run = PlanModernRun(r);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_TRUE(run->knobs.engine.tp_comm_overlap);
+  EXPECT_NE(run->flags.find("--tp-comm-overlap"), std::string::npos) << run->flags;
+  r["tp_comm_overlap"] = "0";
+  run = PlanModernRun(r);
+  ASSERT_TRUE(run.ok());
+  EXPECT_FALSE(run->knobs.engine.tp_comm_overlap);
+  r = Row("tt-llama31-8b-fsdp-8g");
+  r["tp_comm_overlap"] = "1";
+  run = PlanModernRun(r);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().message.find("tt-llama31-8b-fsdp-8g: column tp_comm_overlap"), std::string::npos)
+      << run.error().message;
+}
+
 }  // namespace
 }  // namespace dsp::sim

@@ -79,12 +79,23 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // a matmul, the pattern the pass fuses; the gathered input is returned for the weight gradient).
     const double regathers =
         in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective ? pairs : 0.0;
+    // Backward's reduce-scatters carry a pair's input gradient. Where q, k and v (and gate and up)
+    // are separate modules, as in torchtitan's Llama, that gradient is the sum of their GEMMs, and
+    // the pass fuses a reduce-scatter only into the one matmul that produces its input
+    // (micro_pipeline_tp.py fuse_matmul_reduce_scatter: _find_producer_matmul, "no producer matmul
+    // found for reduce scatter, skipping"): those stay on the critical path. TransformerEngine's
+    // fused QKV and fc1 GEMMs produce theirs alone (ub_overlap_rs_dgrad).
+    const bool separate_projections = in.engine.framework().trains_transformers_modules;
     for (auto [purpose, kind] : {std::pair{"tp_sp_all_gather", CollectiveKind::kAllGather},
                                  std::pair{"tp_sp_reduce_scatter", CollectiveKind::kReduceScatter}}) {
       const bool gather = kind == CollectiveKind::kAllGather;
       const double bytes = gather ? gathered : activation;
       plan.Add(purpose, kind, GroupKind::kTp, bytes, pairs * ctx.forward_passes, CommSchedule::kForwardOverlap);
       plan.SetFloorShare(share);
+      if (!gather && separate_projections) {
+        plan.Add(purpose, kind, GroupKind::kTp, bytes, pairs, CommSchedule::kCritical);
+        continue;
+      }
       plan.Add(purpose, kind, GroupKind::kTp, bytes, pairs + (gather ? regathers : 0.0), CommSchedule::kBackwardOverlap);
       plan.SetFloorShare(share);
     }

@@ -98,8 +98,9 @@ struct Cluster {
     return pageable_copy_bytes_per_second > 0 ? pageable_copy_bytes_per_second
                                               : host_to_device_bytes_per_second / 6.0;
   }
-  // Parameters per second that DeepSpeed's CPU Adam updates for one GPU's partition (the host's
-  // cores are shared by the node's GPUs). Used only with offload_optimizer.
+  // Parameters per second that DeepSpeed's CPU Adam updates for one GPU's partition, one process
+  // on its own (what the node's ranks together get is cpu_optimizer_node_params_per_second). Used
+  // only with offload_optimizer.
   double cpu_optimizer_params_per_second = 0;
   // Parameters per second CPU Adam updates on one node's host, all its ranks together; 0 = not
   // given (each rank at cpu_optimizer_params_per_second). DeepSpeed's launcher sets no

@@ -92,6 +92,22 @@ Status ReadScheduleCalls(const TsvRecord& r, EngineSettings& e, std::ostringstre
   return Status::Ok();
 }
 
+// A row that says TP communication overlap must be one its engine can overlap: Megatron-Core's
+// userbuffers need sequence parallelism, torchtitan's async TP is always sequence-parallel, and
+// DeepSpeed's AutoTP has none.
+Status CheckTpCommOverlap(const TsvRecord& r, const PlanKnobs& k) {
+  if (Cell(r, "tp_comm_overlap") != "1") return Status::Ok();
+  const FrameworkProfile& fw = k.engine.framework();
+  if (!fw.tp_comm_overlap) {
+    return Error{"column tp_comm_overlap: " + std::string(fw.name) + " has no TP communication overlap"};
+  }
+  if (k.megatron_tp <= 1) return Error{"column tp_comm_overlap: 1 needs a tp of 2 or more"};
+  if (!fw.tp_always_sequence_parallel && !k.engine.megatron_sp) {
+    return Error{"column tp_comm_overlap: " + std::string(fw.name) + " overlaps TP only with sequence_parallel 1"};
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
@@ -162,9 +178,6 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     if (k.engine.megatron_sp) flags << " --megatron-sp";
     // The runs whose recipe or README says TP communication overlap is on: userbuffers under
     // Megatron-Core, async TP under torchtitan (always sequence-parallel).
-    if (Cell(r, "tp_comm_overlap") == "1" && tp <= 1) {
-      return Error{o.run_id + ": column tp_comm_overlap: 1 needs a tp of 2 or more"};
-    }
     k.engine.tp_comm_overlap = (k.engine.megatron_sp || (k.engine.framework().tp_always_sequence_parallel && tp > 1)) &&
                                Cell(r, "tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
@@ -205,6 +218,7 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
   if (pp > 1) flags << " --pp " << pp;
   if (vp > 1) k.engine.virtual_stages = static_cast<int>(vp), flags << " --virtual-stages " << vp;
   if (Status s = ReadScheduleCalls(r, k.engine, flags); !s.ok()) return Error{o.run_id + ": " + s.error().message};
+  if (Status s = CheckTpCommOverlap(r, k); !s.ok()) return Error{o.run_id + ": " + s.error().message};
   k.engine.fp8 = precision == "fp8";
   if (k.engine.fp8) flags << " --fp8";
   k.engine.fp8_param_gather = k.engine.fp8 && Cell(r, "fp8_param_gather") == "1";

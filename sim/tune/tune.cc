@@ -407,7 +407,7 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
             // Megatron-Core's userbuffers TP overlap needs sequence parallelism; torchtitan's
             // async TP (always sequence-parallel) needs torch.compile.
             const bool can_overlap = fw.tp_comm_overlap && l.tp > 1 &&
-                                     (fw.tp_always_sequence_parallel ? options.torch_compile : msp);
+                                     (fw.tp_always_sequence_parallel ? options.torch_compile && !options.te_modules : msp);
             for (bool overlap : {false, true}) {
               if (overlap && !can_overlap) continue;
               variants.push_back({recompute, micro, v, msp, f8, overlap});

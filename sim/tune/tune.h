@@ -81,7 +81,7 @@ struct TunedPlan {
   // activation_checkpointing.cpu_checkpointing with full recompute: layer inputs in host memory.
   bool cpu_checkpointing = false;
   bool fp8 = false;  // --fp8: the engine's FP8 linear layers
-  bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm with sequence parallelism)
+  bool tp_comm_overlap = false;  // --tp-comm-overlap (megatron-lm with sequence parallelism, fsdp2 compiled)
   int64_t micro_batch = 1, grad_accum = 1;
   double peak_bytes = 0;
   double hbm_bytes = 0;

@@ -229,6 +229,9 @@ TEST(ClusterTest, CpuAdamNodeRateIsOptional) {
   doc["cpu_optimizer_node_params_per_second"] = 0;
   EXPECT_FALSE(MatchesSchema(doc));
   EXPECT_FALSE(ParseCluster(doc).ok());
+  doc["cpu_optimizer_node_params_per_second"] = 10;  // positive, but no host: a unit mistake
+  EXPECT_TRUE(MatchesSchema(doc));
+  EXPECT_FALSE(ParseCluster(doc).ok());
 }
 
 // A figure no machine has (a unit mistake, a typo) is refused with its pointer and the range.

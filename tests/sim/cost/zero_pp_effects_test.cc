@@ -218,6 +218,12 @@ TEST(ZeroSettingsEffectTest, CpuAdamSharesTheNodesHost) {
   EXPECT_NEAR(EstimateOffloadTime(c.input, 1.0, 1.0).cpu_optimizer_seconds, kPsi / 8 / 1e8, 1e-9);
   c.cluster.cpu_optimizer_node_params_per_second = 8e9;  // faster than one rank's own rate
   EXPECT_NEAR(EstimateOffloadTime(c.input, 1.0, 1.0).cpu_optimizer_seconds, alone, 1e-9);
+  // A world of 4 on a node of 8: four ranks share the host.
+  SimCase half(config, 4, 8, "llama-3-8b.json");
+  half.input.zero = c.input.zero;
+  half.cluster.cpu_optimizer_params_per_second = 5e8;
+  half.cluster.cpu_optimizer_node_params_per_second = 8e8;
+  EXPECT_NEAR(EstimateOffloadTime(half.input, 1.0, 1.0).cpu_optimizer_seconds, kPsi / 4 / 2e8, 1e-9);
 }
 
 }  // namespace

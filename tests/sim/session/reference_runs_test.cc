@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "tests/sim/table_test_util.h"
 
@@ -62,12 +63,18 @@ TEST(ReferenceRunsTest, TpCommOverlapComesFromItsColumn) {
   run = PlanModernRun(r);
   ASSERT_TRUE(run.ok());
   EXPECT_FALSE(run->knobs.engine.tp_comm_overlap);
-  r = Row("tt-llama31-8b-fsdp-8g");
-  r["tp_comm_overlap"] = "1";
-  run = PlanModernRun(r);
-  ASSERT_FALSE(run.ok());
-  EXPECT_NE(run.error().message.find("tt-llama31-8b-fsdp-8g: column tp_comm_overlap"), std::string::npos)
-      << run.error().message;
+  // Refused: no TP; DeepSpeed (AutoTP has no overlap); Megatron-Core without sequence parallelism.
+  for (auto [run_id, column, value] : {std::tuple{"tt-llama31-8b-fsdp-8g", "tp_comm_overlap", "1"},
+                                       std::tuple{"dc-zero3-llama3-70b-ga1-32g", "tp_comm_overlap", "1"},
+                                       std::tuple{"mlm-gpt-16b-192g", "sequence_parallel", "0"}}) {
+    r = Row(run_id);
+    r[column] = value;
+    r["tp_comm_overlap"] = "1";
+    run = PlanModernRun(r);
+    ASSERT_FALSE(run.ok()) << run_id;
+    EXPECT_NE(run.error().message.find(std::string(run_id) + ": column tp_comm_overlap"), std::string::npos)
+        << run.error().message;
+  }
 }
 
 }  // namespace

@@ -63,6 +63,19 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
                                m.shared_expert_intermediate_size > 0;
   const double pairs = ctx.layers + ctx.dense_layers + (ctx.autoep && !megatron_shared ? 0.0 : ctx.moe_layers);
   const double calls = pairs * (ctx.forward_passes + 1.0);
+  // torchao's float8 tensor parallelism (torchtitan's TP plan under float8: PrepareFloat8ModuleInput,
+  // Float8RowwiseParallel; torchao/float8/float8_tensor_parallel.py) casts a pair's input to
+  // float8 before the all-gather, and the gradient reaching a row-parallel output before the
+  // backward all-gather (_NoopFwToFloat8BwDynamic): every all-gather moves 1 byte an element; the
+  // reduce-scatters stay 16-bit.
+  const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
+  const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
+  // torchtitan's op-level selective AC (FrameworkProfile::op_level_sac) saves the outputs of
+  // _c10d_functional.reduce_scatter_tensor but not of the all-gathers (_save_list in
+  // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
+  // pair's input again to recompute the GEMMs it feeds.
+  const double regathers =
+      in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective ? pairs : 0.0;
   if (ctx.tp_sequence_parallel && in.engine.tp_comm_overlap && in.engine.framework().tp_comm_overlap) {
     // TransformerEngine's userbuffers (Megatron-Core --tp-comm-overlap): the all-gather before a
     // column-parallel GEMM and the reduce-scatter after a row-parallel one are split into tp
@@ -70,15 +83,12 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
     // torchtitan's async TP does the same in compiled graphs (torch/_inductor/fx_passes/
     // micro_pipeline_tp.py: fused_all_gather_matmul consumes the local shard while the others
     // arrive over symmetric memory, fused_matmul_reduce_scatter sends each chunk as it is
-    // produced; torch 2.6, December 2024, and later). What it hides is the GEMMs' time; what it cannot is the first chunk
-    // of each, 1/tp of the communication, and whatever exceeds the compute of the pass.
+    // produced; torch 2.6, December 2024, and later). What it hides is the GEMMs' time; what it
+    // cannot is the first chunk of each, 1/tp of the communication, and whatever exceeds the
+    // compute of the pass.
     const double share = 1.0 / std::max(in.plan->sizes.tp, 1);
-    const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
-    const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
-    // Op-level SAC's backward regathers (below) feed the recomputed projections (an all-gather into
-    // a matmul, the pattern the pass fuses; the gathered input is returned for the weight gradient).
-    const double regathers =
-        in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective ? pairs : 0.0;
+    // Op-level SAC's backward regathers feed the recomputed projections (an all-gather into a
+    // matmul, the pattern the pass fuses; the gathered input is returned for the weight gradient).
     // Backward's reduce-scatters carry a pair's input gradient. Where q, k and v (and gate and up)
     // are separate modules, as in torchtitan's Llama, that gradient is the sum of their GEMMs, and
     // the pass fuses a reduce-scatter only into the one matmul that produces its input
@@ -100,20 +110,10 @@ void PlanTensorParallel(const PlanContext& ctx, CollectivePlanner& plan) {
       plan.SetFloorShare(share);
     }
   } else if (ctx.tp_sequence_parallel) {
-    // torchao's float8 tensor parallelism (torchtitan's TP plan under float8: PrepareFloat8ModuleInput,
-    // Float8RowwiseParallel; torchao/float8/float8_tensor_parallel.py) casts a pair's input to
-    // float8 before the all-gather, and the gradient reaching a row-parallel output before the
-    // backward all-gather (_NoopFwToFloat8BwDynamic): every all-gather moves 1 byte an element; the
-    // reduce-scatters stay 16-bit.
-    const bool float8 = in.engine.fp8 && in.engine.framework().fp8 == Fp8Linear::kTorchaoFloat8;
-    const double gathered = float8 ? activation / ctx.bytes_per_element : activation;
     plan.Add("tp_sp_all_gather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, calls, critical);
-    // torchtitan's op-level selective AC (FrameworkProfile::op_level_sac) saves the outputs of
-    // _c10d_functional.reduce_scatter_tensor but not of the all-gathers (_save_list in
-    // models/llama3/parallelize_llama.py, torchtitan 9dec370 and e7c0cae): backward gathers each
-    // pair's input again to recompute the GEMMs it feeds.
-    if (in.engine.framework().op_level_sac && in.workload.recompute == Recompute::kSelective) {
-      plan.Add("tp_sp_all_gather_bwd_regather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, pairs, critical);
+    if (regathers > 0) {
+      plan.Add("tp_sp_all_gather_bwd_regather", CollectiveKind::kAllGather, GroupKind::kTp, gathered, regathers,
+               critical);
     }
     plan.Add("tp_sp_reduce_scatter", CollectiveKind::kReduceScatter, GroupKind::kTp, activation, calls, critical);
   } else {

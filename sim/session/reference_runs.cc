@@ -177,9 +177,8 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     if (k.engine.bf16_optimizer_states) flags << " --bf16-optimizer-states";
     if (k.engine.megatron_sp) flags << " --megatron-sp";
     // The runs whose recipe or README says TP communication overlap is on: userbuffers under
-    // Megatron-Core, async TP under torchtitan (always sequence-parallel).
-    k.engine.tp_comm_overlap = (k.engine.megatron_sp || (k.engine.framework().tp_always_sequence_parallel && tp > 1)) &&
-                               Cell(r, "tp_comm_overlap") == "1";
+    // Megatron-Core, async TP under torchtitan (CheckTpCommOverlap refuses what the engine cannot).
+    k.engine.tp_comm_overlap = Cell(r, "tp_comm_overlap") == "1";
     if (k.engine.tp_comm_overlap) flags << " --tp-comm-overlap";
     if (k.engine.framework().gradients == GradientSync::kFsdp2) ReadTorchCompile(Cell(r, "compile"), k.engine, flags);
   }

@@ -345,6 +345,19 @@ double DeepCompileResidentStates(const SimInput& in, double states, double budge
   return std::max(resident, 0.0);
 }
 
+// Micro-batches one call of the pipeline schedule runs: --pp-schedule-micro-batches where the
+// training loop calls it once per local batch (torchtitan, NeMo AutoModel), else the step's.
+int64_t ScheduleCallMicroBatches(const SimInput& in) {
+  const int64_t accum = std::max<int64_t>(in.workload.grad_accum, 1);
+  const int64_t n = in.engine.pipeline_schedule_micro_batches;
+  return n > 0 ? std::min(n, accum) : accum;
+}
+
+// Model chunks per pipeline rank: --virtual-stages under an interleaved schedule, else 1.
+int InterleavedChunks(const SimInput& in) {
+  return in.engine.framework().interleaved_pipeline ? std::max(in.engine.virtual_stages, 1) : 1;
+}
+
 // Activations of the stage's layers [first, end) and, on the last stage, the output layer.
 void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, MemoryReport& r) {
   const ModelSpec& m = *in.model;
@@ -353,17 +366,25 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
   const bool last_stage = stage == pp - 1;
   const double bpv = in.workload.bytes_per_param;
   // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage
-  // (DeepSpeed's TrainSchedule, runtime/pipe/schedule.py; Megatron-LM's 1F1B warms up as many).
+  // (DeepSpeed's TrainSchedule, runtime/pipe/schedule.py; Megatron-LM's 1F1B warms up as many;
+  // torch's Schedule1F1B min(n_microbatches, num_stages - stage_index)), counting the micro-batches
+  // of one call of the schedule.
   const LayerShape base_shape = BaseShape(in);
-  r.in_flight_micro_batches = TrainScheduleInFlight(std::max<int64_t>(in.workload.grad_accum, 1), pp, stage);
-  // Interleaved 1F1B (Megatron-LM's virtual stages): stage s warms up 2(p - s - 1) + (v - 1)p
-  // chunk micro-batches and holds one more, each of L / (p v) layers: p + (p - 2s - 1) / v
-  // micro-batches of the stage's layers, p (1 + (p - 1) / (p v)) on the first (Korthikanti et al.
-  // 2022 §4.2.3; Megatron's forward_backward_pipelining_with_interleaving warm-up count).
+  const int64_t call = ScheduleCallMicroBatches(in);
+  r.in_flight_micro_batches = TrainScheduleInFlight(call, pp, stage);
+  // Interleaved 1F1B: stage s warms up W = 2(p - s - 1) + (v - 1)p chunk micro-batches and holds
+  // one more, each of L / (p v) layers: p + (p - 2s - 1) / v micro-batches of the stage's layers,
+  // p (1 + (p - 1) / (p v)) on the first (Korthikanti et al. 2022 §4.2.3). Both schedules cap the
+  // warm-up at every chunk micro-batch of the call, m v (Megatron-LM's
+  // forward_backward_pipelining_with_interleaving: all_warmup_microbatches; torch's
+  // schedules.py _get_warmup_ops: min(warmup_ops, n_microbatches * n_local_stages)): with m = p,
+  // as torchtitan's default pipeline_parallel_microbatches gives, stage 0 holds m micro-batches,
+  // as 1F1B does, not p + (p - 1) / v.
   double in_flight = static_cast<double>(r.in_flight_micro_batches);
-  const int v = in.engine.framework().interleaved_pipeline ? std::max(in.engine.virtual_stages, 1) : 1;
-  if (v > 1 && pp > 1 && in.workload.grad_accum >= pp) {
-    in_flight = pp + (pp - 2.0 * stage - 1.0) / v;
+  const int v = InterleavedChunks(in);
+  if (v > 1 && pp > 1 && call >= pp) {
+    const double chunks = 2.0 * (pp - stage - 1) + (v - 1.0) * pp + 1.0;
+    in_flight = std::min(chunks, static_cast<double>(call) * v) / v;
   }
   double per_micro_batch = 0, working = 0, all_to_all = 0;
   // Layers of one kind (ModelSpec::LayerKind) cost the same: each kind is costed once.
@@ -441,7 +462,13 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 // (ZeRO stage 2, or any pipeline: torchtitan's "default" policy) every group of the stage stays
 // gathered from forward to backward; under a pipeline gradient sync waits for the last
 // micro-batch, so the unsharded gradients accumulate in reduce_dtype (FSDPParam's
-// unsharded_accumulated_grad, fp32) all step. Stage 0 is DDP: two 25 MB buckets.
+// unsharded_accumulated_grad, fp32) all step. Each model chunk is a PipelineStage of its own,
+// reduce-scattered and freed at its own last backward (torch/distributed/pipelining/stage.py
+// backward_maybe_with_nosync: set_requires_gradient_sync(False), post_backward of every group at
+// last_backward); when one call of an interleaved schedule is one round (at most pp
+// micro-batches), a rank runs all of a chunk's backwards before the next chunk's, last chunk
+// first (schedules.py ScheduleInterleaved1F1B), so while every activation is held one chunk's
+// gradients are: 1/v of the stage's. Stage 0 is DDP: two 25 MB buckets.
 // NeMo AutoModel wraps the routed experts its own way (--automodel-experts; nemo_automodel/
 // components/moe/parallelizer.py apply_fsdp): left out of fully_shard (ignored_params) when expert
 // parallelism covers the data-parallel ranks (its ep_shard mesh, ds-plan's edp, of one rank): no
@@ -474,8 +501,14 @@ double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double 
     const double root = params.count[static_cast<size_t>(ParamFamily::kLmHead)];  // the norm is tiny
     return gathered * 2 * block + routed_bytes * 2 * routed_block + bpv * root + reduce_buffer;
   }
-  return gathered * dense + routed_bytes * routed + (pipeline ? reduce_bytes * dense + routed_bytes * routed : 0.0) +
-         reduce_buffer;
+  // AutoModel's MoE parallelizer shards model.model, not the stage's module: the stage runs a plain
+  // backward and FSDP's hooks reduce-scatter every micro-batch (docs/cost-model.md), nothing
+  // accumulates unsharded.
+  const bool accumulates = pipeline && !in.engine.automodel_experts;
+  const int v = InterleavedChunks(in);
+  const double live_gradients = v > 1 && ScheduleCallMicroBatches(in) <= in.plan->sizes.pp ? 1.0 / v : 1.0;
+  const double accumulated = accumulates ? (reduce_bytes * dense + routed_bytes * routed) * live_gradients : 0.0;
+  return gathered * dense + routed_bytes * routed + accumulated + reduce_buffer;
 }
 
 // --fp8 under TransformerEngine: each linear weight's fp8 copy and its transpose (the column-wise

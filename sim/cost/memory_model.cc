@@ -358,6 +358,14 @@ int InterleavedChunks(const SimInput& in) {
   return in.engine.framework().interleaved_pipeline ? std::max(in.engine.virtual_stages, 1) : 1;
 }
 
+// Micro-batches of one round of the interleaved schedule, the block a chunk runs before the next
+// chunk's turn: m / max(1, m / p) under torch (schedules.py microbatches_per_round), p under
+// Megatron-LM (microbatch_group_size_per_vp_stage's default).
+int64_t InterleavedRound(const SimInput& in, int64_t call, int pp) {
+  if (!in.engine.framework().torch_pipelining) return pp;
+  return call / std::max<int64_t>(1, call / pp);
+}
+
 // Activations of the stage's layers [first, end) and, on the last stage, the output layer.
 void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, MemoryReport& r) {
   const ModelSpec& m = *in.model;
@@ -372,18 +380,20 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
   const LayerShape base_shape = BaseShape(in);
   const int64_t call = ScheduleCallMicroBatches(in);
   r.in_flight_micro_batches = TrainScheduleInFlight(call, pp, stage);
-  // Interleaved 1F1B: stage s warms up W = 2(p - s - 1) + (v - 1)p chunk micro-batches and holds
-  // one more, each of L / (p v) layers: p + (p - 2s - 1) / v micro-batches of the stage's layers,
-  // p (1 + (p - 1) / (p v)) on the first (Korthikanti et al. 2022 §4.2.3). Both schedules cap the
-  // warm-up at every chunk micro-batch of the call, m v (Megatron-LM's
-  // forward_backward_pipelining_with_interleaving: all_warmup_microbatches; torch's
+  // Interleaved 1F1B: stage s warms up W = 2(p - s - 1) + (v - 1)r chunk micro-batches, r the
+  // round (InterleavedRound: p for m a multiple of p), and holds one more, each of L / (p v)
+  // layers: p + (p - 2s - 1) / v micro-batches of the stage's layers, p (1 + (p - 1) / (p v)) on
+  // the first (Korthikanti et al. 2022 §4.2.3). Both schedules cap the warm-up at every chunk
+  // micro-batch of the call, m v (Megatron-LM's forward_backward_pipelining_with_interleaving:
+  // all_warmup_microbatches, are_all_microbatches_in_warmup since March 2025; torch's
   // schedules.py _get_warmup_ops: min(warmup_ops, n_microbatches * n_local_stages)): with m = p,
   // as torchtitan's default pipeline_parallel_microbatches gives, stage 0 holds m micro-batches,
-  // as 1F1B does, not p + (p - 1) / v.
+  // as 1F1B does, not p + (p - 1) / v. Megatron needs m >= p; torch takes fewer.
   double in_flight = static_cast<double>(r.in_flight_micro_batches);
   const int v = InterleavedChunks(in);
-  if (v > 1 && pp > 1 && call >= pp) {
-    const double chunks = 2.0 * (pp - stage - 1) + (v - 1.0) * pp + 1.0;
+  if (v > 1 && pp > 1 && (call >= pp || in.engine.framework().torch_pipelining)) {
+    const double round = static_cast<double>(InterleavedRound(in, call, pp));
+    const double chunks = 2.0 * (pp - stage - 1) + (v - 1.0) * round + 1.0;
     in_flight = std::min(chunks, static_cast<double>(call) * v) / v;
   }
   double per_micro_batch = 0, working = 0, all_to_all = 0;
@@ -465,7 +475,7 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
 // unsharded_accumulated_grad, fp32) all step. Each model chunk is a PipelineStage of its own,
 // reduce-scattered and freed at its own last backward (torch/distributed/pipelining/stage.py
 // backward_maybe_with_nosync: set_requires_gradient_sync(False), post_backward of every group at
-// last_backward); when one call of an interleaved schedule is one round (at most pp
+// last_backward); when one call of an interleaved schedule is one round (fewer than 2 pp
 // micro-batches), a rank runs all of a chunk's backwards before the next chunk's, last chunk
 // first (schedules.py ScheduleInterleaved1F1B), so while every activation is held one chunk's
 // gradients are: 1/v of the stage's. Stage 0 is DDP: two 25 MB buckets.
@@ -503,10 +513,13 @@ double Fsdp2GatheredBytes(const SimInput& in, const StageParams& params, double 
   }
   // AutoModel's MoE parallelizer shards model.model, not the stage's module: the stage runs a plain
   // backward and FSDP's hooks reduce-scatter every micro-batch (docs/cost-model.md), nothing
-  // accumulates unsharded.
+  // accumulates unsharded. (Not with BackendConfig.enable_fsdp_optimizations, whose patched stage
+  // backward defers the sync to the step's last backward; no published benchmark sets it.)
   const bool accumulates = pipeline && !in.engine.automodel_experts;
   const int v = InterleavedChunks(in);
-  const double live_gradients = v > 1 && ScheduleCallMicroBatches(in) <= in.plan->sizes.pp ? 1.0 / v : 1.0;
+  const int64_t call = ScheduleCallMicroBatches(in);
+  const bool one_round = InterleavedRound(in, call, in.plan->sizes.pp) == call;
+  const double live_gradients = v > 1 && one_round ? 1.0 / v : 1.0;
   const double accumulated = accumulates ? (reduce_bytes * dense + routed_bytes * routed) * live_gradients : 0.0;
   return gathered * dense + routed_bytes * routed + accumulated + reduce_buffer;
 }

@@ -126,6 +126,11 @@ struct FrameworkProfile {
   bool ulysses = false;           // DeepSpeed-Ulysses / AutoSP sequence parallelism
   bool autoep = false;            // AutoEP expert parallelism
   bool interleaved_pipeline = false;  // --virtual-stages
+  // The pipeline schedules are torch.distributed.pipelining's: ScheduleInterleaved1F1B runs
+  // max(1, m / p) rounds of m / rounds micro-batches (schedules.py microbatches_per_round) and
+  // takes fewer micro-batches than stages; Megatron-LM's groups are p (its
+  // microbatch_group_size_per_vp_stage default) and it needs m >= p.
+  bool torch_pipelining = false;
   // --pp-schedule-micro-batches: the training loop calls the pipeline schedule once per local
   // batch of its gradient-accumulation loop (torch.distributed.pipelining under torchtitan and NeMo
   // AutoModel), not once for the whole step (Megatron's forward_backward_func, DeepSpeed's

@@ -34,6 +34,7 @@ const FrameworkProfile& Fsdp2Profile() {
     p.ulysses = false;
     p.autoep = false;
     p.interleaved_pipeline = true;  // ScheduleInterleaved1F1B (pipeline_parallel_schedule)
+    p.torch_pipelining = true;
     // torchtitan's train.py (forward_backward_step: pp_schedule.step per local batch of the
     // gradient-accumulation loop) and NeMo AutoModel's recipes/llm/train_ft.py.
     p.pipeline_calls_per_local_batch = true;

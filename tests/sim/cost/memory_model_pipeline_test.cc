@@ -61,6 +61,23 @@ TEST(MemoryModelPipelineTest, InterleavedWarmUpStopsAtTheCallsChunkMicroBatches)
   EXPECT_NEAR(calls.HeldMicroBatches(0), 4.0, 1e-9);
 }
 
+// torch's rounds are m / max(1, m / p) micro-batches (schedules.py microbatches_per_round), p only
+// when p divides m; the warm-up's (v - 1) term counts rounds, and fewer micro-batches than stages
+// still interleave. Figures from replaying _get_warmup_ops for p = 4, v = 2.
+TEST(MemoryModelPipelineTest, TorchRoundsAreTheCallsMicroBatchesOverItsRounds) {
+  // m = 6: one round of 6. Stage 0: 2 x 3 + 6 + 1 = 13 chunks, capped at 12: 6 micro-batches;
+  // stage 1: 2 x 2 + 6 + 1 = 11 chunks, 5.5.
+  EXPECT_NEAR(PipelineCase(Engine::kFsdp2, 1, 2, 6).HeldMicroBatches(0), 6.0, 1e-9);
+  EXPECT_NEAR(PipelineCase(Engine::kFsdp2, 1, 2, 6).HeldMicroBatches(1), 5.5, 1e-9);
+  // m = 10: two rounds of 5; stage 0 warms up 6 + 5 = 11 and holds 12 chunks: 6.
+  EXPECT_NEAR(PipelineCase(Engine::kFsdp2, 1, 2, 10).HeldMicroBatches(0), 6.0, 1e-9);
+  // m = 2 < p: one round of 2; the last stage warms up 2 and holds 3 chunks, 1.5 micro-batches,
+  // where 1F1B would hold one.
+  EXPECT_NEAR(PipelineCase(Engine::kFsdp2, 1, 2, 2).HeldMicroBatches(3), 1.5, 1e-9);
+  // Megatron-LM's groups are p whatever m is (its m must be at least p).
+  EXPECT_NEAR(PipelineCase(Engine::kMegatronLm, 1, 2, 6).HeldMicroBatches(1), (4 + 4 + 1) / 2.0, 1e-9);
+}
+
 // torchtitan's Llama 3.1 405B on 512 H100 (benchmarks/llama3_h100_202412_torchtitan.md Table 5:
 // FSDP 8, TP 8, PP 8, 8 micro-batches a step) reserved 82.5 GiB under 1F1B and 72.7 GiB under
 // interleaved 1F1B: one round of the interleaved schedule finishes a chunk's backwards, and frees
@@ -75,8 +92,9 @@ TEST(MemoryModelPipelineTest, Fsdp2InterleavedOneRoundHoldsOneChunksUnshardedGra
   const double layer = 218'120'192;
   const double grads_1f1b = buffers(1, 4) - buffers(2, 4);
   EXPECT_NEAR(grads_1f1b, 4.0 * 8 * layer / 2, 0.01 * 4.0 * 8 * layer / 2);
-  // Two rounds (8 micro-batches, p = 4): a chunk's backwards are spread over both rounds and every
-  // chunk's gradients live together, as under 1F1B.
+  // 7 micro-batches are still one round of 7; 8 are two rounds of 4: a chunk's backwards are spread
+  // over both rounds and every chunk's gradients live together, as under 1F1B.
+  EXPECT_NEAR(buffers(1, 7) - buffers(2, 7), grads_1f1b, 1e3);
   EXPECT_NEAR(buffers(2, 8), buffers(1, 8), 1e3);
 }
 

@@ -214,8 +214,9 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   const int t = std::max(shape.tp, 1);
   const int replicated = shape.megatron_sp ? t : 1;
   // The final norm's saved input and lm_head's input; transformers' RMSNorm saves its fp32 upcast.
-  const double hidden_part =
-      Div((NormInputBytes(shape) + kActivationBytes) * tokens * static_cast<double>(shape.hidden), replicated);
+  const double h = static_cast<double>(shape.hidden);
+  const double hidden_part = Div(NormInputBytes(shape) * tokens * h, replicated) +
+                             Div(kActivationBytes * tokens * h, shape.lm_head_input_gathered ? 1 : replicated);
   // The logits are whole on every TP rank (AutoTP training keeps lm_head replicated); only the
   // Megatron comparison mode splits them vocab-parallel.
   // Megatron: 4 bytes per logit (its fused vocab-parallel cross-entropy). transformers'

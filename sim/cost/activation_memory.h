@@ -33,6 +33,12 @@ struct LayerShape {
   bool flash_attention = false;  // FlashAttention/SDPA: no scores saved, only the softmax
                                  // statistics (4 bytes per head and query)
   bool vocab_parallel = false;   // Megatron's parallel lm_head: logits split over t
+  // The output projection saves the whole sequence's input though the final norm runs sequence-
+  // parallel: torchtitan's TP plan (parallelize_llama.py apply_tp: "output" is
+  // ColwiseParallel(input_layouts=Shard(1)), so F.linear saves the all-gathered norm output;
+  // float8 skips "output"). Megatron's ColumnParallelLinear saves its shard and gathers again in
+  // backward.
+  bool lm_head_input_gathered = false;
   bool fused_loss = false;       // EngineSettings::fused_loss: the logits never whole
   bool tiled_mlp = false;        // EngineSettings::tiled_mlp: a dense MLP saves its input only
   // The model is transformers' eager PyTorch modules (what DeepSpeed trains), not Megatron's fused

@@ -138,6 +138,7 @@ LayerShape BaseShape(const SimInput& in) {
   shape.fused_loss = in.engine.fused_loss;
   shape.bf16_loss = in.engine.bf16_loss;
   shape.compiled_loss = in.engine.compiled_loss();
+  shape.lm_head_input_gathered = in.engine.framework().tp_always_sequence_parallel;
   if (in.engine.framework().torchtitan_loss && !in.engine.automodel_loop()) {
     shape.loss_parallel = EffectiveTp(s.tp) > 1;
     shape.logits_freed_before_backward = in.plan->sizes.pp <= 1;
@@ -459,7 +460,18 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
   // layer is recomputed: with full recompute the peak holds the larger of the two, not both.
   double overlap = 0;
   if (working > 0 && last_stage) overlap = std::min(working, r.output_activations_bytes);
-  r.activations_bytes = per_micro_batch * in_flight + r.output_activations_bytes + working - overlap;
+  // torch.distributed.pipelining's stage keeps what each forward returned until that micro-batch's
+  // backward (stage.py forward_one_chunk: fwd_cache[chunk] = (output_tuple, inputs)); under full
+  // recompute no layer saves it (the next stage checkpoints it). Megatron's schedules free the
+  // sent output's storage (deallocate_output_tensor); DeepSpeed's pipe buffers are its own.
+  if (pp > 1 && in.engine.framework().torch_pipelining) {
+    const double chunk_micro_batches = std::max(0.0, in_flight * v - (last_stage ? 1.0 : 0.0));
+    const double output = kActivationBytes * LocalTokens(base_shape) * static_cast<double>(m.hidden_size) /
+                          (base_shape.megatron_sp ? std::max(base_shape.tp, 1) : 1);
+    r.stage_output_bytes = chunk_micro_batches * output;
+  }
+  r.activations_bytes =
+      per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes + working - overlap;
   r.all_to_all_bytes = all_to_all;
 
 }

@@ -52,6 +52,9 @@ struct MemoryReport {
   int64_t in_flight_micro_batches = 1;        // 1F1B: min(pp - stage, grad_accum)
   std::vector<double> layer_activations_bytes;  // the stage's layers, one micro-batch each
   double output_activations_bytes = 0;          // final norm, lm_head and loss (last stage)
+  // torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its
+  // backward (stage.py fwd_cache): one activation per chunk micro-batch (fsdp2 pipelines).
+  double stage_output_bytes = 0;
   double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
   double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
   double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers

@@ -206,6 +206,11 @@ TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
   s.megatron_sp = true;  // Megatron: vocab-parallel logits, sequence-parallel hidden states
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 / 4 + 128256 / 4));
+  // torchtitan's "output" is ColwiseParallel(input_layouts=Shard(1)): the final norm runs on the
+  // sequence shard (2 bytes a saved element, 1/4 of the tokens) but F.linear saves the all-gathered
+  // whole sequence (2 bytes, every token).
+  s.lm_head_input_gathered = true;
+  EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 2.0 * 4096 * 4096 / 4 + 2.0 * 4096 * 4096 + 4.0 * 4096 * 128256 / 4);
 }
 
 // Liger-Kernel's fused linear cross-entropy (src/liger_kernel/ops/fused_linear_cross_entropy.py

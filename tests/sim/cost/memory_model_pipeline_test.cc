@@ -40,7 +40,7 @@ struct PipelineCase {
     const MemoryReport r = EstimateStageMemory(in, stage);
     double layers = 0;
     for (double b : r.layer_activations_bytes) layers += b;
-    return (r.activations_bytes - r.output_activations_bytes) / layers;
+    return (r.activations_bytes - r.output_activations_bytes - r.stage_output_bytes) / layers;
   }
 };
 
@@ -96,6 +96,20 @@ TEST(MemoryModelPipelineTest, Fsdp2InterleavedOneRoundHoldsOneChunksUnshardedGra
   // over both rounds and every chunk's gradients live together, as under 1F1B.
   EXPECT_NEAR(buffers(1, 7) - buffers(2, 7), grads_1f1b, 1e3);
   EXPECT_NEAR(buffers(2, 8), buffers(1, 8), 1e3);
+}
+
+// torch.distributed.pipelining keeps each forward's output in fwd_cache until that micro-batch's
+// backward (stage.py forward_one_chunk): one hidden state of the micro-batch per chunk micro-batch
+// in flight, none under Megatron's schedules (deallocate_output_tensor frees what was sent).
+TEST(MemoryModelPipelineTest, TorchStagesKeepEachInFlightOutputUntilItsBackward) {
+  const double hidden_state = 2.0 * 4096 * 4096;  // one sequence of 4096 tokens, bf16
+  PipelineCase one(Engine::kFsdp2, 1, 1, 4), two(Engine::kFsdp2, 1, 2, 4);
+  EXPECT_NEAR(EstimateStageMemory(one.in, 0).stage_output_bytes, 4 * hidden_state, 1);  // 4 micro-batches
+  EXPECT_NEAR(EstimateStageMemory(two.in, 0).stage_output_bytes, 8 * hidden_state, 1);  // 8 chunk micro-batches
+  // The last stage's last chunk returns the logits instead (counted with the loss).
+  EXPECT_NEAR(EstimateStageMemory(two.in, 3).stage_output_bytes, (2.5 * 2 - 1) * hidden_state, 1);
+  PipelineCase megatron(Engine::kMegatronLm, 1, 2, 4);
+  EXPECT_DOUBLE_EQ(EstimateStageMemory(megatron.in, 0).stage_output_bytes, 0);
 }
 
 // NeMo AutoModel's MoE parallelizer wraps model.model, not the pipeline stage's module

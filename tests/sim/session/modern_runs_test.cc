@@ -69,14 +69,14 @@ TEST(ModernRunsTest, EveryRunSimulatesAndTheDocsCarryTheTable) {
 // The accuracy the cost model holds on these runs. Where it meets the bound set for it (mean
 // |step-time error| 8 %, no run that trained predicted DOES NOT FIT) the bound is that one; where
 // it does not yet (one run within 20 %: am-deepseek-v3-pp4-ep64-1024g is 20.4 % too fast; measured
-// peaks within 10 %: torchtitan's TP 8 float8 runs are 14-20 % under, 70B 19.4 %, 405B interleaved
-// 19.8 %)
+// peaks within 10 %: torchtitan's TP 8 float8 runs are 13-17 % under, 70B 17.1 %, 405B interleaved
+// 17.0 %)
 // the bound is a ratchet just above today's figure, so that nothing gets worse unnoticed.
 // docs/validation.md "Modern runs, every engine" states both.
 TEST(ModernRunsTest, StepTimeAndMemoryHoldTheirBounds) {
   constexpr double kMeanStepBound = 0.08;      // the target
   constexpr double kWorstStepRatchet = 0.21;   // the target is 0.20
-  constexpr double kWorstMemoryRatchet = 0.20;  // the target is 0.10
+  constexpr double kWorstMemoryRatchet = 0.18;  // the target is 0.10
   double sum = 0, worst = 0, worst_memory = 0;
   std::string worst_run, worst_memory_run;
   const std::vector<Row> rows = testing::TsvRows("samples/runs/modern-runs.tsv");
@@ -102,8 +102,9 @@ TEST(ModernRunsTest, StepTimeAndMemoryHoldTheirBounds) {
 // 82.5 - 72.7 = 9.8 GiB (10.5 GB) less. Both hold every micro-batch's layer inputs on stage 0
 // (m = p caps the interleaved warm-up: schedules.py _get_warmup_ops), and interleaving frees one
 // chunk's unsharded fp32 gradients before the other's backward begins
-// (pipelining/stage.py backward_maybe_with_nosync). Before both were modelled ds-plan had the
-// interleaved run 7.5 GB above the 1F1B one.
+// (pipelining/stage.py backward_maybe_with_nosync), while torch's stage keeps twice as many
+// outputs in flight (stage.py fwd_cache). Before these were modelled ds-plan had the interleaved
+// run 7.5 GB above the 1F1B one.
 TEST(ModernRunsTest, InterleavingSavesWhatTorchtitansPipelineRunsMeasured) {
   double measured[2] = {0, 0}, predicted[2] = {0, 0};
   for (const Row& r : testing::TsvRows("samples/runs/modern-runs.tsv")) {

@@ -49,7 +49,7 @@ struct MemoryReport {
 
   // Breakdown of the figures above.
   int pipeline_stage = 0;             // the stage reported: the one with the highest peak
-  int64_t in_flight_micro_batches = 1;        // 1F1B: min(pp - stage, grad_accum)
+  int64_t in_flight_micro_batches = 1;        // 1F1B: min(pp - stage, micro-batches of a call)
   std::vector<double> layer_activations_bytes;  // the stage's layers, one micro-batch each
   double output_activations_bytes = 0;          // final norm, lm_head and loss (last stage)
   // torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its

@@ -17,6 +17,7 @@
 #include "sim/comm/group_links.h"
 #include "sim/cost/model_states.h"
 #include "sim/cost/param_sharding.h"
+#include "sim/cost/pipeline_schedule_memory.h"
 
 namespace dsp::sim {
 namespace {
@@ -344,27 +345,6 @@ double DeepCompileResidentStates(const SimInput& in, double states, double budge
     for (int i = 0; i <= moments && resident > budget; ++i) resident -= n * (i < moments ? moment : master);
   }
   return std::max(resident, 0.0);
-}
-
-// Micro-batches one call of the pipeline schedule runs: --pp-schedule-micro-batches where the
-// training loop calls it once per local batch (torchtitan, NeMo AutoModel), else the step's.
-int64_t ScheduleCallMicroBatches(const SimInput& in) {
-  const int64_t accum = std::max<int64_t>(in.workload.grad_accum, 1);
-  const int64_t n = in.engine.pipeline_schedule_micro_batches;
-  return n > 0 ? std::min(n, accum) : accum;
-}
-
-// Model chunks per pipeline rank: --virtual-stages under an interleaved schedule, else 1.
-int InterleavedChunks(const SimInput& in) {
-  return in.engine.framework().interleaved_pipeline ? std::max(in.engine.virtual_stages, 1) : 1;
-}
-
-// Micro-batches of one round of the interleaved schedule, the block a chunk runs before the next
-// chunk's turn: m / max(1, m / p) under torch (schedules.py microbatches_per_round), p under
-// Megatron-LM (microbatch_group_size_per_vp_stage's default).
-int64_t InterleavedRound(const SimInput& in, int64_t call, int pp) {
-  if (!in.engine.framework().torch_pipelining) return pp;
-  return call / std::max<int64_t>(1, call / pp);
 }
 
 // Activations of the stage's layers [first, end) and, on the last stage, the output layer.

@@ -96,17 +96,44 @@ std::string CalibrationMarkdown(const sim::CalibrationResult& r) {
   return out.str();
 }
 
-// Writes the starting cluster file with `fitted` set and a `_calibration` note.
+// The source a fitted figure carries: that it was fitted (the file's `_calibration` says to what),
+// and what it was before, with the source that figure had. A fitted figure keeps no stale text
+// (a datasheet's or a microbenchmark's) that no longer describes its value.
+Json::json_pointer SourceOf(const std::string& pointer) {
+  const std::string::size_type slash = pointer.rfind('/');
+  return Json::json_pointer(pointer.substr(0, slash) + "/_" + pointer.substr(slash + 1) + "_source");
+}
+
+std::string FittedSource(const Json& before, const std::string& pointer) {
+  const Json::json_pointer value_at(pointer);
+  const Json::json_pointer source_at = SourceOf(pointer);
+  std::string text = "fitted by ds-plan calibrate (this file's _calibration says to what); before the fit ";
+  if (before.contains(value_at) && before.at(value_at).is_number()) {
+    text += FormatNumber("%.6g", before.at(value_at).get<double>());
+  } else {
+    text += "absent (its default)";
+  }
+  if (before.contains(source_at) && before.at(source_at).is_string()) {
+    text += ", whose source was: " + before.at(source_at).get<std::string>();
+  }
+  return text;
+}
+
+// Writes the starting cluster file with `fitted` set, each with its source, and a `_calibration`
+// note.
 int WriteFitted(const CalibrateArgs& args, const std::vector<std::pair<std::string, double>>& fitted,
                 const std::string& note) {
   auto text = ReadFile(args.cluster);
   if (!text.ok()) return UsageError(text.error().message);
   ParsedJson parsed = ParseJsonLenient(args.cluster, std::move(text).value());
   if (!parsed.ok) return UsageError("--cluster: not JSON");
-  Json out = parsed.doc.root;
+  const Json& before = parsed.doc.root;
+  Json out = before;
   for (const auto& [name, value] : fitted) {
     for (const sim::FitParameter& p : sim::FitParameters()) {
-      if (p.name == name) out[Json::json_pointer(p.pointer)] = value;
+      if (p.name != name) continue;
+      out[SourceOf(p.pointer)] = FittedSource(before, p.pointer);
+      out[Json::json_pointer(p.pointer)] = value;
     }
   }
   out["_calibration"] = note;

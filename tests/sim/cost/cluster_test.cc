@@ -3,9 +3,12 @@
 // schemas/cluster.schema.json; every kind of mistake is reported at its JSON pointer.
 #include "sim/cost/cluster.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -175,12 +178,48 @@ TEST(ClusterTest, A100Preset) {
   EXPECT_EQ(c.inter_node.busbw_bytes_per_second, 24e9);  // HDR, half of NDR
 }
 
-TEST(ClusterTest, PresetsMatchTheSchema) {
-  for (const char* f : {"h100-sxm.json", "h200.json", "a100-80gb.json", "selene-a100-80gb.json",
-                        "selene-a100-80gb-calibrated.json", "jean-zay-a100-80gb.json",
-                        "h100-96gb-hbm2e-calibrated.json"}) {
-    EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
+// Every cluster file under samples/clusters/, sorted.
+std::vector<std::string> Presets() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DSP_SOURCE_DIR) + "/samples/clusters")) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
   }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ClusterTest, PresetsMatchTheSchema) {
+  const std::vector<std::string> presets = Presets();
+  EXPECT_GE(presets.size(), 10u);
+  for (const std::string& f : presets) EXPECT_TRUE(MatchesSchema(LoadPreset(f))) << f;
+}
+
+// Appends the JSON pointer of every number in `o` (and its objects) that has neither its own
+// `_<key>_source` nor an object-wide `_source` beside it.
+void FiguresWithoutSource(const Json& o, const std::string& at, std::vector<std::string>* missing) {
+  for (const auto& [key, value] : o.items()) {
+    if (key.front() == '_') continue;
+    if (value.is_object()) FiguresWithoutSource(value, at + "/" + key, missing);
+    if (value.is_number() && !o.contains("_" + key + "_source") && !o.contains("_source")) {
+      missing->push_back(at + "/" + key);
+    }
+  }
+}
+
+// Issue 32: a preset lists a source for every figure, and a figure `calibrate` fitted says so
+// (cmd_calibrate.cc FittedSource) rather than keeping the text of the figure it replaced.
+TEST(ClusterTest, EveryFigureOfEveryPresetHasASource) {
+  for (const std::string& f : Presets()) {
+    std::vector<std::string> missing;
+    FiguresWithoutSource(LoadPreset(f), "", &missing);
+    EXPECT_TRUE(missing.empty()) << f << ": no source for " << testing::PrintToString(missing);
+  }
+  const Json calibrated = LoadPreset("selene-a100-80gb-calibrated.json");
+  const std::string fitted = calibrated["efficiency"]["_matmul_source"].get<std::string>();
+  EXPECT_EQ(fitted.rfind("fitted by ds-plan calibrate", 0), 0u) << fitted;
+  EXPECT_NE(fitted.find("before the fit 0.8,"), std::string::npos) << fitted;
+  const Json clocked = LoadPreset("h100-96gb-hbm2e-calibrated.json");
+  EXPECT_EQ(clocked["gpu"]["_compute_clock_ratio_source"].get<std::string>().rfind("fitted by ds-plan calibrate", 0), 0u);
 }
 
 TEST(ClusterTest, EfficiencyDefaultsWhenAbsent) {

@@ -202,4 +202,17 @@ std::optional<Engine> ParseEngineName(std::string_view name);
 /// Whether gradients accumulate in an fp32 buffer (Workload::gradient_bytes_per_element 4).
 bool Fp32GradientBuffer(Engine engine, bool bf16, int zero_stage);
 
+/// What keeps a plan from overlapping tensor-parallel communication with the GEMMs beside it
+/// (--tp-comm-overlap), or kNone. One answer for simulate, tune and the reference-run tables.
+enum class TpOverlapBlocker {
+  kNone,
+  kNoOverlap,              // the framework has none (DeepSpeed's AutoTP)
+  kNoTensorParallel,       // tp 1: nothing to overlap
+  kNeedsSequenceParallel,  // Megatron-LM arguments.py: "can happen only when sequence parallelism is enabled"
+  kNeedsCompile,           // torchtitan's async TP is an Inductor pass (parallelize.py)
+  kTeModules,              // ... which fuses PyTorch's matmuls, not TransformerEngine's GEMM calls
+};
+TpOverlapBlocker TpCommOverlapBlocker(const FrameworkProfile& fw, int tp, bool sequence_parallel,
+                                      bool torch_compile, bool te_modules);
+
 }  // namespace dsp::sim

@@ -44,6 +44,24 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t m
   return out;
 }
 
+// --tp-comm-overlap, worded for the command line (TpCommOverlapBlocker says what is missing).
+Status CheckTpCommOverlap(const FrameworkProfile& fw, const PlanKnobs& k) {
+  const EngineSettings& e = k.engine;
+  switch (TpCommOverlapBlocker(fw, k.megatron_tp, e.megatron_sp, e.torch_compile, e.te_modules)) {
+    case TpOverlapBlocker::kNone: return Status::Ok();
+    case TpOverlapBlocker::kNoOverlap:
+      return Error{"--tp-comm-overlap needs --engine megatron-lm (TransformerEngine's userbuffers) or fsdp2 with "
+                   "--torch-compile (torchtitan's async TP)"};
+    case TpOverlapBlocker::kNoTensorParallel: return Error{"--tp-comm-overlap needs --tp of 2 or more"};
+    case TpOverlapBlocker::kNeedsSequenceParallel: return Error{"--tp-comm-overlap needs --megatron-sp"};
+    case TpOverlapBlocker::kNeedsCompile:
+      return Error{"--tp-comm-overlap under fsdp2 is torchtitan's async TP: it needs --torch-compile"};
+    case TpOverlapBlocker::kTeModules:
+      return Error{"--tp-comm-overlap (torchtitan's async TP) fuses PyTorch's matmuls: not with --te-modules"};
+  }
+  return Status::Ok();
+}
+
 Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   const EngineSettings& e = k.engine;
   const FrameworkProfile& fw = e.framework();
@@ -75,9 +93,8 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
     }
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
-  if (e.tp_comm_overlap && !fw.tp_comm_overlap) {
-    return Error{"--tp-comm-overlap needs --engine megatron-lm (TransformerEngine's userbuffers) or fsdp2 with "
-                 "--torch-compile (torchtitan's async TP)"};
+  if (e.tp_comm_overlap) {
+    if (Status s = CheckTpCommOverlap(fw, k); !s.ok()) return s;
   }
   if (e.tiled_mlp && fw.op_level_sac && k.recompute == Recompute::kSelective) {
     return Error{"--tiled-mlp with --engine fsdp2 --recompute selective: torchtitan's op-level activation "
@@ -150,17 +167,6 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   if (e.fp8_param_gather) {
     if (!fw.fp8_param_gather) return Error{"--fp8-param-gather needs --engine megatron-lm or fsdp2"};
     if (!e.fp8) return Error{"--fp8-param-gather needs --fp8"};
-  }
-  // megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
-  // when sequence parallelism is enabled". torchtitan's TP plan is always sequence-parallel, and
-  // its async TP is an Inductor pass: parallelize.py "Async TP requires --training.compile".
-  if (e.tp_comm_overlap && fw.tp_always_sequence_parallel) {
-    if (k.megatron_tp <= 1) return Error{"--tp-comm-overlap needs --tp of 2 or more"};
-    if (!e.torch_compile) return Error{"--tp-comm-overlap under fsdp2 is torchtitan's async TP: it needs --torch-compile"};
-    // Inductor's pass fuses aten matmuls, not TransformerEngine's GEMM calls.
-    if (e.te_modules) return Error{"--tp-comm-overlap (torchtitan's async TP) fuses PyTorch's matmuls: not with --te-modules"};
-  } else if (e.tp_comm_overlap && !e.megatron_sp) {
-    return Error{"--tp-comm-overlap needs --megatron-sp (and --tp of 2 or more)"};
   }
   return Status::Ok();
 }

@@ -92,18 +92,21 @@ Status ReadScheduleCalls(const TsvRecord& r, EngineSettings& e, std::ostringstre
   return Status::Ok();
 }
 
-// A row that says TP communication overlap must be one its engine can overlap: Megatron-Core's
-// userbuffers need sequence parallelism, torchtitan's async TP is always sequence-parallel, and
-// DeepSpeed's AutoTP has none.
+// A row that says TP communication overlap must be one its engine can overlap
+// (TpCommOverlapBlocker: Megatron-Core's userbuffers need sequence parallelism, torchtitan's async
+// TP torch.compile, and DeepSpeed's AutoTP has none).
 Status CheckTpCommOverlap(const TsvRecord& r, const PlanKnobs& k) {
   if (Cell(r, "tp_comm_overlap") != "1") return Status::Ok();
   const FrameworkProfile& fw = k.engine.framework();
-  if (!fw.tp_comm_overlap) {
-    return Error{"column tp_comm_overlap: " + std::string(fw.name) + " has no TP communication overlap"};
-  }
-  if (k.megatron_tp <= 1) return Error{"column tp_comm_overlap: 1 needs a tp of 2 or more"};
-  if (!fw.tp_always_sequence_parallel && !k.engine.megatron_sp) {
-    return Error{"column tp_comm_overlap: " + std::string(fw.name) + " overlaps TP only with sequence_parallel 1"};
+  const std::string column = "column tp_comm_overlap: ";
+  switch (TpCommOverlapBlocker(fw, k.megatron_tp, k.engine.megatron_sp, k.engine.torch_compile, k.engine.te_modules)) {
+    case TpOverlapBlocker::kNone: return Status::Ok();
+    case TpOverlapBlocker::kNoOverlap: return Error{column + std::string(fw.name) + " has no TP communication overlap"};
+    case TpOverlapBlocker::kNoTensorParallel: return Error{column + "1 needs a tp of 2 or more"};
+    case TpOverlapBlocker::kNeedsSequenceParallel:
+      return Error{column + std::string(fw.name) + " overlaps TP only with sequence_parallel 1"};
+    case TpOverlapBlocker::kNeedsCompile: return Error{column + "torchtitan's async TP needs a compile column"};
+    case TpOverlapBlocker::kTeModules: return Error{column + "async TP fuses PyTorch's matmuls, not TransformerEngine's"};
   }
   return Status::Ok();
 }

@@ -404,10 +404,8 @@ std::vector<Variant> Variants(const ModelSpec& model, const TuneOptions& options
           if (!msp && fw.megatron_moe_options && model.is_moe() && l.tp > 1) continue;
           for (bool f8 : {false, true}) {
             if (f8 && !fp8) continue;
-            // Megatron-Core's userbuffers TP overlap needs sequence parallelism; torchtitan's
-            // async TP (always sequence-parallel) needs torch.compile.
-            const bool can_overlap = fw.tp_comm_overlap && l.tp > 1 &&
-                                     (fw.tp_always_sequence_parallel ? options.torch_compile && !options.te_modules : msp);
+            const bool can_overlap = TpCommOverlapBlocker(fw, l.tp, msp, options.torch_compile, options.te_modules) ==
+                                     TpOverlapBlocker::kNone;
             for (bool overlap : {false, true}) {
               if (overlap && !can_overlap) continue;
               variants.push_back({recompute, micro, v, msp, f8, overlap});

@@ -68,5 +68,26 @@ TEST(FrameworkTest, Fp32GradientBuffersFollowTheFrameworkAndZeroStage) {
   EXPECT_FALSE(Fp32GradientBuffer(Engine::kDeepSpeed, true, 0));
 }
 
+// One predicate answers whether TP communication can overlap the GEMMs, for simulate, tune and the
+// reference-run tables: Megatron-LM's userbuffers need sequence parallelism (arguments.py "Tensor
+// parallel communication/GEMM overlap can happen only when sequence parallelism is enabled"),
+// torchtitan's async TP is an Inductor pass (parallelize.py "Async TP requires
+// --training.compile") over PyTorch's matmuls, and DeepSpeed's AutoTP has none.
+TEST(FrameworkTest, TpCommOverlapBlockerSaysWhatIsMissing) {
+  using B = TpOverlapBlocker;
+  const FrameworkProfile& mlm = MegatronLmProfile();
+  const FrameworkProfile& fsdp2 = Fsdp2Profile();
+  EXPECT_EQ(TpCommOverlapBlocker(DeepSpeedProfile(), 8, true, true, false), B::kNoOverlap);
+  EXPECT_EQ(TpCommOverlapBlocker(MegatronDeepSpeedProfile(), 8, true, false, false), B::kNoOverlap);
+  EXPECT_EQ(TpCommOverlapBlocker(mlm, 8, true, false, false), B::kNone);
+  EXPECT_EQ(TpCommOverlapBlocker(mlm, 8, false, false, false), B::kNeedsSequenceParallel);
+  EXPECT_EQ(TpCommOverlapBlocker(mlm, 1, true, false, false), B::kNoTensorParallel);
+  // torchtitan's TP is sequence-parallel whatever --megatron-sp says.
+  EXPECT_EQ(TpCommOverlapBlocker(fsdp2, 8, false, true, false), B::kNone);
+  EXPECT_EQ(TpCommOverlapBlocker(fsdp2, 8, false, false, false), B::kNeedsCompile);
+  EXPECT_EQ(TpCommOverlapBlocker(fsdp2, 8, false, true, true), B::kTeModules);
+  EXPECT_EQ(TpCommOverlapBlocker(fsdp2, 1, false, true, false), B::kNoTensorParallel);
+}
+
 }  // namespace
 }  // namespace dsp::sim

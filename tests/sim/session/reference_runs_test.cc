@@ -63,10 +63,12 @@ TEST(ReferenceRunsTest, TpCommOverlapComesFromItsColumn) {
   run = PlanModernRun(r);
   ASSERT_TRUE(run.ok());
   EXPECT_FALSE(run->knobs.engine.tp_comm_overlap);
-  // Refused: no TP; DeepSpeed (AutoTP has no overlap); Megatron-Core without sequence parallelism.
+  // Refused: no TP; DeepSpeed (AutoTP has no overlap); Megatron-Core without sequence parallelism;
+  // torchtitan's async TP without torch.compile.
   for (auto [run_id, column, value] : {std::tuple{"tt-llama31-8b-fsdp-8g", "tp_comm_overlap", "1"},
                                        std::tuple{"dc-zero3-llama3-70b-ga1-32g", "tp_comm_overlap", "1"},
-                                       std::tuple{"mlm-gpt-16b-192g", "sequence_parallel", "0"}}) {
+                                       std::tuple{"mlm-gpt-16b-192g", "sequence_parallel", "0"},
+                                       std::tuple{"tt-llama31-405b-3d-1f1b-512g-float8", "compile", "none"}}) {
     r = Row(run_id);
     r[column] = value;
     r["tp_comm_overlap"] = "1";

@@ -6,17 +6,17 @@
 // 1F1B, and the optimizer step. docs/cost-model.md "Step time" states each formula's source.
 #include "sim/cost/step_time.h"
 
-#include "sim/cost/recompute_policy.h"
-
 #include <algorithm>
-#include <map>
+#include <array>
 #include <cmath>
+#include <map>
 
 #include "sim/comm/comm_plan.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/kernel_time.h"
 #include "sim/cost/offload_time.h"
 #include "sim/cost/pipeline_makespan.h"
+#include "sim/cost/recompute_policy.h"
 #include "sim/cost/param_sharding.h"
 
 namespace dsp::sim {
@@ -220,6 +220,13 @@ double GpuOptimizerStepSeconds(const SimInput& input) {
   return OptimizerPartitionParams(input) * bytes / KernelRatesOf(*input.cluster).hbm_bytes_per_second;
 }
 
+double SharedLinkSeconds(double compute, double critical, double overlapped) {
+  if (critical <= 0) return 0;
+  if (overlapped <= 0) return critical;
+  const double b = compute - critical - overlapped;
+  return (-b + std::sqrt(b * b + 4 * critical * compute)) / 2;
+}
+
 TimeReport EstimateStepTime(const SimInput& input) {
   return EstimateStepTime(input, StepTimeOptions{});
 }
@@ -235,6 +242,25 @@ struct Exposure {
   PlannedCollective* pipe_transfers = nullptr;  // DeepSpeed's PipelineEngine sends, priced by the schedule
 };
 
+// K'/K on the NVLink domain [0] and the network [1] (SharedLinkSeconds): the critical
+// collectives and the per-micro-step overlapped ones of each link, against the micro-step's compute.
+std::array<double, 2> SharedLinkStretch(const std::vector<PlannedCollective>& planned, const PassTime& micro) {
+  std::array<double, 2> critical{}, overlapped{};
+  for (const PlannedCollective& p : planned) {
+    const size_t link = p.call.inter_node ? 1 : 0;
+    if (p.schedule == CommSchedule::kCritical) critical[link] += p.seconds_per_unit;
+    if (p.schedule == CommSchedule::kForwardOverlap || p.schedule == CommSchedule::kBackwardOverlap) {
+      overlapped[link] += p.seconds_per_unit;
+    }
+  }
+  std::array<double, 2> stretch = {1.0, 1.0};
+  for (size_t link = 0; link < 2; ++link) {
+    if (critical[link] <= 0) continue;
+    stretch[link] = SharedLinkSeconds(micro.forward + micro.backward, critical[link], overlapped[link]) / critical[link];
+  }
+  return stretch;
+}
+
 // Per micro-step: critical-path collectives are exposed unless asked otherwise; ZeRO-3 forward
 // gathers hide behind forward compute; backward gathers then per-micro reductions behind backward
 // compute (gathers first: backward of a layer needs its parameters). Once per step: ZeRO-1 and
@@ -248,6 +274,16 @@ Exposure ExposeCollectives(const SimInput& input, const StepTimeOptions& options
   e.critical.assign(stages, 0.0);
   double fwd_window = micro.forward;
   double bwd_window = micro.backward;
+  // Critical collectives on a link that overlapped ones share take longer (SharedLinkStretch);
+  // the overlapped traffic that rode along then needs that much less of the compute windows.
+  const std::array<double, 2> stretch =
+      options.overlap_critical_path_comm ? std::array<double, 2>{1.0, 1.0} : SharedLinkStretch(planned, micro);
+  for (const PlannedCollective& p : planned) {
+    if (p.schedule != CommSchedule::kCritical) continue;
+    const double ridden = p.seconds_per_unit * (stretch[p.call.inter_node ? 1 : 0] - 1);
+    const double compute = micro.forward + micro.backward;
+    if (compute > 0) fwd_window += ridden * micro.forward / compute, bwd_window += ridden * micro.backward / compute;
+  }
   // DeepSpeed's PipelineEngine sends activations and gradients with blocking send/recv in its
   // schedule's order: each transfer holds both neighbours, which the schedule's time models
   // (TrainScheduleMakespan's transfer_seconds) instead of adding it to every stage's micro-step.
@@ -255,6 +291,7 @@ Exposure ExposeCollectives(const SimInput& input, const StepTimeOptions& options
       pp > 1 && input.engine.framework().pipeline == PipelineRuntime::kDeepSpeedPipelineEngine;
   auto expose_per_micro = [&](PlannedCollective& p) {
     double exposed = p.seconds_per_unit;
+    if (p.schedule == CommSchedule::kCritical) exposed *= stretch[p.call.inter_node ? 1 : 0];
     if (p.schedule == CommSchedule::kCritical && options.overlap_critical_path_comm) {
       exposed = ExposeAgainst(p.seconds_per_unit, 0.0, bwd_window);
     } else if (p.schedule == CommSchedule::kForwardOverlap) {

@@ -45,7 +45,7 @@ Result<Batch> FillBatch(const Json& config, int64_t world, int64_t pp, int64_t m
 }
 
 // --tp-comm-overlap, worded for the command line (TpCommOverlapBlocker says what is missing).
-Status CheckTpCommOverlap(const FrameworkProfile& fw, const PlanKnobs& k) {
+Status CheckTpCommOverlapFlag(const FrameworkProfile& fw, const PlanKnobs& k) {
   const EngineSettings& e = k.engine;
   switch (TpCommOverlapBlocker(fw, k.megatron_tp, e.megatron_sp, e.torch_compile, e.te_modules)) {
     case TpOverlapBlocker::kNone: return Status::Ok();
@@ -94,7 +94,7 @@ Status CheckEngine(const PlanKnobs& k, const Cluster& cluster) {
   }
   if (e.megatron_sp && k.megatron_tp <= 1) return Error{"--megatron-sp needs --tp of 2 or more"};
   if (e.tp_comm_overlap) {
-    if (Status s = CheckTpCommOverlap(fw, k); !s.ok()) return s;
+    if (Status s = CheckTpCommOverlapFlag(fw, k); !s.ok()) return s;
   }
   if (e.tiled_mlp && fw.op_level_sac && k.recompute == Recompute::kSelective) {
     return Error{"--tiled-mlp with --engine fsdp2 --recompute selective: torchtitan's op-level activation "

@@ -67,11 +67,11 @@ const SampleCase kSamples[] = {
     {"cpu-checkpointing.json", "llama-3-8b.json", 8, 0.05},
     {"deepcompile-zero3.json", "llama-3-8b.json", 8, 0.05},
     {"zero3-offload.json", "llama-3-70b.json", 16, 0.05},
-    // docs/schedule.md, exception 1 (+11 %): the EP all-to-alls and the ZeRO-2 gradient buckets
+    // docs/schedule.md, exception 1 (+5.6 %): the EP all-to-alls and the ZeRO-2 gradient buckets
     // share the NICs; the schedule serves the link in issue order, so a bucket issued first holds
-    // up the all-to-all after it, where the closed form hides the buckets in compute and never
-    // delays the all-to-alls.
-    {"deepseek-v3-autoep.json", "deepseek-v3.json", 256, 0.20},
+    // up the all-to-all after it, where the closed form spreads the buckets' traffic evenly over
+    // the micro-step (step_time.cc SharedLinkStretch).
+    {"deepseek-v3-autoep.json", "deepseek-v3.json", 256, 0.08},
 };
 
 TEST(ClosedFormAgreementTest, SampleConfigs) {
@@ -106,15 +106,20 @@ TEST(ClosedFormAgreementTest, PublishedRunsTheScheduleCovers) {
       auto setup = SetUpRun(run, *selene);
       ASSERT_TRUE(setup.ok()) << setup.error().message;
       const RunSetup& s = **setup;
-      const double closed = EstimateStepTime(s.input).step_seconds;
+      const TimeReport time = EstimateStepTime(s.input);
+      const double closed = time.step_seconds;
       const double scheduled = ScheduleSeconds(s.model, s.config, s.plan, s.input);
       ASSERT_GT(scheduled, 0);
       ++covered;
-      // docs/schedule.md, exception 2 (-8.5 %): with full recompute the closed form gathers each
-      // layer for the recompute and again for the share of its modules past max_reuse_distance;
-      // the schedule gathers once for both (its recompute is one task per layer).
-      const double bound = run.run_id == "nara21-t2-zero3-530b-2240" ? 0.10 : 0.05;
-      EXPECT_LE(std::abs(scheduled / closed - 1.0), bound) << scheduled << " s vs " << closed << " s";
+      // docs/schedule.md, exception 2 (-5 to -16 %): with full recompute the closed form gathers
+      // each layer for the recompute and again, in backward, the share of its modules past
+      // max_reuse_distance; the schedule gathers once for both (its recompute is one task per
+      // layer). Without those backward gathers the two agree within 13 %.
+      EXPECT_LE(std::abs(scheduled / closed - 1.0), 0.16) << scheduled << " s vs " << closed << " s";
+      const auto regathers = time.exposed_seconds_by_purpose.find("zero3_all_gather_bwd");
+      ASSERT_NE(regathers, time.exposed_seconds_by_purpose.end());
+      EXPECT_LE(std::abs(scheduled / (closed - regathers->second) - 1.0), 0.13)
+          << scheduled << " s vs " << closed << " - " << regathers->second << " s";
     }
   }
   EXPECT_GE(covered, 2);

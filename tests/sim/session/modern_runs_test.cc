@@ -67,15 +67,14 @@ TEST(ModernRunsTest, EveryRunSimulatesAndTheDocsCarryTheTable) {
 }
 
 // The accuracy the cost model holds on these runs. Where it meets the bound set for it (mean
-// |step-time error| 8 %, no run that trained predicted DOES NOT FIT) the bound is that one; where
-// it does not yet (one run within 20 %: am-deepseek-v3-pp4-ep64-1024g is 20.4 % too fast; measured
-// peaks within 10 %: torchtitan's TP 8 float8 runs are 13-17 % under, 70B 17.1 %, 405B interleaved
-// 17.0 %)
-// the bound is a ratchet just above today's figure, so that nothing gets worse unnoticed.
-// docs/validation.md "Modern runs, every engine" states both.
+// |step-time error| 8 %, every run within 20 %, no run that trained predicted DOES NOT FIT) the
+// bound is that one; where it does not yet (measured peaks within 10 %: torchtitan's TP 8 float8
+// runs are 13-17 % under, 70B 17.1 %, 405B interleaved 17.0 %) the bound is a ratchet just above
+// today's figure, so that nothing gets worse unnoticed. docs/validation.md "Modern runs, every
+// engine" states both.
 TEST(ModernRunsTest, StepTimeAndMemoryHoldTheirBounds) {
-  constexpr double kMeanStepBound = 0.08;      // the target
-  constexpr double kWorstStepRatchet = 0.21;   // the target is 0.20
+  constexpr double kMeanStepBound = 0.08;       // the target
+  constexpr double kWorstStepBound = 0.20;      // the target
   constexpr double kWorstMemoryRatchet = 0.18;  // the target is 0.10
   double sum = 0, worst = 0, worst_memory = 0;
   std::string worst_run, worst_memory_run;
@@ -93,7 +92,7 @@ TEST(ModernRunsTest, StepTimeAndMemoryHoldTheirBounds) {
     }
   }
   EXPECT_LE(sum / static_cast<double>(rows.size()), kMeanStepBound);
-  EXPECT_LE(worst, kWorstStepRatchet) << worst_run;
+  EXPECT_LE(worst, kWorstStepBound) << worst_run;
   EXPECT_LE(worst_memory, kWorstMemoryRatchet) << worst_memory_run;
 }
 

@@ -69,7 +69,9 @@ void CollectivePlanner::AddOn(const GroupLinkInfo& g, std::string_view purpose, 
                               GroupKind group, double bytes, double calls, CommSchedule schedule,
                               StageScope scope, double extra) {
   if (!g.present || g.size <= 1) return;
-  Push(g, purpose, kind, group, bytes, calls, schedule, scope, CollectiveSeconds(kind, g.size, bytes, g.link) + extra);
+  const double one_call = CollectiveSeconds(kind, g.size, bytes, g.link);
+  Push(g, purpose, kind, group, bytes, calls, schedule, scope, one_call + extra,
+       std::max(0.0, one_call - g.link.latency_seconds));
 }
 
 void CollectivePlanner::AddPriced(std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
@@ -77,12 +79,13 @@ void CollectivePlanner::AddPriced(std::string_view purpose, CollectiveKind kind,
   if (bytes <= 0 || calls <= 0) return;
   const GroupLinkInfo& g = Cache().Get(in_, group, kind);
   if (!g.present || g.size <= 1) return;
-  Push(g, purpose, kind, group, bytes, calls, schedule, StageScope::kAll, seconds_per_call);
+  Push(g, purpose, kind, group, bytes, calls, schedule, StageScope::kAll, seconds_per_call,
+       std::max(0.0, seconds_per_call - g.link.latency_seconds));
 }
 
 void CollectivePlanner::Push(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind,
                              GroupKind group, double bytes, double calls, CommSchedule schedule, StageScope scope,
-                             double one_call) {
+                             double one_call, double one_call_on_link) {
   const double units =
       PerMicroStep(schedule) ? static_cast<double>(std::max<int64_t>(in_.workload.grad_accum, 1)) : 1.0;
   PlannedCollective p;
@@ -98,6 +101,7 @@ void CollectivePlanner::Push(const GroupLinkInfo& g, std::string_view purpose, C
   p.scope = scope;
   p.calls_per_unit = calls;
   p.seconds_per_unit = one_call * calls;
+  p.link_seconds_per_unit = one_call_on_link * calls;
   p.floor_seconds = one_call;  // the first prefetch or the last bucket cannot be hidden
   out_.push_back(std::move(p));
 }

@@ -61,7 +61,7 @@ class CollectivePlanner {
   void AddOn(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
              double calls, CommSchedule schedule, StageScope scope, double extra);
   void Push(const GroupLinkInfo& g, std::string_view purpose, CollectiveKind kind, GroupKind group, double bytes,
-            double calls, CommSchedule schedule, StageScope scope, double one_call);
+            double calls, CommSchedule schedule, StageScope scope, double one_call, double one_call_on_link);
   // Every group of a kind is scanned once per (kind, collective): per evaluation, or once per plan
   // when the caller shares a cache across evaluations (tune).
   GroupLinkCache& Cache() { return in_.link_cache != nullptr ? *in_.link_cache : local_cache_; }

@@ -7,8 +7,6 @@
 #include "sim/cost/step_time.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <map>
 
 #include "sim/comm/comm_plan.h"
@@ -17,6 +15,7 @@
 #include "sim/cost/offload_time.h"
 #include "sim/cost/pipeline_makespan.h"
 #include "sim/cost/recompute_policy.h"
+#include "sim/cost/shared_links.h"
 #include "sim/cost/param_sharding.h"
 
 namespace dsp::sim {
@@ -220,13 +219,6 @@ double GpuOptimizerStepSeconds(const SimInput& input) {
   return OptimizerPartitionParams(input) * bytes / KernelRatesOf(*input.cluster).hbm_bytes_per_second;
 }
 
-double SharedLinkSeconds(double compute, double critical, double overlapped) {
-  if (critical <= 0) return 0;
-  if (overlapped <= 0) return critical;
-  const double b = compute - critical - overlapped;
-  return (-b + std::sqrt(b * b + 4 * critical * compute)) / 2;
-}
-
 TimeReport EstimateStepTime(const SimInput& input) {
   return EstimateStepTime(input, StepTimeOptions{});
 }
@@ -242,25 +234,6 @@ struct Exposure {
   PlannedCollective* pipe_transfers = nullptr;  // DeepSpeed's PipelineEngine sends, priced by the schedule
 };
 
-// K'/K on the NVLink domain [0] and the network [1] (SharedLinkSeconds): the critical
-// collectives and the per-micro-step overlapped ones of each link, against the micro-step's compute.
-std::array<double, 2> SharedLinkStretch(const std::vector<PlannedCollective>& planned, const PassTime& micro) {
-  std::array<double, 2> critical{}, overlapped{};
-  for (const PlannedCollective& p : planned) {
-    const size_t link = p.call.inter_node ? 1 : 0;
-    if (p.schedule == CommSchedule::kCritical) critical[link] += p.seconds_per_unit;
-    if (p.schedule == CommSchedule::kForwardOverlap || p.schedule == CommSchedule::kBackwardOverlap) {
-      overlapped[link] += p.seconds_per_unit;
-    }
-  }
-  std::array<double, 2> stretch = {1.0, 1.0};
-  for (size_t link = 0; link < 2; ++link) {
-    if (critical[link] <= 0) continue;
-    stretch[link] = SharedLinkSeconds(micro.forward + micro.backward, critical[link], overlapped[link]) / critical[link];
-  }
-  return stretch;
-}
-
 // Per micro-step: critical-path collectives are exposed unless asked otherwise; ZeRO-3 forward
 // gathers hide behind forward compute; backward gathers then per-micro reductions behind backward
 // compute (gathers first: backward of a layer needs its parameters). Once per step: ZeRO-1 and
@@ -274,24 +247,19 @@ Exposure ExposeCollectives(const SimInput& input, const StepTimeOptions& options
   e.critical.assign(stages, 0.0);
   double fwd_window = micro.forward;
   double bwd_window = micro.backward;
-  // Critical collectives on a link that overlapped ones share take longer (SharedLinkStretch);
-  // the overlapped traffic that rode along then needs that much less of the compute windows.
-  const std::array<double, 2> stretch =
-      options.overlap_critical_path_comm ? std::array<double, 2>{1.0, 1.0} : SharedLinkStretch(planned, micro);
-  for (const PlannedCollective& p : planned) {
-    if (p.schedule != CommSchedule::kCritical) continue;
-    const double ridden = p.seconds_per_unit * (stretch[p.call.inter_node ? 1 : 0] - 1);
-    const double compute = micro.forward + micro.backward;
-    if (compute > 0) fwd_window += ridden * micro.forward / compute, bwd_window += ridden * micro.backward / compute;
-  }
+  // Critical collectives on a link that overlapped ones share take longer (shared_links.h); the
+  // overlapped traffic that rode along then needs that much less of the compute windows.
+  const SharedLinks shared = options.overlap_critical_path_comm ? SharedLinks{std::vector<double>(planned.size())}
+                                                                : PriceSharedLinks(planned, micro.forward, micro.backward);
+  fwd_window += shared.forward_credit;
+  bwd_window += shared.backward_credit;
   // DeepSpeed's PipelineEngine sends activations and gradients with blocking send/recv in its
   // schedule's order: each transfer holds both neighbours, which the schedule's time models
   // (TrainScheduleMakespan's transfer_seconds) instead of adding it to every stage's micro-step.
   const bool deepspeed_pipeline =
       pp > 1 && input.engine.framework().pipeline == PipelineRuntime::kDeepSpeedPipelineEngine;
   auto expose_per_micro = [&](PlannedCollective& p) {
-    double exposed = p.seconds_per_unit;
-    if (p.schedule == CommSchedule::kCritical) exposed *= stretch[p.call.inter_node ? 1 : 0];
+    double exposed = p.seconds_per_unit + shared.extra_seconds[static_cast<size_t>(&p - planned.data())];
     if (p.schedule == CommSchedule::kCritical && options.overlap_critical_path_comm) {
       exposed = ExposeAgainst(p.seconds_per_unit, 0.0, bwd_window);
     } else if (p.schedule == CommSchedule::kForwardOverlap) {

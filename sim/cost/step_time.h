@@ -81,14 +81,6 @@ struct StepTimeOptions {
   bool overlap_critical_path_comm = false;
 };
 
-/// A rank's NVLink, and its node's NICs, are each one link its collectives share. Overlapped
-/// collectives that run every micro-step (`overlapped` seconds of the link a micro-step) are issued
-/// whatever is on the critical path, so spread evenly over the micro-step they take the link a
-/// fraction O / (C + K') of the time, and the critical collectives on it (`critical` seconds on
-/// their own) stretch to K' = K + K' O / (C + K'): the positive root of
-/// K'^2 + (C - K - O) K' - K C = 0. K when nothing overlaps, K + O without compute.
-double SharedLinkSeconds(double compute, double critical, double overlapped);
-
 /// How one rank's share of the model is cut for the operator counts (sim/cost/flops.h): micro-batch,
 /// sequence, tp/sp/ep, the framework's vocabulary split and modules, attention kind.
 ShardShape ShardShapeOf(const SimInput& input);

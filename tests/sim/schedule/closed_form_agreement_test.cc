@@ -67,10 +67,10 @@ const SampleCase kSamples[] = {
     {"cpu-checkpointing.json", "llama-3-8b.json", 8, 0.05},
     {"deepcompile-zero3.json", "llama-3-8b.json", 8, 0.05},
     {"zero3-offload.json", "llama-3-70b.json", 16, 0.05},
-    // docs/schedule.md, exception 1 (+5.6 %): the EP all-to-alls and the ZeRO-2 gradient buckets
+    // docs/schedule.md, exception 1 (+6.8 %): the EP all-to-alls and the ZeRO-2 gradient buckets
     // share the NICs; the schedule serves the link in issue order, so a bucket issued first holds
     // up the all-to-all after it, where the closed form spreads the buckets' traffic evenly over
-    // the micro-step (step_time.cc SharedLinkStretch).
+    // its pass (sim/cost/shared_links.h).
     {"deepseek-v3-autoep.json", "deepseek-v3.json", 256, 0.08},
 };
 
@@ -111,15 +111,14 @@ TEST(ClosedFormAgreementTest, PublishedRunsTheScheduleCovers) {
       const double scheduled = ScheduleSeconds(s.model, s.config, s.plan, s.input);
       ASSERT_GT(scheduled, 0);
       ++covered;
-      // docs/schedule.md, exception 2 (-5 to -16 %): with full recompute the closed form gathers
+      // docs/schedule.md, exception 2 (-3 to -11 %): with full recompute the closed form gathers
       // each layer for the recompute and again, in backward, the share of its modules past
       // max_reuse_distance; the schedule gathers once for both (its recompute is one task per
-      // layer). Without those backward gathers the two agree within 13 %.
-      EXPECT_LE(std::abs(scheduled / closed - 1.0), 0.16) << scheduled << " s vs " << closed << " s";
+      // layer). The gap is at most those backward gathers.
+      EXPECT_LE(std::abs(scheduled / closed - 1.0), 0.12) << scheduled << " s vs " << closed << " s";
       const auto regathers = time.exposed_seconds_by_purpose.find("zero3_all_gather_bwd");
       ASSERT_NE(regathers, time.exposed_seconds_by_purpose.end());
-      EXPECT_LE(std::abs(scheduled / (closed - regathers->second) - 1.0), 0.13)
-          << scheduled << " s vs " << closed << " - " << regathers->second << " s";
+      EXPECT_LE(closed - scheduled, regathers->second) << scheduled << " s vs " << closed << " s";
     }
   }
   EXPECT_GE(covered, 2);

@@ -34,7 +34,7 @@ struct PlannedCollective {
   double calls_per_unit = 0;    // per micro-step for the per-micro schedules, else per step
   double seconds_per_unit = 0;  // calls_per_unit x seconds of one call
   // Of seconds_per_unit, the time the link carries bytes (no per-call latency, no kernel or host
-  // overhead): what another collective sharing the link contends with (step_time.cc SharedLinks).
+  // overhead): what another collective sharing the link contends with (sim/cost/shared_links.h).
   double link_seconds_per_unit = 0;
   double floor_seconds = 0;     // never hidden: the first prefetch / the last reduce bucket
   // kBoundaryOverlap: how many times a step it runs, each unit against its own window (once per

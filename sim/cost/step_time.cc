@@ -13,10 +13,10 @@
 #include "sim/cost/flops.h"
 #include "sim/cost/kernel_time.h"
 #include "sim/cost/offload_time.h"
+#include "sim/cost/param_sharding.h"
 #include "sim/cost/pipeline_makespan.h"
 #include "sim/cost/recompute_policy.h"
 #include "sim/cost/shared_links.h"
-#include "sim/cost/param_sharding.h"
 
 namespace dsp::sim {
 namespace {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim/cost/shared_links.h"
 
+#include <array>
 #include <cmath>
 
 namespace dsp::sim {
@@ -22,12 +23,14 @@ bool Stretched(const PlannedCollective& p) {
   return p.schedule == CommSchedule::kCritical && p.scope == StageScope::kAll;
 }
 
-// The share of a critical collective that runs in forward: by its name where it says, else with
-// the compute (TP, Ulysses and EP collectives run in both passes, and in recomputation).
-double ForwardShare(const PlannedCollective& p, double forward_fraction) {
-  if (p.call.purpose.ends_with("_fwd")) return 1.0;
-  if (p.call.purpose.ends_with("_bwd")) return 0.0;
-  return forward_fraction;
+// The shares of a critical collective that run in forward and in backward: by its name where it
+// says, else with the compute (TP, Ulysses and EP collectives run in both passes, and in
+// recomputation).
+std::array<double, 2> PassShares(const PlannedCollective& p, double forward_fraction) {
+  double forward = forward_fraction;
+  if (p.call.purpose.ends_with("_fwd")) forward = 1.0;
+  if (p.call.purpose.ends_with("_bwd")) forward = 0.0;
+  return {forward, 1.0 - forward};
 }
 
 }  // namespace
@@ -52,7 +55,7 @@ SharedLinks PriceSharedLinks(const std::vector<PlannedCollective>& planned, doub
   for (const PlannedCollective& p : planned) {
     const int link = p.call.inter_node ? 1 : 0;
     if (Stretched(p)) {
-      const double share[2] = {ForwardShare(p, forward_fraction), 1.0 - ForwardShare(p, forward_fraction)};
+      const std::array<double, 2> share = PassShares(p, forward_fraction);
       for (int pass : {kForward, kBackward}) {
         on_link[link][pass] += share[pass] * p.link_seconds_per_unit;
         critical_path[pass] += share[pass] * p.seconds_per_unit;
@@ -75,9 +78,9 @@ SharedLinks PriceSharedLinks(const std::vector<PlannedCollective>& planned, doub
     const PlannedCollective& p = planned[i];
     if (!Stretched(p)) continue;
     const int link = p.call.inter_node ? 1 : 0;
-    const double forward = ForwardShare(p, forward_fraction) * p.link_seconds_per_unit * (stretch[link][kForward] - 1);
-    const double backward =
-        (1.0 - ForwardShare(p, forward_fraction)) * p.link_seconds_per_unit * (stretch[link][kBackward] - 1);
+    const std::array<double, 2> share = PassShares(p, forward_fraction);
+    const double forward = share[kForward] * p.link_seconds_per_unit * (stretch[link][kForward] - 1);
+    const double backward = share[kBackward] * p.link_seconds_per_unit * (stretch[link][kBackward] - 1);
     out.extra_seconds[i] = forward + backward;
     out.forward_credit += forward;
     out.backward_credit += backward;

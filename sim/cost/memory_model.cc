@@ -14,6 +14,7 @@
 
 #include "core/plan/pipe_schedule.h"
 #include "sim/cost/activation_memory.h"
+#include "sim/cost/loss_allocations.h"
 #include "sim/comm/group_links.h"
 #include "sim/cost/model_states.h"
 #include "sim/cost/param_sharding.h"
@@ -446,13 +447,18 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
   // sent output's storage (deallocate_output_tensor); DeepSpeed's pipe buffers are its own.
   if (pp > 1 && in.engine.framework().torch_pipelining) {
     const double chunk_micro_batches = std::max(0.0, in_flight * v - (last_stage ? 1.0 : 0.0));
-    const double output = kActivationBytes * LocalTokens(base_shape) * static_cast<double>(m.hidden_size) /
+    const double output = 2.0 /* 16-bit */ * LocalTokens(base_shape) * static_cast<double>(m.hidden_size) /
                           (base_shape.megatron_sp ? std::max(base_shape.tp, 1) : 1);
     r.stage_output_bytes = chunk_micro_batches * output;
   }
   r.activations_bytes =
       per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes + working - overlap;
   r.all_to_all_bytes = all_to_all;
+  // The loss's own peak (no recompute working set yet) and the blocks it caches (loss_allocations.h).
+  if (last_stage) {
+    r.loss_activations_bytes = per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes;
+    r.loss_cached_bytes = LossPhaseCachedBytes(base_shape, m.vocab_size, in.engine.expandable_segments);
+  }
 
 }
 
@@ -561,6 +567,7 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
                  r.activations_bytes + r.buffers_bytes;
+  r.loss_peak_bytes = r.peak_bytes - r.activations_bytes + r.loss_activations_bytes;
   // DeepCompile's offload_opt_states keeps resident "whatever the memory budget allows"
   // (compile/config.py) and sends the rest to pinned host memory through forward and backward; the
   // optimizer step has them all back (AddOptimizerStepPeak counts that peak under the zero-paper
@@ -577,6 +584,7 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
     r.offloaded_optimizer_states_bytes = r.optimizer_states_bytes - resident;
     r.cpu_bytes += r.offloaded_optimizer_states_bytes;
     r.peak_bytes = without + resident;
+    r.loss_peak_bytes -= r.offloaded_optimizer_states_bytes;
   }
 }
 
@@ -662,6 +670,9 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   AddActivations(in, stage, first, end, r);
   AddBuffers(in, params, total_params, r);
   AddOptimizerStepPeak(in, params, r);
+  // Cached blocks never fail a fit: a failed cudaMalloc frees them and retries (release_cached_blocks).
+  r.reserved_peak_bytes =
+      std::max(r.peak_bytes, r.loss_cached_bytes > 0 ? r.loss_peak_bytes + r.loss_cached_bytes : 0.0);
   CheckFit(in, r);
   return r;
 }

@@ -26,6 +26,10 @@ struct MemoryReport {
                                       // micro-batch in flight, plus the recompute working set)
   double buffers_bytes = 0;           // ZeRO buckets, gathered ZeRO-3 params, all-to-all buffers
   double peak_bytes = 0;
+  // What the caching allocator holds at the step's peak: peak_bytes, or at the loss's own peak the
+  // loss's tensors and the cached blocks too small for them (loss_cached_bytes). torchtitan's
+  // memory monitor and torch.cuda.max_memory_reserved report this (sim/cost/caching_allocator.h).
+  double reserved_peak_bytes = 0;
   double allowance_bytes = 0;         // the cluster's fragmentation and reserved allowances
   double hbm_bytes = 0;               // the GPU's memory (fits: peak + allowance <= hbm)
   bool fits = false;
@@ -56,6 +60,9 @@ struct MemoryReport {
   // backward (stage.py fwd_cache): one activation per chunk micro-batch (fsdp2 pipelines).
   double stage_output_bytes = 0;
   double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
+  double loss_activations_bytes = 0;            // activations at the loss's peak (last stage)
+  double loss_peak_bytes = 0;                   // everything allocated at the loss's peak
+  double loss_cached_bytes = 0;                 // cached beside it, too small for its requests
   double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
   double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers
   double fp8_weight_bytes = 0;                  // TransformerEngine's cached fp8 weights (--fp8)

@@ -114,6 +114,11 @@ void MemorySection(const SimulateResult& r, std::ostringstream& out) {
   for (const auto& [label, bytes] : rows) {
     out << "  " << Left(label, 18) << Right(GbValue(bytes), 10) << "\n";
   }
+  if (m.reserved_peak_bytes > m.peak_bytes) {
+    out << "  " << Left("reserved", 18) << Right(GbValue(m.reserved_peak_bytes), 10)
+        << "   what the caching allocator holds: " << GbValue(m.loss_cached_bytes)
+        << " GB of blocks cached before the loss, too small for its gradients\n";
+  }
   if (m.cpu_bytes > 0) {
     out << "  " << Left("offloaded to CPU", 18) << Right(GbValue(m.cpu_bytes), 10);
     if (m.host_memory_bytes > 0) {
@@ -254,7 +259,7 @@ std::string RenderSimulateText(const SimulateResult& result) {
 
 Json SimulateToJson(const SimulateResult& r) {
   Json root = Json::object();
-  root["schema_version"] = 6;
+  root["schema_version"] = 7;
   root["layout"] = LayoutToJson(r.layout);
   root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
                     {"megatron_sp", r.engine.megatron_sp},
@@ -288,6 +293,7 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"activations_bytes", m.activations_bytes},
                     {"buffers_bytes", m.buffers_bytes},
                     {"peak_bytes", m.peak_bytes},
+                    {"reserved_peak_bytes", m.reserved_peak_bytes},
                     {"allowance_bytes", m.allowance_bytes},
                     {"host_activations_bytes", m.host_activations_bytes},
                     {"cpu_bytes", m.cpu_bytes},

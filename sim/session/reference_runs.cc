@@ -143,6 +143,7 @@ Result<ModernRunPlan> PlanModernRun(const TsvRecord& r) {
     if (!peak.ok()) return Error{o.run_id + ": " + peak.error().message};
     o.measured_peak_gb = *peak;
   }
+  o.measured_peak_reserved = framework == "torchtitan";
   const std::string& precision = Cell(r, "precision");
   o.config = {{"train_micro_batch_size_per_gpu", micro},
               {"gradient_accumulation_steps", accum},

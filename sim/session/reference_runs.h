@@ -35,6 +35,11 @@ struct ModernRunPlan {
   std::string flags;  // those flags as the command line writes them ("--tp 8 --cp 2")
   double measured_seconds = 0;
   double measured_peak_gb = 0;  // 0: not published
+  // The measured peak is what the caching allocator reserved, not what tensors held: torchtitan's
+  // log line prints max_reserved_gib (torchtitan train.py and metrics.py GPUMemoryMonitor at
+  // 9dec370: reserved_bytes.all.peak, its peak reset every log interval). Compare it with
+  // MemoryReport::reserved_peak_bytes.
+  bool measured_peak_reserved = false;
 };
 
 // Errors name the column: a missing or non-numeric cell.

@@ -167,3 +167,36 @@ TEST(MemoryModelEnginesTest, InterleavedLastStageHoldsOneMicroBatchOfLogits) {
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// torchtitan's loop frees its 16-bit logits before backward (train.py at 9dec370: `del pred`), and
+// the loss's fp32 gradients are too large for their cached block: the caching allocator holds it
+// beside the loss's peak (docs/cost-model.md, "Reserved beyond allocated"). transformers' models
+// return their logits, which stay alive through backward: nothing is left over.
+TEST(MemoryModelEnginesTest, TorchtitansFreedLogitsStayReservedBesideTheLossPeak) {
+  MemoryCase c(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})",
+               8, "llama-3-8b.json");
+  c.engine.engine = Engine::kFsdp2;
+  c.workload.gradient_bytes_per_element = 4;
+  const MemoryReport fsdp2 = c.Run();
+  const double logits = 4096.0 * 128'256;
+  EXPECT_NEAR(fsdp2.loss_cached_bytes, 2 * logits, 4e6);
+  EXPECT_NEAR(fsdp2.reserved_peak_bytes - fsdp2.peak_bytes, 2 * logits, 4e6);
+  c.engine.expandable_segments = true;  // the hole is in the middle of the segment: the same
+  EXPECT_NEAR(c.Run().reserved_peak_bytes - fsdp2.peak_bytes, 2 * logits, 25e6);
+  // The verdict stays on what is allocated: a failed cudaMalloc frees cached blocks and retries.
+  c.engine.expandable_segments = false;
+  c.cluster.gpu.hbm_bytes = fsdp2.peak_bytes + fsdp2.allowance_bytes + 1e6;
+  EXPECT_TRUE(c.Run().fits);
+
+  c.engine.engine = Engine::kDeepSpeed;
+  c.workload.gradient_bytes_per_element = 0;
+  const MemoryReport deepspeed = c.Run();
+  EXPECT_DOUBLE_EQ(deepspeed.loss_cached_bytes, 0);
+  EXPECT_DOUBLE_EQ(deepspeed.reserved_peak_bytes, deepspeed.peak_bytes);
+}
+
+}  // namespace
+}  // namespace dsp::sim

@@ -71,7 +71,7 @@ inline Outcome Simulate(const Row& r) {
   o.measured_s = run->measured_seconds;
   o.predicted_s = e->time.step_seconds;
   o.measured_gb = run->measured_peak_gb;
-  o.predicted_gb = e->memory.peak_bytes / 1e9;
+  o.predicted_gb = (run->measured_peak_reserved ? e->memory.reserved_peak_bytes : e->memory.peak_bytes) / 1e9;
   o.fits = e->memory.fits;
   o.gpu_class = GpuClass(cluster.gpu);
   return o;

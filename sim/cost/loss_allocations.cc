@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim/cost/loss_allocations.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dsp::sim {
+
+double LocalLogits(const LayerShape& shape, int64_t vocab_size) {
+  const int split = shape.megatron_sp || shape.vocab_parallel ? std::max(shape.tp, 1) : 1;
+  return LocalTokens(shape) * static_cast<double>(vocab_size) / split;
+}
+
+namespace {
+
+// Names of the tensors of the sequences below.
+enum Tensor : int {
+  kLogits = 1,   // lm_head's 16-bit output
+  kUpcast,       // logits.float()
+  kShifted,      // loss_parallel's x - max
+  kExp,          // exp(shifted), summed and dropped
+  kLogSoftmax,   // log_softmax's output, saved for backward
+  kNllGrad,      // nll_loss's gradient (zeros, scattered)
+  kExpOfOutput,  // backward's exp(log_softmax output)
+  kSum,          // loss_parallel's gradient before the scale
+  kInputGrad,    // the gradient of log_softmax's input (fp32, or 16-bit without the upcast)
+  kLogitsGrad,   // cast back to 16 bits for lm_head's backward
+  kLossInput,    // Inductor's fused loss: the 16-bit logits it saves
+};
+
+struct Sequence {
+  std::vector<AllocatorEvent> events;
+  double logits = 0;
+  void Alloc(Tensor t, double bytes_per_logit) {
+    events.push_back({t, static_cast<int64_t>(std::llround(bytes_per_logit * logits))});
+  }
+  void Free(Tensor t) { events.push_back({t, 0}); }
+};
+
+}  // namespace
+
+std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logits) {
+  Sequence s;
+  s.logits = logits;
+  if (shape.fused_loss || !shape.hf_eager || logits <= 0) return {};
+  const bool freed = shape.logits_freed_before_backward;
+  s.Alloc(kLogits, 2);
+  if (shape.compiled_loss) {
+    // Inductor's fused cross-entropy saves the 16-bit logits it was given and writes a 16-bit
+    // gradient in one kernel.
+    s.Alloc(kInputGrad, 2);
+    s.Free(kLogits);
+    s.Free(kInputGrad);
+    return s.events;
+  }
+  if (shape.bf16_loss) {
+    // F.cross_entropy on the 16-bit logits: log_softmax's output and both gradients 16-bit.
+    s.Alloc(kLogSoftmax, 2);
+    if (freed) s.Free(kLogits);
+    s.Alloc(kNllGrad, 2);
+    s.Alloc(kInputGrad, 2);
+    s.Free(kNllGrad);
+    s.Free(kLogSoftmax);
+    s.Free(kInputGrad);
+    if (!freed) s.Free(kLogits);
+    return s.events;
+  }
+  s.Alloc(kUpcast, 4);
+  if (shape.loss_parallel) {
+    // torch/distributed/tensor/parallel/loss.py _log_softmax: shifted = x - max, exp(shifted)
+    // summed (and all-reduced), result = shifted - logsumexp; the upcast input dies with the loss.
+    s.Alloc(kShifted, 4);
+    s.Alloc(kExp, 4);
+    s.Free(kExp);
+    s.Alloc(kLogSoftmax, 4);
+    s.Free(kShifted);
+    s.Free(kUpcast);
+    if (freed) s.Free(kLogits);
+    // _nll_loss_and_log_softmax_backward: grad_input = zeros_like(x), scattered and scaled in place,
+    // then (grad_input + exp(x)) * grad_output.
+    s.Alloc(kNllGrad, 4);
+    s.Alloc(kExpOfOutput, 4);
+    s.Alloc(kSum, 4);
+    s.Free(kExpOfOutput);
+    s.Alloc(kInputGrad, 4);
+    s.Free(kSum);
+    s.Free(kNllGrad);
+    s.Free(kLogSoftmax);
+  } else {
+    // aten's log_softmax and nll_loss (fused kernels: outputs only); transformers' ForCausalLMLoss
+    // and torchtitan's loss_fn drop the upcast input when they return.
+    s.Alloc(kLogSoftmax, 4);
+    s.Free(kUpcast);
+    if (freed) s.Free(kLogits);
+    s.Alloc(kNllGrad, 4);
+    s.Alloc(kInputGrad, 4);
+    s.Free(kNllGrad);
+    s.Free(kLogSoftmax);
+  }
+  // ToCopyBackward casts the gradient back to 16 bits for lm_head's backward.
+  s.Alloc(kLogitsGrad, 2);
+  s.Free(kInputGrad);
+  s.Free(kLogitsGrad);
+  if (!freed) s.Free(kLogits);
+  return s.events;
+}
+
+double LossPhaseCachedBytes(const LayerShape& shape, int64_t vocab_size, bool expandable_segments) {
+  const std::vector<AllocatorEvent> events = LossPhaseEvents(shape, LocalLogits(shape, vocab_size));
+  if (events.empty()) return 0;
+  CachingAllocatorReplay replay(expandable_segments);
+  replay.Run(events);  // the first step makes the segments
+  replay.ResetPeaks();
+  replay.Run(events);  // the steady state
+  return static_cast<double>(replay.peak_reserved() - replay.peak_allocated());
+}
+
+}  // namespace dsp::sim

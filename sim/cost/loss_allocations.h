@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The loss's logits-sized tensors as the frameworks allocate and free them, replayed through the
+// caching allocator (sim/cost/caching_allocator.h): the cached blocks the loss leaves too small for
+// its own later requests are reserved beyond the allocated peak (docs/cost-model.md, "Reserved
+// beyond allocated").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost/activation_memory.h"
+#include "sim/cost/caching_allocator.h"
+
+namespace dsp::sim {
+
+/// One rank's logits of one micro-batch: its tokens times the vocabulary, split over TP where the
+/// lm_head is vocab-parallel (Megatron, torchtitan's loss_parallel).
+double LocalLogits(const LayerShape& shape, int64_t vocab_size);
+
+/// The logits-sized tensors of lm_head's output, the loss's forward and its backward, in order, for
+/// `logits` logits (OutputLayerActivationBytes prices the same tensors at their peak). Empty where
+/// no logits are whole (Liger's fused loss) or the loss is Megatron's fused kernel (not replayed).
+std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logits);
+
+/// What the caching allocator holds beyond the loss's allocated peak at that peak, in steady state
+/// (the second of two replayed steps).
+double LossPhaseCachedBytes(const LayerShape& shape, int64_t vocab_size, bool expandable_segments);
+
+}  // namespace dsp::sim

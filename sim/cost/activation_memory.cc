@@ -235,7 +235,8 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
            kActivationBytes * static_cast<double>(vocab_size) * hidden;
   }
   // Without the upcast (--bf16-loss, F.cross_entropy on the 16-bit logits) log_softmax saves a
-  // 16-bit output and backward's two gradients are 16-bit: 2 + 2 + 2 + 2 bytes per logit.
+  // 16-bit output and backward's two gradients are 16-bit: 2 + 2 + 2 (+ 2 for the logits, kept
+  // unless the loop drops them) bytes per logit.
   // Compiled with Inductor (torchtitan's compile.components "loss"): the fused cross-entropy saves
   // its 16-bit input and a log-sum-exp per token, and its backward writes the 16-bit gradient in
   // one kernel: 2 + 2 bytes per logit, no fp32 copy.
@@ -249,7 +250,7 @@ double OutputLayerActivationBytes(const LayerShape& shape, int64_t vocab_size) {
   const double upcast_loss = kept_logits + (shape.loss_parallel ? 16.0 : 12.0);
   const double per_logit = !shape.hf_eager       ? 4.0
                            : shape.compiled_loss ? 2 * kActivationBytes
-                           : shape.bf16_loss     ? 4 * kActivationBytes
+                           : shape.bf16_loss     ? kept_logits + 3 * kActivationBytes
                                                  : upcast_loss;
   const double vocab_part = Div(per_logit * tokens * static_cast<double>(vocab_size),
                                 shape.megatron_sp || shape.vocab_parallel ? t : 1);

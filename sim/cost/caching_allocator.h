@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// A replay of PyTorch's CUDA caching allocator for a sequence of large tensors (c10/cuda/
-// CUDACachingAllocator.cpp, torch 2.5-2.11). Freed memory stays cached, not returned to CUDA; a
-// request is served by the smallest free block at least as large (best fit), split when more than
-// 1 MiB would be left, and otherwise by a new segment. A free block never serves a larger request,
-// so memory "reserved" (what torch.cuda.max_memory_reserved and torchtitan's memory monitor report,
-// and what nvidia-smi shows beside the CUDA context) can exceed memory "allocated" by the cached
-// blocks that were too small for the requests made at the peak. docs/cost-model.md, "Reserved
-// beyond allocated".
+// A replay of PyTorch's CUDA caching allocator for a sequence of tensors on one stream
+// (c10/cuda/CUDACachingAllocator.cpp, torch 2.5-2.11). Freed memory stays cached, not returned to
+// CUDA. Requests of at most 1 MiB come from a small pool, larger ones from a large pool. A request
+// is served by one free block of its pool at least as large: the smallest (get_free_block), except
+// that under expandable segments a free block at the end of the mapped range counts as the room it
+// could grow to, so it is taken last. The block is split when more than 1 MiB would be left (large
+// pool) or at least 512 B (small pool, expandable segments); otherwise a new segment is made. Free
+// blocks merge with free neighbours of their segment only, so a free block never serves a larger
+// request: memory "reserved" (torch.cuda.max_memory_reserved, torchtitan's memory monitor,
+// nvidia-smi beside the CUDA context) can exceed memory "allocated" by the cached blocks too small
+// for the requests made at the peak. docs/cost-model.md, "Reserved beyond allocated".
 #pragma once
 
 #include <cstdint>
@@ -22,9 +25,9 @@ struct AllocatorEvent {
 
 class CachingAllocatorReplay {
  public:
-  /// expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, one segment that grows
-  /// by mapping pages at its end (and takes in a free block at its end when it grows); otherwise
-  /// every new segment is one cudaMalloc, whose blocks merge with each other only.
+  /// expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, one segment per pool that
+  /// grows by mapping pages at its end (20 MiB in the large pool, 2 MiB in the small one) and takes
+  /// in a free block there; otherwise every new segment is one cudaMalloc.
   explicit CachingAllocatorReplay(bool expandable_segments) : expandable_(expandable_segments) {}
 
   void Allocate(int id, int64_t bytes);
@@ -41,18 +44,21 @@ class CachingAllocatorReplay {
  private:
   struct Block {
     int segment = 0;
+    bool small = false;  // the pool
     int64_t offset = 0, size = 0;
     int owner = -1;  // the id holding it, -1 when free
   };
-  int FindFree(int64_t size) const;
-  int NewSegment(int64_t size);
-  int GrowExpandable(int64_t size);
+  bool AtGrowableEnd(int index) const;
+  int FindFree(int64_t size, bool small) const;
+  int NewSegment(int64_t size, bool small);
+  int GrowExpandable(int64_t size, bool small);
   void Take(int index, int id, int64_t size);
   void MergeAround(int index);
 
   bool expandable_;
   std::vector<Block> blocks_;  // in (segment, offset) order
   int segments_ = 0;
+  int expandable_segment_[2] = {-1, -1};  // large, small
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
 };
 

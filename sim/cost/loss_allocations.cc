@@ -25,7 +25,6 @@ enum Tensor : int {
   kSum,          // loss_parallel's gradient before the scale
   kInputGrad,    // the gradient of log_softmax's input (fp32, or 16-bit without the upcast)
   kLogitsGrad,   // cast back to 16 bits for lm_head's backward
-  kLossInput,    // Inductor's fused loss: the 16-bit logits it saves
 };
 
 struct Sequence {
@@ -88,7 +87,10 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
     s.Free(kLogSoftmax);
   } else {
     // aten's log_softmax and nll_loss (fused kernels: outputs only); transformers' ForCausalLMLoss
-    // and torchtitan's loss_fn drop the upcast input when they return.
+    // and torchtitan's loss_fn drop the upcast input when they return. The 16-bit logits live on
+    // while the loop holds the model output (DeepSpeed's examples; ds-plan's one-GPU measurement);
+    // a loop that drops it first (torchtitan's `del pred`; transformers' Trainer.compute_loss returns
+    // the loss alone) leaves their block cached beside the fp32 gradients.
     s.Alloc(kLogSoftmax, 4);
     s.Free(kUpcast);
     if (freed) s.Free(kLogits);

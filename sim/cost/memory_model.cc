@@ -459,7 +459,6 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
     r.loss_activations_bytes = per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes;
     r.loss_cached_bytes = LossPhaseCachedBytes(base_shape, m.vocab_size, in.engine.expandable_segments);
   }
-
 }
 
 // FSDP2's unsharded parameters and gradient buffers on a rank (torch/distributed/fsdp/_fully_shard
@@ -670,7 +669,8 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   AddActivations(in, stage, first, end, r);
   AddBuffers(in, params, total_params, r);
   AddOptimizerStepPeak(in, params, r);
-  // Cached blocks never fail a fit: a failed cudaMalloc frees them and retries (release_cached_blocks).
+  // Not in the fit: a failed cudaMalloc frees the logits' whole segment and retries. (loss_peak_bytes
+  // keeps backward's buffers: what is reserved stays so.)
   r.reserved_peak_bytes =
       std::max(r.peak_bytes, r.loss_cached_bytes > 0 ? r.loss_peak_bytes + r.loss_cached_bytes : 0.0);
   CheckFit(in, r);

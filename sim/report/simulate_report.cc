@@ -117,7 +117,7 @@ void MemorySection(const SimulateResult& r, std::ostringstream& out) {
   if (m.reserved_peak_bytes > m.peak_bytes) {
     out << "  " << Left("reserved", 18) << Right(GbValue(m.reserved_peak_bytes), 10)
         << "   what the caching allocator holds: " << GbValue(m.loss_cached_bytes)
-        << " GB of blocks cached before the loss, too small for its gradients\n";
+        << " GB more, freed blocks too small for the loss's gradients\n";
   }
   if (m.cpu_bytes > 0) {
     out << "  " << Left("offloaded to CPU", 18) << Right(GbValue(m.cpu_bytes), 10);

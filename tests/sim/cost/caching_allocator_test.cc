@@ -85,6 +85,31 @@ TEST(CachingAllocatorTest, AnExpandableSegmentGrowsIntoItsFreeEnd) {
   EXPECT_EQ(a.allocated(), 160 * kMiB);
 }
 
+// get_free_block's expandable_size: the free end of an expandable segment counts as the room it
+// can grow to, so a free block elsewhere that fits is taken first.
+TEST(CachingAllocatorTest, TheFreeEndOfAnExpandableSegmentIsTakenLast) {
+  CachingAllocatorReplay a(true);
+  a.Allocate(1, 100 * kMiB);
+  a.Allocate(2, 100 * kMiB);
+  a.Allocate(3, 50 * kMiB);  // 260 MiB mapped, 10 MiB free at the end
+  a.Free(1);
+  a.Free(3);                 // 60 MiB free at the end
+  a.Allocate(4, 40 * kMiB);  // from the 100 MiB hole, not the end
+  a.Allocate(5, 70 * kMiB);  // fits neither the 60 MiB left of the hole nor the end: 20 MiB mapped
+  EXPECT_EQ(a.reserved(), 280 * kMiB);
+}
+
+TEST(CachingAllocatorTest, SmallRequestsHaveAPoolOfTheirOwn) {
+  CachingAllocatorReplay a(false);
+  a.Allocate(1, 512 * 1024);  // a 2 MiB small segment
+  a.Free(1);
+  a.Allocate(2, 1536 * 1024);  // large: the free small block does not serve it (a 20 MiB segment)
+  EXPECT_EQ(a.reserved(), 22 * kMiB);
+  a.Allocate(3, 1000);  // the small segment again
+  EXPECT_EQ(a.reserved(), 22 * kMiB);
+  EXPECT_EQ(a.allocated(), 1536 * 1024 + 1024);  // each split from its segment
+}
+
 TEST(CachingAllocatorTest, PeaksRestartFromWhatIsHeldNow) {
   CachingAllocatorReplay a(false);
   a.Run({{1, 100 * kMiB}, {2, 100 * kMiB}, {1, 0}});

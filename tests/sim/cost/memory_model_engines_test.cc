@@ -6,6 +6,8 @@
 // (docs/user-guide/features/dist_optimizer.md: bf16 parameters with fp32 gradients, 6 + 12/d bytes
 // per parameter) and TransformerEngine's fp8 weight copies (transformer_engine/pytorch/module/
 // linear.py weight_workspace).
+#include <algorithm>
+
 #include "sim/cost/param_sharding.h"
 #include "tests/sim/cost/memory_test_util.h"
 
@@ -190,6 +192,17 @@ TEST(MemoryModelEnginesTest, TorchtitansFreedLogitsStayReservedBesideTheLossPeak
   c.engine.expandable_segments = false;
   c.cluster.gpu.hbm_bytes = fsdp2.peak_bytes + fsdp2.allowance_bytes + 1e6;
   EXPECT_TRUE(c.Run().fits);
+
+  // Full recompute: the loss's own peak is below the peak, and what is reserved is the larger of
+  // the peak and the loss's peak with its cached block.
+  c.cluster.gpu.hbm_bytes = 80e9;
+  c.workload.recompute = Recompute::kFull;
+  const MemoryReport full = c.Run();
+  EXPECT_LE(full.loss_peak_bytes, full.peak_bytes);
+  EXPECT_DOUBLE_EQ(full.reserved_peak_bytes,
+                   std::max(full.peak_bytes, full.loss_peak_bytes + full.loss_cached_bytes));
+  EXPECT_GT(full.reserved_peak_bytes, full.peak_bytes);  // at 4K tokens the logits outweigh a layer
+  c.workload.recompute = Recompute::kNone;
 
   c.engine.engine = Engine::kDeepSpeed;
   c.workload.gradient_bytes_per_element = 0;

@@ -127,3 +127,21 @@ TEST(MemoryModelPipelineTest, AutoModelsPipelineAccumulatesNoUnshardedGradients)
 
 }  // namespace
 }  // namespace dsp::sim
+
+namespace dsp::sim {
+namespace {
+
+// A pipeline stage keeps what each forward returned until that micro-batch's backward (torch's
+// stage.py fwd_cache), the last stage's logits too: no freed logits' block is left cached, so
+// what torchtitan's pipelined runs reserve is their allocated peak (docs/cost-model.md, "Reserved
+// beyond allocated").
+TEST(MemoryModelPipelineTest, APipelineStageLeavesNoLogitsCached) {
+  PipelineCase c(Engine::kFsdp2, 3, 1, 4);
+  const MemoryReport last = EstimateStageMemory(c.in, 3);
+  EXPECT_GT(last.output_activations_bytes, 0);
+  EXPECT_DOUBLE_EQ(last.loss_cached_bytes, 0);
+  EXPECT_DOUBLE_EQ(last.reserved_peak_bytes, last.peak_bytes);
+}
+
+}  // namespace
+}  // namespace dsp::sim

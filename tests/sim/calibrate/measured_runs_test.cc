@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/util/file_io.h"
 #include "sim/calibrate/calibrate.h"
@@ -108,25 +110,45 @@ TEST(MeasuredRunsTest, HeldOutRunsTheFitNeverSaw) {
   }
 }
 
-TEST(MeasuredRunsTest, BloomRunsOnAnotherMachine) {
-  // 53 BLOOM-176B runs (the production run, the reshaping runs and the 2022 layout sweep,
-  // bigscience-workshop/bigscience) on Jean Zay with Megatron-DeepSpeed: never fitted, the
-  // network figure an assumption. Mean 9.2 %, worst 25.6 %, all predicted fast
-  // (docs/validation.md); every one of them trained, so every one must fit.
-  auto text = ReadFile(std::string(DSP_SOURCE_DIR) + "/samples/clusters/jean-zay-a100-80gb.json");
-  ASSERT_TRUE(text.ok());
-  const Cluster jean_zay = ParseCluster(Json::parse(*text)).value();
+// Mean and worst |step-time error| of the 53 BLOOM runs on a cluster; every one of them trained,
+// so every one must fit.
+std::pair<double, double> BloomErrors(const Cluster& cluster) {
   const std::vector<MeasuredRun> runs = Runs("bloom-held-out-runs.tsv");
-  ASSERT_EQ(runs.size(), 53u);
-  double sum = 0;
+  EXPECT_EQ(runs.size(), 53u);
+  double sum = 0, worst = 0;
   for (const MeasuredRun& run : runs) {
-    auto p = PredictRun(run, jean_zay);
-    ASSERT_TRUE(p.ok()) << p.error().message;
-    EXPECT_LE(std::fabs(p->error), 0.30) << run.run_id;
+    auto p = PredictRun(run, cluster);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+    if (!p.ok()) continue;
     EXPECT_TRUE(p->memory.fits) << run.run_id;
     sum += std::fabs(p->error);
+    worst = std::max(worst, std::fabs(p->error));
   }
-  EXPECT_LE(sum / runs.size(), 0.12);
+  return {sum / std::max<double>(1, static_cast<double>(runs.size())), worst};
+}
+
+TEST(MeasuredRunsTest, BloomRunsOnAnotherMachine) {
+  // 53 BLOOM-176B runs (the production run, the reshaping runs and the 2022 layout sweep,
+  // bigscience-workshop/bigscience) on Jean Zay with Megatron-DeepSpeed, never fitted
+  // (docs/validation.md, "BLOOM on another machine"). The Jean Zay preset carries datasheet and
+  // microbenchmark figures only: 19.2 % mean, 34.5 % worst, all too fast (the best GEMM shape
+  // of a 2025 torch bounds the rate of a 2022 training step from above).
+  auto text = ReadFile(std::string(DSP_SOURCE_DIR) + "/samples/clusters/jean-zay-a100-80gb.json");
+  ASSERT_TRUE(text.ok());
+  Cluster jean_zay = ParseCluster(Json::parse(*text)).value();
+  const auto [own_mean, own_worst] = BloomErrors(jean_zay);
+  EXPECT_LE(own_mean, 0.20);
+  EXPECT_LE(own_worst, 0.35);
+  // Selene's fitted GPU and rail figures carried over to Jean Zay's network (an experiment, not a
+  // preset: a figure fitted on one machine stays out of another's): 7.4 % mean, 25.4 % worst.
+  const Cluster selene = Selene();
+  jean_zay.efficiency.matmul = selene.efficiency.matmul;
+  jean_zay.efficiency.memory = selene.efficiency.memory;
+  jean_zay.inter_node.max_rails = selene.inter_node.max_rails;
+  const auto [carried_mean, carried_worst] = BloomErrors(jean_zay);
+  EXPECT_LE(carried_mean, 0.12);
+  EXPECT_LE(carried_worst, 0.30);
+  EXPECT_LT(carried_mean, own_mean);
 }
 
 TEST(MeasuredRunsTest, Zero3StaysFlatFrom384To1536AndLosesToPtdp) {

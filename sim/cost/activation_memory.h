@@ -66,6 +66,10 @@ struct LayerShape {
   // whose stage keeps its output until that micro-batch's backward).
   bool loss_parallel = false;
   bool logits_freed_before_backward = false;
+  // torchtitan's TP without AsyncTP: each row-parallel GEMM writes a full-sequence partial sum, and
+  // funcol's reduce_scatter_tensor copies it contiguous (torch.cat of its chunks) before the
+  // collective; both are freed within the layer and stay cached (sim/cost/loss_allocations.h).
+  bool funcol_tp_partials = false;
   // q_norm/k_norm (Qwen3, Gemma 3): RMSNorm over each head of q and k, a·d + g·d elements a token.
   int64_t qk_norm_cols = 0;
   // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as

@@ -25,14 +25,15 @@ enum Tensor : int {
   kSum,          // loss_parallel's gradient before the scale
   kInputGrad,    // the gradient of log_softmax's input (fp32, or 16-bit without the upcast)
   kLogitsGrad,   // cast back to 16 bits for lm_head's backward
+  kPartialSum,   // a layer's row-parallel GEMM output, full sequence (funcol_tp_partials)
+  kContiguous,   // funcol's contiguous copy of it for the reduce-scatter
 };
 
 struct Sequence {
   std::vector<AllocatorEvent> events;
   double logits = 0;
-  void Alloc(Tensor t, double bytes_per_logit) {
-    events.push_back({t, static_cast<int64_t>(std::llround(bytes_per_logit * logits))});
-  }
+  void Alloc(Tensor t, double bytes_per_logit) { AllocBytes(t, bytes_per_logit * logits); }
+  void AllocBytes(Tensor t, double bytes) { events.push_back({t, static_cast<int64_t>(std::llround(bytes))}); }
   void Free(Tensor t) { events.push_back({t, 0}); }
 };
 
@@ -43,6 +44,17 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
   s.logits = logits;
   if (shape.fused_loss || !shape.hf_eager || logits <= 0) return {};
   const bool freed = shape.logits_freed_before_backward;
+  if (shape.funcol_tp_partials) {
+    // The layers' forward before the loss: each row-parallel output (wo, w2) is a full-sequence
+    // partial sum that torch's functional reduce_scatter_tensor copies contiguous before the
+    // collective (torch/distributed/_functional_collectives.py, scatter_dim 1); both are freed
+    // within the layer, and the last layer's stay cached into the loss.
+    const double partial = 2.0 * LocalTokens(shape) * static_cast<double>(shape.hidden);
+    s.AllocBytes(kPartialSum, partial);
+    s.AllocBytes(kContiguous, partial);
+    s.Free(kContiguous);
+    s.Free(kPartialSum);
+  }
   s.Alloc(kLogits, 2);
   if (shape.compiled_loss) {
     // Inductor's fused cross-entropy saves the 16-bit logits it was given and writes a 16-bit

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The loss's logits-sized tensors as the frameworks allocate and free them, replayed through the
-// caching allocator (sim/cost/caching_allocator.h): the cached blocks the loss leaves too small for
-// its own later requests are reserved beyond the allocated peak (docs/cost-model.md, "Reserved
-// beyond allocated").
+// The loss's logits-sized tensors as the frameworks allocate and free them (and, before them, the
+// layers' full-sequence TP partial sums torchtitan frees within each layer), replayed through the
+// caching allocator (sim/cost/caching_allocator.h): the cached blocks too small for the loss's
+// requests are reserved beyond the allocated peak (docs/cost-model.md, "Reserved beyond
+// allocated").
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ namespace dsp::sim {
 double LocalLogits(const LayerShape& shape, int64_t vocab_size);
 
 /// The logits-sized tensors of lm_head's output, the loss's forward and its backward, in order, for
-/// `logits` logits (OutputLayerActivationBytes prices the same tensors at their peak). Empty where
+/// `logits` logits (OutputLayerActivationBytes prices the same tensors at their peak), after the
+/// last layer's TP partial sums where shape.funcol_tp_partials. Empty where
 /// no logits are whole (Liger's fused loss) or the loss is Megatron's fused kernel (not replayed).
 std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logits);
 

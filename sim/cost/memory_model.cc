@@ -144,6 +144,7 @@ LayerShape BaseShape(const SimInput& in) {
   if (in.engine.framework().torchtitan_loss && !in.engine.automodel_loop()) {
     shape.loss_parallel = EffectiveTp(s.tp) > 1;
     shape.logits_freed_before_backward = in.plan->sizes.pp <= 1;
+    shape.funcol_tp_partials = shape.loss_parallel && !in.engine.tp_comm_overlap;
   }
   shape.te_modules = in.engine.te_modules;
   shape.tiled_mlp = in.engine.tiled_mlp;

@@ -101,7 +101,9 @@ TEST_F(FileIoTest, ASignalDuringAWriteRemovesItsTemporary) {
     int status = 0;
     waitpid(child, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status)) << signal_number;
-    if (WIFSIGNALED(status)) EXPECT_EQ(WTERMSIG(status), signal_number);
+    if (WIFSIGNALED(status)) {
+      EXPECT_EQ(WTERMSIG(status), signal_number);
+    }
     EXPECT_FALSE(fs::exists(temporary)) << signal_number;
     EXPECT_EQ(fs::exists(marker), previous_handler) << signal_number;
   };

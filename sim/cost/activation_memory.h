@@ -66,10 +66,11 @@ struct LayerShape {
   // whose stage keeps its output until that micro-batch's backward).
   bool loss_parallel = false;
   bool logits_freed_before_backward = false;
-  // torchtitan's TP without AsyncTP: each row-parallel GEMM writes a full-sequence partial sum, and
-  // funcol's reduce_scatter_tensor copies it contiguous (torch.cat of its chunks) before the
-  // collective; both are freed within the layer and stay cached (sim/cost/loss_allocations.h).
-  bool funcol_tp_partials = false;
+  // torchtitan's TP: the full-sequence blocks (tokens x hidden, bf16) each row-parallel GEMM frees
+  // within its layer: 2 without AsyncTP (the partial sum and funcol's reduce_scatter_tensor copy of
+  // it, torch.cat of its chunks), 1 with it (_fused_matmul_reduce_scatter's stacked partials); they
+  // stay cached into the loss (sim/cost/loss_allocations.h).
+  int tp_partial_blocks = 0;
   // q_norm/k_norm (Qwen3, Gemma 3): RMSNorm over each head of q and k, a·d + g·d elements a token.
   int64_t qk_norm_cols = 0;
   // TransformerEngine FP8 linears (megatron-lm --fp8): each GEMM saves its input for backward as

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <map>
 
@@ -27,8 +28,10 @@ enum Tensor : int {
   kSum,          // loss_parallel's gradient before the scale
   kInputGrad,    // the gradient of log_softmax's input (fp32, or 16-bit without the upcast)
   kLogitsGrad,   // cast back to 16 bits for lm_head's backward
-  kPartialSum,   // a layer's row-parallel GEMM output, full sequence (funcol_tp_partials)
+  kPartialSum,   // a layer's row-parallel GEMM output, full sequence (tp_partial_blocks)
   kContiguous,   // funcol's contiguous copy of it for the reduce-scatter
+  kGatherBuffer, // funcol's all-gather buffer of lm_head's input
+  kLmHeadInput,  // lm_head's whole-sequence input, saved for backward
 };
 
 struct Sequence {
@@ -46,16 +49,27 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
   s.logits = logits;
   if (shape.fused_loss || !shape.hf_eager || logits <= 0) return {};
   const bool freed = shape.logits_freed_before_backward;
-  if (shape.funcol_tp_partials) {
-    // The layers' forward before the loss: each row-parallel output (wo, w2) is a full-sequence
-    // partial sum that torch's functional reduce_scatter_tensor copies contiguous before the
-    // collective (torch/distributed/_functional_collectives.py, scatter_dim 1); both are freed
-    // within the layer, and the last layer's stay cached into the loss.
-    const double partial = 2.0 * LocalTokens(shape) * static_cast<double>(shape.hidden);
-    s.AllocBytes(kPartialSum, partial);
-    s.AllocBytes(kContiguous, partial);
-    s.Free(kContiguous);
+  // Under torchtitan's TP, full-sequence blocks of tokens x hidden in bf16 come before the loss.
+  const double full_sequence = 2.0 * LocalTokens(shape) * static_cast<double>(shape.hidden);
+  if (shape.tp_partial_blocks > 0) {
+    // The last layer's row-parallel output (w2): a partial sum, and without AsyncTP funcol's
+    // contiguous copy of it for the reduce-scatter (torch/distributed/_functional_collectives.py
+    // reduce_scatter_tensor, scatter_dim 1); both freed within the layer.
+    s.AllocBytes(kPartialSum, full_sequence);
+    if (shape.tp_partial_blocks > 1) {
+      s.AllocBytes(kContiguous, full_sequence);
+      s.Free(kContiguous);
+    }
     s.Free(kPartialSum);
+  }
+  const bool gathers_lm_head_input = shape.lm_head_input_gathered && shape.tp > 1;
+  if (gathers_lm_head_input) {
+    // lm_head's input gathered to the whole sequence (ColwiseParallel(input_layouts=Shard(1)):
+    // funcol's all_gather_tensor into a buffer, then torch.cat into the input F.linear saves,
+    // which OutputLayerActivationBytes counts); the buffer is freed.
+    s.AllocBytes(kGatherBuffer, full_sequence);
+    s.AllocBytes(kLmHeadInput, full_sequence);
+    s.Free(kGatherBuffer);
   }
   s.Alloc(kLogits, 2);
   if (shape.compiled_loss) {
@@ -64,6 +78,7 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
     s.Alloc(kInputGrad, 2);
     s.Free(kLogits);
     s.Free(kInputGrad);
+    if (gathers_lm_head_input) s.Free(kLmHeadInput);
     return s.events;
   }
   if (shape.bf16_loss) {
@@ -76,6 +91,7 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
     s.Free(kLogSoftmax);
     s.Free(kInputGrad);
     if (!freed) s.Free(kLogits);
+    if (gathers_lm_head_input) s.Free(kLmHeadInput);
     return s.events;
   }
   s.Alloc(kUpcast, 4);
@@ -118,6 +134,7 @@ std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logi
   s.Free(kInputGrad);
   s.Free(kLogitsGrad);
   if (!freed) s.Free(kLogits);
+  if (gathers_lm_head_input) s.Free(kLmHeadInput);
   return s.events;
 }
 
@@ -127,10 +144,10 @@ double LossPhaseCachedBytes(const LayerShape& shape, int64_t vocab_size, bool ex
   // once per thread. The key is what LossPhaseEvents reads.
   const int64_t flags = (shape.fused_loss ? 1 : 0) | (shape.hf_eager ? 2 : 0) | (shape.compiled_loss ? 4 : 0) |
                         (shape.bf16_loss ? 8 : 0) | (shape.loss_parallel ? 16 : 0) |
-                        (shape.logits_freed_before_backward ? 32 : 0) | (shape.funcol_tp_partials ? 64 : 0) |
-                        (expandable_segments ? 128 : 0);
-  const std::array<int64_t, 3> key = {flags, std::llround(logits),
-                                      shape.funcol_tp_partials ? std::llround(LocalTokens(shape) * shape.hidden) : 0};
+                        (shape.logits_freed_before_backward ? 32 : 0) | (expandable_segments ? 64 : 0) |
+                        (shape.lm_head_input_gathered && shape.tp > 1 ? 128 : 0) | (shape.tp_partial_blocks << 8);
+  const double full_sequence = LocalTokens(shape) * static_cast<double>(shape.hidden);
+  const std::array<int64_t, 3> key = {flags, std::bit_cast<int64_t>(logits), std::bit_cast<int64_t>(full_sequence)};
   thread_local std::map<std::array<int64_t, 3>, double> replayed;
   if (auto it = replayed.find(key); it != replayed.end()) return it->second;
   const std::vector<AllocatorEvent> events = LossPhaseEvents(shape, logits);

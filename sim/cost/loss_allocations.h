@@ -20,8 +20,9 @@ double LocalLogits(const LayerShape& shape, int64_t vocab_size);
 
 /// The logits-sized tensors of lm_head's output, the loss's forward and its backward, in order, for
 /// `logits` logits (OutputLayerActivationBytes prices the same tensors at their peak), after the
-/// last layer's TP partial sums where shape.funcol_tp_partials. Empty where
-/// no logits are whole (Liger's fused loss) or the loss is Megatron's fused kernel (not replayed).
+/// last layer's TP partial sums (shape.tp_partial_blocks) and lm_head's gathered input
+/// (shape.lm_head_input_gathered). Empty where no logits are whole (Liger's fused loss) or the loss
+/// is Megatron's fused kernel (not replayed).
 std::vector<AllocatorEvent> LossPhaseEvents(const LayerShape& shape, double logits);
 
 /// What the caching allocator holds beyond the loss's allocated peak at that peak, in steady state

@@ -144,7 +144,7 @@ LayerShape BaseShape(const SimInput& in) {
   if (in.engine.framework().torchtitan_loss && !in.engine.automodel_loop()) {
     shape.loss_parallel = EffectiveTp(s.tp) > 1;
     shape.logits_freed_before_backward = in.plan->sizes.pp <= 1;
-    shape.funcol_tp_partials = shape.loss_parallel && !in.engine.tp_comm_overlap;
+    shape.tp_partial_blocks = !shape.loss_parallel ? 0 : in.engine.tp_comm_overlap ? 1 : 2;
   }
   shape.te_modules = in.engine.te_modules;
   shape.tiled_mlp = in.engine.tiled_mlp;
@@ -670,10 +670,9 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   AddActivations(in, stage, first, end, r);
   AddBuffers(in, params, total_params, r);
   AddOptimizerStepPeak(in, params, r);
-  // Not in the fit: a failed cudaMalloc frees the logits' whole segment and retries. (loss_peak_bytes
-  // keeps backward's buffers: what is reserved stays so.)
-  r.reserved_peak_bytes =
-      std::max(r.peak_bytes, r.loss_cached_bytes > 0 ? r.loss_peak_bytes + r.loss_cached_bytes : 0.0);
+  // Not in the fit: a failed cudaMalloc frees whole cached segments, as these are, and retries.
+  // (loss_peak_bytes keeps backward's buffers: what is reserved stays so.)
+  r.reserved_peak_bytes = std::max(r.peak_bytes, r.loss_cached_bytes > 0 ? r.loss_peak_bytes + r.loss_cached_bytes : 0.0);
   CheckFit(in, r);
   return r;
 }

@@ -402,7 +402,7 @@ void AddZero3HostNote(Evaluation& e) {
       input.engine.framework().gradients == GradientSync::kDeepSpeedZero &&
       e.cluster.host.zero3_fetch_seconds <= 0) {
     e.notes.push_back("the cluster gives no host.zero3_fetch_seconds: the host time of ZeRO-3's per-module hooks "
-                      "is not priced apart. The H100 and A100 presets' inter_node.max_rails, fitted on ZeRO-3 runs "
+                      "is not priced apart. The H100 and HGX A100 presets' inter_node.max_rails, fitted on ZeRO-3 runs "
                       "whose data-parallel groups held every GPU of their nodes, carries it for such groups; inside "
                       "a node, or with fewer of the group's ranks on a node than max_rails, it is not priced and "
                       "with few tokens per GPU the step comes out too fast (docs/validation.md \"ZeRO-3's gathers "

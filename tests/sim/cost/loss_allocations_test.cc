@@ -119,10 +119,11 @@ TEST(LossAllocationsTest, NoLogitsNoReplay) {
 namespace dsp::sim {
 namespace {
 
-// torchtitan's TP without AsyncTP: every layer's row-parallel partial sum and funcol's contiguous
-// copy of it (two full-sequence blocks, T x h in bf16) are freed within the layer and stay cached;
-// the loss's 4- and 8-byte requests are larger, so they stay unused through its peak. The
-// 70B run on 256 GPUs: 16 x 8,192 tokens, h = 8,192: 2 x 2.15 GB beside the logits' 4.2 GB.
+// torchtitan's TP: the last layer's row-parallel partial sum, and without AsyncTP funcol's
+// contiguous copy of it (full-sequence blocks, T x h in bf16), are freed within the layer; lm_head's
+// input gather (a buffer, then the saved whole-sequence input) reuses them, and the buffer is freed
+// again. The loss's 4- and 8-byte requests are larger: one such block stays unused through its
+// peak beside the logits'. The 70B run on 256 GPUs: 16 x 8,192 tokens, h = 8,192: 2.15 GB.
 TEST(LossAllocationsTest, TorchtitansTpPartialSumsStayCachedThroughTheLoss) {
   LayerShape s = LossShape();
   s.seq_len = 8192;
@@ -133,15 +134,18 @@ TEST(LossAllocationsTest, TorchtitansTpPartialSumsStayCachedThroughTheLoss) {
   s.loss_parallel = true;
   s.logits_freed_before_backward = true;
   const double logits = LocalLogits(s, kVocab);
-  const double without = LossPhaseCachedBytes(s, kVocab, false);
-  EXPECT_NEAR(without, 2 * logits, 64e6);
-  s.funcol_tp_partials = true;
-  const double partial = 2.0 * 16 * 8192 * 8192;
-  EXPECT_NEAR(LossPhaseCachedBytes(s, kVocab, false), 2 * logits + 2 * partial, 64e6);
-  // The replay's allocated peak is still the loss's: the partial sums are gone by then.
+  const double block = 2.0 * 16 * 8192 * 8192;
+  EXPECT_NEAR(LossPhaseCachedBytes(s, kVocab, false), 2 * logits, 64e6);
+  s.tp_partial_blocks = 2;  // funcol: the partial sum and its contiguous copy
+  EXPECT_NEAR(LossPhaseCachedBytes(s, kVocab, false), 2 * logits + 2 * block, 64e6);
+  s.lm_head_input_gathered = true;  // the gather takes both, and frees its buffer
+  EXPECT_NEAR(LossPhaseCachedBytes(s, kVocab, false), 2 * logits + block, 64e6);
+  s.tp_partial_blocks = 1;  // AsyncTP: the stacked partials alone; the gather makes the second block
+  EXPECT_NEAR(LossPhaseCachedBytes(s, kVocab, false), 2 * logits + block, 64e6);
+  // The replay's allocated peak is still the loss's, beside lm_head's saved input.
   CachingAllocatorReplay replay(false);
   replay.Run(LossPhaseEvents(s, logits));
-  EXPECT_NEAR(static_cast<double>(replay.peak_allocated()) / logits, 16, 0.01);
+  EXPECT_NEAR((static_cast<double>(replay.peak_allocated()) - block) / logits, 16, 0.01);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/cost/activation_memory.h"
+#include "tests/sim/cost/memory_test_util.h"
 
 namespace dsp::sim {
 namespace {
@@ -66,22 +67,9 @@ TEST(ActivationMemoryTest, KorthikantiFullRecompute) {
 }
 
 // Llama-3-8B layer, s = 4096, b = 1: GQA (8 k/v heads of 128), SwiGLU (f = 14336), no dropout.
-LayerShape Llama8BLayer() {
-  LayerShape s;
-  s.seq_len = 4096;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.head_dim = 128;
-  s.ffn = 14336;
-  s.gated_mlp = true;
-  s.dropout = false;
-  return s;
-}
-
 TEST(ActivationMemoryTest, GqaAndSwiGlu) {
   const double T = 4096, h = 4096;
-  LayerActivations a = LayerActivationBytes(Llama8BLayer(), Recompute::kNone);
+  LayerActivations a = LayerActivationBytes(testing::Llama3_8BLayer(), Recompute::kNone);
   // q/k/v input 2Th; Q and attention output 2T·4096 each, K and V 2T·1024 each; scores 2·a·S·T.
   EXPECT_DOUBLE_EQ(a.attention_bytes, 2 * T * h + 2 * T * (2 * 4096 + 2 * 1024) + 2 * 32 * T * T);
   EXPECT_DOUBLE_EQ(a.attention_bytes, 1'191'182'336.0);
@@ -89,12 +77,12 @@ TEST(ActivationMemoryTest, GqaAndSwiGlu) {
   EXPECT_DOUBLE_EQ(a.mlp_bytes, 2 * T * h + 3 * 2 * T * 14336);
   EXPECT_DOUBLE_EQ(a.mlp_bytes, 385'875'968.0);
   EXPECT_DOUBLE_EQ(a.total_bytes(), 1'644'167'168.0);
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(Llama8BLayer(), Recompute::kSelective).total_bytes(),
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(testing::Llama3_8BLayer(), Recompute::kSelective).total_bytes(),
                    570'425'344.0);
 }
 
 TEST(ActivationMemoryTest, UlyssesDividesEveryTermBySp) {
-  LayerShape one = Llama8BLayer();
+  LayerShape one = testing::Llama3_8BLayer();
   LayerShape four = one;
   four.ulysses_sp = 4;
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
@@ -113,7 +101,7 @@ TEST(ActivationMemoryTest, UlyssesDividesEveryTermBySp) {
 
 // Mixtral-8x7B MoE layer, s = 4096: 8 experts of width 14336, top-2.
 LayerShape MixtralLayer() {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   s.num_experts = 8;
   s.top_k = 2;
   s.expert_ffn = 14336;
@@ -188,7 +176,7 @@ TEST(ActivationMemoryTest, MegatronExpertsTakeSequenceParallelTokensAndSplitOver
 // input, the MLP input and fc2's input drop to 1 byte; the fused attention keeps its bf16 output and
 // o_proj saves an fp8 copy of it beside; fc1's outputs (SwiGLU's gate and up) stay bf16.
 TEST(ActivationMemoryTest, TransformerEngineFp8SavesEachGemmInputInOneByte) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   const LayerActivations bf16 = LayerActivationBytes(s, Recompute::kSelective);
   s.fp8_saved_inputs = true;
   const LayerActivations fp8 = LayerActivationBytes(s, Recompute::kSelective);
@@ -199,7 +187,7 @@ TEST(ActivationMemoryTest, TransformerEngineFp8SavesEachGemmInputInOneByte) {
 }
 
 TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   // 4·s·b·h·(1 + V/h) with V = 128256.
   EXPECT_DOUBLE_EQ(OutputLayerActivationBytes(s, 128256), 4.0 * 4096 * (4096 + 128256));
   s.tp = 4;  // AutoTP training: lm_head whole, every TP rank holds all logits
@@ -217,7 +205,7 @@ TEST(ActivationMemoryTest, OutputLayerFollowsMegatron) {
 // fused_linear_cross_entropy_forward): no logits outlive a chunk of about BT x H elements; forward
 // keeps grad_input (BT x H) and grad_weight (V x H) for backward, in 16-bit.
 TEST(ActivationMemoryTest, FusedLossKeepsNoLogits) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   s.hf_eager = true;
   const double T = 4096, h = 4096, V = 128256;
   // The final RMSNorm's fp32 input and the bf16 tensor its weight multiplies, lm_head's input.
@@ -234,7 +222,7 @@ TEST(ActivationMemoryTest, FusedLossKeepsNoLogits) {
 // "loss"): Inductor's fused cross-entropy keeps the 16-bit logits it reads and writes a 16-bit
 // gradient; the eager one upcasts them and keeps fp32 copies (14 bytes a logit at the peak).
 TEST(ActivationMemoryTest, CompiledLossKeepsNoFp32Logits) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   s.hf_eager = true;
   const double T = 4096, h = 4096, V = 128256;
   const double hidden = (4.0 + 2.0 + 2.0) * T * h;
@@ -254,7 +242,7 @@ TEST(ActivationMemoryTest, CompiledLossKeepsNoFp32Logits) {
 // (torch/distributed/tensor/parallel/loss.py _nll_loss_and_log_softmax_backward) holds the saved
 // output, zeros_like(x), exp(x) and their sum (16); a pipeline stage keeps its output (+2).
 TEST(ActivationMemoryTest, TorchtitansLossDropsTheLogitsAndLossParallelHoldsFourFp32Copies) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   s.hf_eager = true;
   s.vocab_parallel = true;
   const double T = 4096, h = 4096, V = 128256;
@@ -276,7 +264,7 @@ TEST(ActivationMemoryTest, TorchtitansLossDropsTheLogitsAndLossParallelHoldsFour
 // DeepSpeed's TiledMLP (deepspeed/runtime/sequence_parallel/ulysses_sp.py) saves only the MLP's
 // input; the shard its backward runs (one of ceil(s / h)) is a working set of that layer alone.
 TEST(ActivationMemoryTest, TiledMlpSavesItsInputAndOneShard) {
-  LayerShape s = Llama8BLayer();
+  LayerShape s = testing::Llama3_8BLayer();
   const double T = 4096, h = 4096, f = 14336;
   s.seq_len = 8 * 4096;
   const double untiled = LayerActivationBytes(s, Recompute::kNone).mlp_bytes;

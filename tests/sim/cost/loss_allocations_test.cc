@@ -9,21 +9,16 @@
 
 #include <vector>
 
+#include "tests/sim/cost/memory_test_util.h"
+
 namespace dsp::sim {
 namespace {
 
-// torchtitan's Llama 3.1 8B runs: 2 x 8192 tokens a rank, no TP.
+// torchtitan's Llama 3.1 8B runs: 2 x 8,192 tokens a rank, no TP, transformers' eager modules.
 LayerShape LossShape() {
-  LayerShape s;
+  LayerShape s = testing::Llama3_8BLayer();
   s.seq_len = 8192;
   s.micro_batch = 2;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.head_dim = 128;
-  s.ffn = 14336;
-  s.gated_mlp = true;
-  s.dropout = false;
   s.hf_eager = true;
   return s;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/plan/plan.h"
+#include "sim/cost/activation_memory.h"
 #include "sim/cost/memory_model.h"
 #include "tests/core/model/model_test_util.h"
 
@@ -20,6 +21,21 @@ inline Plan PlanOrDie(const std::string& config_json, int64_t world, int64_t gpu
     return Plan{};
   }
   return *plan;
+}
+
+// One decoder layer of Llama 3 8B (hidden 4096, 32 query heads over 8 KV heads of 128, SwiGLU
+// 14336, no dropout) at 4,096 tokens, micro-batch 1.
+inline LayerShape Llama3_8BLayer() {
+  LayerShape s;
+  s.seq_len = 4096;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  s.ffn = 14336;
+  s.gated_mlp = true;
+  s.dropout = false;
+  return s;
 }
 
 // An 8 x 80 GB node (H100 SXM); only hbm_bytes matters for memory.

@@ -199,6 +199,7 @@ Status ReadDecoderCore(ModelSpec& s, const Reader& r, int64_t default_head_dim,
 Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseGptFamily(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseDeepSeek(ModelSpec s, const Reader& r);
+Result<ModelSpec> ParseGlm4Moe(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseGptOss(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseLlama4(ModelSpec s, const Reader& r);
 Result<ModelSpec> ParseQwenNext(ModelSpec s, const Reader& r);

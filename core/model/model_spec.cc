@@ -223,6 +223,7 @@ constexpr KnownType kKnownTypes[] = {
     // Kimi K2's config.json says model_type kimi_k2 with DeepseekV3ForCausalLM (remote code whose
     // DeepseekV3Config only renames model_type): DeepSeek-V3's architecture with its own sizes.
     {"kimi_k2", model_internal::ParseDeepSeek},
+    {"glm4_moe", model_internal::ParseGlm4Moe},
 };
 
 std::string SupportedTypes() {

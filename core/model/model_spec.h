@@ -57,7 +57,7 @@ enum class ModelFamily {
   kBloom,     // transformer.h.N.self_attention.query_key_value
   kGptNeox,   // gpt_neox.layers.N.attention.query_key_value
   kFalcon,    // transformer.h.N.self_attention.query_key_value (multi-query / grouped)
-  kDeepSeek,  // deepseek_v2, deepseek_v3: MLA + DeepSeekMoE
+  kDeepSeek,  // deepseek_v2, deepseek_v3, kimi_k2: MLA + DeepSeekMoE; glm4_moe: GQA + DeepSeekMoE
   kGptOss,    // gpt_oss: sinks, biased MoE with fused expert tensors
   kLlama4,    // llama4 text model: feed_forward.{router, experts, shared_expert}
   kQwenNext,  // qwen3_next, qwen3_5, qwen3_5_moe: Gated DeltaNet + gated attention

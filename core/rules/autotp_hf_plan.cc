@@ -65,6 +65,8 @@ const std::map<std::string, Entries>& PlanTable() {
                                 o_proj},
                                fused_experts, shared_experts, mlp, {lm_head}});
     (*t)["deepseek_v3"] = cat({fused_experts, shared_experts, mlp, {lm_head}});
+    // glm4_moe: grouped-query attention over DeepseekV3's MoE (modular_glm4_moe.py).
+    (*t)["glm4_moe"] = cat({attention, {o_proj}, fused_experts, shared_experts, mlp, {lm_head}});
     (*t)["llama4_text"] = cat(
         {attention,
          {o_proj,

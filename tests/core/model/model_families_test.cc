@@ -102,6 +102,63 @@ TEST(ModelFamiliesTest, KimiK2IsDeepSeekV3With384Experts) {
   ExpectRoundsTo(c.active_per_token - c.by_family.at(ParamFamily::kEmbedding), 32e9, 1e9);
 }
 
+// GLM-4.5-Air (transformers models/glm4_moe, Glm4MoeForCausalLM = DeepseekV3ForCausalLM with
+// grouped-query attention): "106 billion total parameters and 12 billion active parameters"
+// (GLM-4.5 technical report, arXiv 2508.06471; zai-org/GLM-4.5-Air model card).
+TEST(ModelFamiliesTest, Glm45AirIsDeepSeekMoeUnderGqa) {
+  ModelSpec m = ParsePresetOrDie("glm-4.5-air.json");
+  EXPECT_EQ(m.family, ModelFamily::kDeepSeek);
+  EXPECT_FALSE(m.mla());
+  EXPECT_FALSE(m.assumed_llama_like);
+  EXPECT_EQ(m.head_dim, 128);  // 96 heads of 128 over a 4096 hidden size
+  EXPECT_TRUE(m.attention_bias);
+  EXPECT_FALSE(m.o_proj_bias);  // Glm4MoeAttention's o_proj has bias=False
+  EXPECT_FALSE(m.qk_norm);
+  EXPECT_TRUE(m.router_score_bias);
+  EXPECT_EQ(m.rotary_fraction, 0.5);
+  EXPECT_EQ(m.NumMoeLayers(), 45);  // first_k_dense_replace 1
+  EXPECT_EQ(m.mtp_layers, 1);
+  const ParamCounts c = CountParameters(m);
+  // 2 x 151,552 x 4,096 + 46 x (attention 109,066,240 with q/k/v biases + norms 8,192) + one dense
+  // MLP 134,479,872 + 45 x (128 experts x 17,301,504 + shared 17,301,504 + gate 524,288 +
+  // correction bias 128) + final norm 4,096.
+  EXPECT_EQ(c.total, 106'852'251'264);
+  EXPECT_GE(c.total, 106e9);  // the published "106B" drops the fraction
+  EXPECT_LT(c.total, 107e9);
+  ExpectRoundsTo(NonEmbedding(c) - (c.total - c.active_per_token), 12e9, 1e9);
+  // The checkpoint's MTP layer (model.layers.46) is left out of training and counted apart.
+  EXPECT_GT(c.mtp, 0);
+  const auto t = ByName(m);
+  EXPECT_EQ(t.at("model.layers.1.mlp.experts.127.down_proj.weight").family, ParamFamily::kRoutedExperts);
+  EXPECT_EQ(t.at("model.layers.1.mlp.shared_experts.gate_proj.weight").shape,
+            (std::vector<int64_t>{1408, 4096}));
+  EXPECT_EQ(t.count("model.layers.1.self_attn.q_proj.bias"), 1u);
+  EXPECT_EQ(t.count("model.layers.1.self_attn.o_proj.bias"), 0u);
+  EXPECT_EQ(t.count("model.layers.0.mlp.gate_proj.weight"), 1u);  // the dense first layer
+  EXPECT_EQ(t.count("model.layers.46.self_attn.q_proj.weight"), 0u);
+}
+
+// GLM-4.x configs' own keys: use_qk_norm adds head-dim norms on q and k, and num_local_experts is
+// an alias of n_routed_experts (Glm4MoeConfig.attribute_map).
+TEST(ModelFamiliesTest, Glm4MoeReadsQkNormAndTheExpertAlias) {
+  Json config = testing::LoadModelPreset("glm-4.5-air.json");
+  config["use_qk_norm"] = true;
+  config["num_local_experts"] = config["n_routed_experts"];
+  config.erase("n_routed_experts");
+  config.erase("partial_rotary_factor");
+  auto m = ParseHfConfig(config);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->qk_norm);
+  EXPECT_EQ(m->num_experts, 128);
+  EXPECT_EQ(m->rotary_fraction, 0.5);  // Glm4MoeConfig.__post_init__'s default
+  const ModelSpec plain = ParsePresetOrDie("glm-4.5-air.json");
+  EXPECT_EQ(CountParameters(*m).total - CountParameters(plain).total, 46 * 2 * 128);
+  config["n_group"] = 3;  // 128 experts do not split into 3 groups
+  auto bad = ParseHfConfig(config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("n_group"), std::string::npos) << bad.error().message;
+}
+
 // Nemotron-4 (transformers modeling_nemotron.py): llama's attention with GQA, a non-gated
 // squared-ReLU MLP (up_proj, down_proj), LayerNorm1P with weight and bias, untied head. NVIDIA
 // dgxc-benchmarking's nemotron READMEs give 15.63B and 341.0B for these configs.

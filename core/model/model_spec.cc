@@ -224,6 +224,8 @@ constexpr KnownType kKnownTypes[] = {
     // DeepseekV3Config only renames model_type): DeepSeek-V3's architecture with its own sizes.
     {"kimi_k2", model_internal::ParseDeepSeek},
     {"glm4_moe", model_internal::ParseGlm4Moe},
+    {"qwen3_vl_text", model_internal::ParseLlamaFamily},
+    {"qwen3_vl_moe_text", model_internal::ParseLlamaFamily},
 };
 
 std::string SupportedTypes() {
@@ -232,7 +234,7 @@ std::string SupportedTypes() {
     if (!out.empty()) out += ", ";
     out += t.model_type;
   }
-  return out + " (and llama4, qwen3_5, qwen3_5_moe, gemma3 through their text_config)";
+  return out + " (and llama4, qwen3_5, qwen3_5_moe, gemma3, qwen3_vl, qwen3_vl_moe through their text_config)";
 }
 
 // Multimodal checkpoints whose config.json nests the language model under text_config, with the
@@ -252,6 +254,10 @@ constexpr Multimodal kMultimodal[] = {
      "vision tower and merger (vision_config)"},
     {"qwen3_5_moe", "model.language_model.", "lm_head.weight",
      "vision tower and merger (vision_config)"},
+    {"qwen3_vl", "model.language_model.", "lm_head.weight",
+     "vision tower, merger and DeepStack mergers (vision_config)"},
+    {"qwen3_vl_moe", "model.language_model.", "lm_head.weight",
+     "vision tower, merger and DeepStack mergers (vision_config)"},
 };
 
 // Keys that mean the model is not a plain llama decoder; counting such a config as llama would

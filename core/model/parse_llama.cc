@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The llama family: llama (and unknown llama-like types), mistral, qwen2, qwen3, mixtral,
-// qwen2_moe, qwen3_moe, phi3. Defaults follow each transformers configuration_<type>.py.
+// qwen2_moe, qwen3_moe, phi3, and Qwen3-VL's text models (qwen3_vl_text, qwen3_vl_moe_text).
+// Defaults follow each transformers configuration_<type>.py.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -16,10 +17,10 @@ Arch ArchOf(const ModelSpec& s) {
   const std::string& t = s.model_type;
   if (t == "mistral") return Arch::kMistral;
   if (t == "qwen2") return Arch::kQwen2;
-  if (t == "qwen3") return Arch::kQwen3;
+  if (t == "qwen3" || t == "qwen3_vl_text") return Arch::kQwen3;
   if (t == "mixtral") return Arch::kMixtral;
   if (t == "qwen2_moe") return Arch::kQwen2Moe;
-  if (t == "qwen3_moe") return Arch::kQwen3Moe;
+  if (t == "qwen3_moe" || t == "qwen3_vl_moe_text") return Arch::kQwen3Moe;
   if (t == "phi3") return Arch::kPhi3;
   return Arch::kLlama;  // llama, and unknown types assumed llama-like
 }
@@ -31,6 +32,11 @@ Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r) {
   s.family = ModelFamily::kLlama;
   const bool moe = arch == Arch::kMixtral || arch == Arch::kQwen2Moe || arch == Arch::kQwen3Moe;
   const bool qwen_moe = arch == Arch::kQwen2Moe || arch == Arch::kQwen3Moe;
+  // Qwen3VLTextConfig / Qwen3VLMoeTextConfig (transformers models/qwen3_vl, qwen3_vl_moe): Qwen3's
+  // decoder; the MoE one drops norm_topk_prob (its TopKRouter always renormalises the top k) and
+  // head_dim defaults to hidden / heads; both default to 128,000 positions.
+  const bool qwen3_vl = s.model_type == "qwen3_vl_text" || s.model_type == "qwen3_vl_moe_text";
+  const bool qwen3_vl_moe = s.model_type == "qwen3_vl_moe_text";
 
   DSP_ASSIGN_OR_RETURN(s.hidden_size, r.RequiredInt("hidden_size", 1, kMaxDim));
   DSP_ASSIGN_OR_RETURN(s.num_hidden_layers, r.RequiredInt("num_hidden_layers", 1, kMaxCount));
@@ -40,7 +46,8 @@ Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r) {
   DSP_ASSIGN_OR_RETURN(s.vocab_size, r.RequiredInt("vocab_size", 1, kMaxDim));
 
   const bool head_dim_given = r.Has("head_dim") || arch == Arch::kQwen3;
-  // Qwen3Config declares head_dim = 128; every other class here falls back to hidden / heads.
+  // Qwen3Config (and Qwen3VLTextConfig) declare head_dim = 128; every other class here falls back
+  // to hidden / heads.
   const int64_t default_head_dim =
       arch == Arch::kQwen3 ? 128 : s.hidden_size / s.num_attention_heads;
   DSP_ASSIGN_OR_RETURN(s.head_dim,
@@ -51,6 +58,7 @@ Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r) {
   if (arch == Arch::kMistral || arch == Arch::kMixtral) default_positions = 4096 * 32;
   if (arch == Arch::kQwen2 || arch == Arch::kQwen3 || qwen_moe) default_positions = 32768;
   if (arch == Arch::kPhi3) default_positions = 4096;
+  if (qwen3_vl) default_positions = 128000;
   DSP_ASSIGN_OR_RETURN(s.max_position_embeddings,
                        r.IntOr("max_position_embeddings", default_positions, 1, int64_t{1} << 40));
   DSP_ASSIGN_OR_RETURN(s.tie_word_embeddings, r.BoolOr("tie_word_embeddings", false));
@@ -90,7 +98,10 @@ Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r) {
     DSP_ASSIGN_OR_RETURN(s.num_experts_per_tok, r.RequiredInt("num_experts_per_tok", 1, kMaxCount));
     // Mixtral always renormalises the top-k weights; the Qwen blocks make it an option.
     s.norm_topk_prob = true;
-    if (qwen_moe) DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", false));
+    if (qwen_moe && !qwen3_vl_moe) DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", false));
+    // Qwen3VLMoeTextExperts is transformers 5's Qwen3MoeExperts: gate_up_proj [E, 2I, H], down_proj
+    // [E, H, I], one tensor each, as the Qwen3-VL MoE checkpoints store them (fused).
+    s.fused_experts = qwen3_vl_moe;
   }
   if (arch == Arch::kMixtral) {
     // Mixtral experts are the full-width MLP; every layer is sparse.

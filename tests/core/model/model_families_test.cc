@@ -159,6 +159,49 @@ TEST(ModelFamiliesTest, Glm4MoeReadsQkNormAndTheExpertAlias) {
   EXPECT_NE(bad.error().message.find("n_group"), std::string::npos) << bad.error().message;
 }
 
+// Qwen3-VL (transformers models/qwen3_vl, qwen3_vl_moe): the language model under text_config is
+// Qwen3's decoder (q/k norms; the MoE one with transformers 5's fused Qwen3MoeExperts), named under
+// model.language_model.; the vision tower, its merger and the DeepStack mergers are left out. The
+// 8B and 30B-A3B text models have Qwen3-8B's and Qwen3-30B-A3B's shapes, so their counts match
+// those checkpoints' exactly.
+TEST(ModelFamiliesTest, Qwen3VlTextModelsAreQwen3) {
+  ModelSpec dense = ParsePresetOrDie("qwen3-vl-8b.json");
+  EXPECT_EQ(dense.model_type, "qwen3_vl_text");
+  EXPECT_EQ(dense.family, ModelFamily::kLlama);
+  EXPECT_FALSE(dense.assumed_llama_like);
+  EXPECT_TRUE(dense.qk_norm);
+  EXPECT_EQ(dense.name_prefix, "model.language_model.");
+  ASSERT_EQ(dense.left_out.size(), 1u);
+  EXPECT_NE(dense.left_out[0].find("vision tower"), std::string::npos);
+  EXPECT_EQ(CountParameters(dense).total, CountParameters(ParsePresetOrDie("qwen3-8b.json")).total);
+  const auto d = ByName(dense);
+  EXPECT_EQ(d.count("model.language_model.layers.35.self_attn.k_norm.weight"), 1u);
+  EXPECT_EQ(d.count("lm_head.weight"), 1u);
+
+  ModelSpec moe = ParsePresetOrDie("qwen3-vl-30b-a3b.json");
+  EXPECT_EQ(moe.model_type, "qwen3_vl_moe_text");
+  EXPECT_TRUE(moe.fused_experts);
+  EXPECT_TRUE(moe.norm_topk_prob);
+  const ModelSpec text = ParsePresetOrDie("qwen3-30b-a3b.json");
+  EXPECT_EQ(CountParameters(moe).total, CountParameters(text).total);
+  EXPECT_EQ(CountParameters(moe).active_per_token, CountParameters(text).active_per_token);
+  const auto m = ByName(moe);
+  EXPECT_EQ(m.at("model.language_model.layers.0.mlp.experts.gate_up_proj").shape,
+            (std::vector<int64_t>{128, 2 * 768, 2048}));
+  EXPECT_EQ(m.at("model.language_model.layers.0.mlp.experts.down_proj").shape,
+            (std::vector<int64_t>{128, 2048, 768}));
+  EXPECT_EQ(m.at("model.language_model.layers.0.mlp.experts.gate_up_proj").family,
+            ParamFamily::kRoutedExperts);
+
+  // Qwen3VLMoeTextConfig has no norm_topk_prob: its router renormalises the top k whatever a
+  // config says.
+  Json config = testing::LoadModelPreset("qwen3-vl-30b-a3b.json");
+  config["text_config"]["norm_topk_prob"] = false;
+  auto renormalised = ParseHfConfig(config);
+  ASSERT_TRUE(renormalised.ok()) << renormalised.error().message;
+  EXPECT_TRUE(renormalised->norm_topk_prob);
+}
+
 // Nemotron-4 (transformers modeling_nemotron.py): llama's attention with GQA, a non-gated
 // squared-ReLU MLP (up_proj, down_proj), LayerNorm1P with weight and bias, untied head. NVIDIA
 // dgxc-benchmarking's nemotron READMEs give 15.63B and 341.0B for these configs.

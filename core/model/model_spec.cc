@@ -226,6 +226,8 @@ constexpr KnownType kKnownTypes[] = {
     {"glm4_moe", model_internal::ParseGlm4Moe},
     {"qwen3_vl_text", model_internal::ParseLlamaFamily},
     {"qwen3_vl_moe_text", model_internal::ParseLlamaFamily},
+    {"qwen2_vl_text", model_internal::ParseLlamaFamily},
+    {"qwen2_5_vl_text", model_internal::ParseLlamaFamily},
 };
 
 std::string SupportedTypes() {
@@ -234,7 +236,7 @@ std::string SupportedTypes() {
     if (!out.empty()) out += ", ";
     out += t.model_type;
   }
-  return out + " (and llama4, qwen3_5, qwen3_5_moe, gemma3, qwen3_vl, qwen3_vl_moe through their text_config)";
+  return out + " (and llama4, qwen3_5, qwen3_5_moe, gemma3, qwen3_vl, qwen3_vl_moe, qwen2_vl, qwen2_5_vl through their text_config)";
 }
 
 // Multimodal checkpoints whose config.json nests the language model under text_config, with the
@@ -244,6 +246,10 @@ struct Multimodal {
   const char* name_prefix;
   const char* lm_head_name;
   const char* left_out;
+  // Qwen2-VL and Qwen2.5-VL hub configs keep the language model's keys at the top level (the
+  // checkpoints name its tensors model.layers.*); configs transformers 5 saves nest them in
+  // text_config (model.language_model.*). Either is read.
+  bool flat_ok = false;
 };
 constexpr Multimodal kMultimodal[] = {
     {"llama4", "language_model.model.", "language_model.lm_head.weight",
@@ -258,6 +264,9 @@ constexpr Multimodal kMultimodal[] = {
      "vision tower, merger and DeepStack mergers (vision_config)"},
     {"qwen3_vl_moe", "model.language_model.", "lm_head.weight",
      "vision tower, merger and DeepStack mergers (vision_config)"},
+    {"qwen2_vl", "model.language_model.", "lm_head.weight", "vision tower and merger (vision_config)", true},
+    {"qwen2_5_vl", "model.language_model.", "lm_head.weight", "vision tower and merger (vision_config)",
+     true},
 };
 
 // Keys that mean the model is not a plain llama decoder; counting such a config as llama would
@@ -266,7 +275,9 @@ constexpr Multimodal kMultimodal[] = {
 constexpr const char* kNonLlamaMarkers[] = {
     "num_local_experts", "num_experts",       "n_routed_experts", "moe_intermediate_size",
     "kv_lora_rank",      "q_lora_rank",       "n_shared_experts", "num_experts_per_tok",
-    "layer_types",       "linear_num_key_heads", "sliding_window_pattern", "text_config"};
+    "layer_types",       "linear_num_key_heads", "sliding_window_pattern", "text_config",
+    // A vision tower beside a flat language model: counting only the decoder would drop it unsaid.
+    "vision_config"};
 
 Result<std::string> ModelTypeOf(const Json& config, std::string_view where) {
   auto type_it = config.find("model_type");
@@ -300,6 +311,12 @@ Result<ModelSpec> Parse(const Json& root) {
   for (const Multimodal& mm : kMultimodal) {
     if (*type != mm.model_type) continue;
     auto text = root.find("text_config");
+    if (mm.flat_ok && text == root.end()) {
+      type = std::string(mm.model_type) + "_text";
+      s.name_prefix = "model.";
+      s.left_out.push_back(mm.left_out);
+      break;
+    }
     if (text == root.end() || !text->is_object()) {
       return Error{"model config (" + *type + "): 'text_config' is missing (required: the " +
                    "language model's config)"};

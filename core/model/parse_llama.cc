@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The llama family: llama (and unknown llama-like types), mistral, qwen2, qwen3, mixtral,
-// qwen2_moe, qwen3_moe, phi3, and Qwen3-VL's text models (qwen3_vl_text, qwen3_vl_moe_text).
+// qwen2_moe, qwen3_moe, phi3, and the text models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL.
 // Defaults follow each transformers configuration_<type>.py.
 #include <algorithm>
 #include <string>
@@ -16,7 +16,8 @@ enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3M
 Arch ArchOf(const ModelSpec& s) {
   const std::string& t = s.model_type;
   if (t == "mistral") return Arch::kMistral;
-  if (t == "qwen2") return Arch::kQwen2;
+  // Qwen2VLTextConfig, Qwen2_5_VLTextConfig: Qwen2's decoder (q/k/v biased, o_proj not).
+  if (t == "qwen2" || t == "qwen2_vl_text" || t == "qwen2_5_vl_text") return Arch::kQwen2;
   if (t == "qwen3" || t == "qwen3_vl_text") return Arch::kQwen3;
   if (t == "mixtral") return Arch::kMixtral;
   if (t == "qwen2_moe") return Arch::kQwen2Moe;

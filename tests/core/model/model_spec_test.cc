@@ -105,6 +105,41 @@ TEST(ModelSpecTest, UnknownTypeAssumedLlamaLike) {
 
   config["n_routed_experts"] = 64;  // deepseek-style MoE: would be miscounted as dense
   EXPECT_NE(ErrorOf(config).find("'n_routed_experts'"), std::string::npos) << ErrorOf(config);
+  config.erase("n_routed_experts");
+  config["vision_config"] = {{"depth", 2}};  // a VLM whose vision tower would go uncounted, unsaid
+  EXPECT_NE(ErrorOf(config).find("'vision_config'"), std::string::npos) << ErrorOf(config);
+}
+
+// Qwen2-VL and Qwen2.5-VL (transformers models/qwen2_vl, qwen2_5_vl): Qwen2's decoder (q/k/v biased,
+// o_proj not) plus a vision tower, which is left out. Hub configs keep the language model's keys at
+// the top level, with checkpoints naming its tensors model.layers.*; configs transformers 5 saves
+// nest them in text_config and name them model.language_model.*.
+TEST(ModelSpecTest, Qwen2VlReadsFlatAndNestedTextConfigs) {
+  Json flat = LoadModelPreset("tiny-llama.json");
+  flat["model_type"] = "qwen2_5_vl";
+  flat["vision_config"] = {{"depth", 2}, {"hidden_size", 16}};
+  Result<ModelSpec> a = ParseHfConfig(flat);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->model_type, "qwen2_5_vl_text");
+  EXPECT_FALSE(a->assumed_llama_like);
+  EXPECT_TRUE(a->attention_bias);
+  EXPECT_FALSE(a->o_proj_bias);
+  EXPECT_EQ(a->name_prefix, "model.");
+  ASSERT_EQ(a->left_out.size(), 1u);
+  EXPECT_NE(a->left_out[0].find("vision tower"), std::string::npos);
+  // The llama count plus q/k/v biases: per layer hidden + 2 x kv heads x head_dim.
+  Json llama = LoadModelPreset("tiny-llama.json");
+  const ModelSpec base = *ParseHfConfig(llama);
+  const int64_t biases = base.num_hidden_layers * (base.num_attention_heads + 2 * base.num_key_value_heads) *
+                         base.head_dim;
+  EXPECT_EQ(CountParameters(*a).total, CountParameters(base).total + biases);
+
+  Json nested = {{"model_type", "qwen2_vl"}, {"vision_config", {{"depth", 2}}}, {"text_config", llama}};
+  nested["text_config"]["model_type"] = "qwen2_vl_text";
+  Result<ModelSpec> b = ParseHfConfig(nested);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->name_prefix, "model.language_model.");
+  EXPECT_EQ(CountParameters(*b).total, CountParameters(*a).total);
 }
 
 // A model_type is a short identifier; anything else is refused before it reaches a message or a

@@ -277,7 +277,12 @@ constexpr const char* kNonLlamaMarkers[] = {
     "kv_lora_rank",      "q_lora_rank",       "n_shared_experts", "num_experts_per_tok",
     "layer_types",       "linear_num_key_heads", "sliding_window_pattern", "text_config",
     // A vision tower beside a flat language model: counting only the decoder would drop it unsaid.
-    "vision_config"};
+    "vision_config",
+    // Mamba/SSM hybrids (nemotron_h hybrid_override_pattern, Jamba attn_layer_period and
+    // layers_block_type, Mamba2 mixers' ssm_state_size / mamba_num_heads) and MoE under other
+    // names (ERNIE-4.5 moe_num_experts, DBRX ffn_config).
+    "hybrid_override_pattern", "attn_layer_period", "layers_block_type", "ssm_state_size",
+    "mamba_num_heads", "moe_num_experts", "ffn_config"};
 
 Result<std::string> ModelTypeOf(const Json& config, std::string_view where) {
   auto type_it = config.find("model_type");

@@ -108,6 +108,13 @@ TEST(ModelSpecTest, UnknownTypeAssumedLlamaLike) {
   config.erase("n_routed_experts");
   config["vision_config"] = {{"depth", 2}};  // a VLM whose vision tower would go uncounted, unsaid
   EXPECT_NE(ErrorOf(config).find("'vision_config'"), std::string::npos) << ErrorOf(config);
+  config.erase("vision_config");
+  // Mamba hybrids and MoE under other names would be counted as a dense llama decoder.
+  for (const char* key : {"hybrid_override_pattern", "ssm_state_size", "moe_num_experts", "attn_layer_period"}) {
+    Json marked = config;
+    marked[key] = 1;
+    EXPECT_NE(ErrorOf(marked).find(std::string("'") + key + "'"), std::string::npos) << ErrorOf(marked);
+  }
 }
 
 // Qwen2-VL and Qwen2.5-VL (transformers models/qwen2_vl, qwen2_5_vl): Qwen2's decoder (q/k/v biased,

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/schedule/op_cost.h"
+
 namespace dsp::sim::schedule::program_detail {
 
 Status Builder::Forward(int m) {

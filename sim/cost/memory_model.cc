@@ -19,6 +19,7 @@
 #include "sim/cost/model_states.h"
 #include "sim/cost/param_sharding.h"
 #include "sim/cost/pipeline_schedule_memory.h"
+#include "sim/cost/zero3_saved_weights.h"
 
 namespace dsp::sim {
 namespace {
@@ -451,6 +452,7 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
     const double output = 2.0 /* 16-bit */ * LocalTokens(base_shape) * static_cast<double>(m.hidden_size) /
                           (base_shape.megatron_sp ? std::max(base_shape.tp, 1) : 1);
     r.stage_output_bytes = chunk_micro_batches * output;
+    r.pipeline_recv_bytes = TorchPipelineRecvBytes(in, stage, output);
   }
   r.activations_bytes =
       per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes + working - overlap;
@@ -533,7 +535,6 @@ double Fp8WeightCopyBytes(const SimInput& in, const StageParams& params) {
   return (TransformerEngineFp8Params(in) ? 1.0 : 2.0) * LinearParams(params);
 }
 
-
 // ZeRO's communication buffers and the all-to-all buffers.
 void AddBuffers(const SimInput& in, const StageParams& params, double total_params, MemoryReport& r) {
   const MemoryConvention conv = in.workload.convention;
@@ -562,7 +563,7 @@ void AddBuffers(const SimInput& in, const StageParams& params, double total_para
     r.zero_buffers_bytes = bpv * reduce_bucket + bpv * live;
   }
   r.fp8_weight_bytes = Fp8WeightCopyBytes(in, params);
-  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes + r.fp8_weight_bytes;
+  r.buffers_bytes = r.zero_buffers_bytes + r.all_to_all_bytes + r.fp8_weight_bytes + r.pipeline_recv_bytes;
   r.cpu_bytes += r.host_activations_bytes;
 
   r.peak_bytes = r.parameters_bytes + r.gradients_bytes + r.optimizer_states_bytes +
@@ -668,10 +669,11 @@ MemoryReport EstimateStage(const SimInput& in, int stage) {
   const StageParams params = CollectStageParams(in, first, end, first_stage, last_stage);
   const double total_params = AddModelStates(in, params, r);
   AddActivations(in, stage, first, end, r);
+  AddZero3SavedWeights(in, params.count[static_cast<size_t>(ParamFamily::kRoutedExperts)], last_stage, r);
   AddBuffers(in, params, total_params, r);
   AddOptimizerStepPeak(in, params, r);
-  // Not in the fit: a failed cudaMalloc frees whole cached segments, as these are, and retries.
-  // (loss_peak_bytes keeps backward's buffers: what is reserved stays so.)
+  // Not in the fit: a failed cudaMalloc frees whole cached segments and retries (loss_peak_bytes
+  // keeps backward's buffers: what is reserved stays so).
   r.reserved_peak_bytes = std::max(r.peak_bytes, r.loss_cached_bytes > 0 ? r.loss_peak_bytes + r.loss_cached_bytes : 0.0);
   CheckFit(in, r);
   return r;

@@ -59,6 +59,7 @@ struct MemoryReport {
   // torch.distributed.pipelining keeps each in-flight micro-batch's stage output until its
   // backward (stage.py fwd_cache): one activation per chunk micro-batch (fsdp2 pipelines).
   double stage_output_bytes = 0;
+  double pipeline_recv_bytes = 0;               // torch pipelining's receive buffers (in buffers_bytes)
   double recompute_working_bytes = 0;           // full recompute: one layer rematerialised
   double loss_activations_bytes = 0;            // activations at the loss's peak (last stage)
   double loss_peak_bytes = 0;                   // everything allocated at the loss's peak
@@ -66,6 +67,9 @@ struct MemoryReport {
   double zero_buffers_bytes = 0;                // reduce buckets, ZeRO-3 gathered parameters
   double all_to_all_bytes = 0;                  // Ulysses and EP all-to-all send/receive buffers
   double fp8_weight_bytes = 0;                  // TransformerEngine's cached fp8 weights (--fp8)
+  // DeepSpeed ZeRO-3: gathered expert weights autograd keeps until their layer's backward
+  // (zero3_saved_weights.h); included in activations_bytes.
+  double zero3_saved_weights_bytes = 0;
   int64_t zero_group_size = 1;                  // ZeRO partition group of dense parameters
   int64_t expert_zero_group_size = 1;           // ... and of routed experts
 };

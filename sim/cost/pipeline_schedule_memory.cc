@@ -22,4 +22,17 @@ int64_t InterleavedRound(const SimInput& in, int64_t call, int pp) {
   return call / std::max<int64_t>(1, call / pp);
 }
 
+double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes) {
+  const int pp = std::max(in.plan->sizes.pp, 1);
+  if (pp <= 1 || !in.engine.framework().torch_pipelining) return 0;
+  const int v = InterleavedChunks(in);
+  const int64_t last = static_cast<int64_t>(v) * pp - 1;
+  int64_t buffers = 0;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const int64_t stage = rank + static_cast<int64_t>(chunk) * pp;
+    buffers += (stage != 0 ? 1 : 0) + (stage != last ? 1 : 0);
+  }
+  return static_cast<double>(buffers * ScheduleCallMicroBatches(in)) * buffer_bytes;
+}
+
 }  // namespace dsp::sim

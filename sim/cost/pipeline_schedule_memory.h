@@ -22,4 +22,12 @@ int InterleavedChunks(const SimInput& in);
 // Megatron-LM (microbatch_group_size_per_vp_stage's default).
 int64_t InterleavedRound(const SimInput& in, int64_t call, int pp);
 
+// torch.distributed.pipelining's receive buffers on pipeline rank `rank`: each of its stages
+// (stage ids rank, rank + pp, ... under an interleaved schedule) holds one `buffer_bytes` tensor per
+// micro-batch of the schedule call for the activation it receives (all but the first stage) and one
+// for the gradient it receives (all but the last), allocated when the schedule sets the stage up
+// and kept for the run (stage.py _prepare_forward_infra / _prepare_backward_infra, each RecvInfo's
+// buffer from _make_tensor_from_meta).
+double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes);
+
 }  // namespace dsp::sim

@@ -126,6 +126,10 @@ void MemorySection(const SimulateResult& r, std::ostringstream& out) {
     }
     out << "\n";
   }
+  if (m.zero3_saved_weights_bytes > 0) {
+    out << "  " << Left("  of activations:", 18) << Right(GbValue(m.zero3_saved_weights_bytes), 10)
+        << "   ZeRO-3's gathered expert weights, held by autograd until backward\n";
+  }
   if (m.hpz_secondary_bytes > 0) {
     out << "  " << Left("  of parameters:", 18) << Right(GbValue(m.hpz_secondary_bytes), 10)
         << "   the hpZ secondary partition\n";
@@ -259,7 +263,7 @@ std::string RenderSimulateText(const SimulateResult& result) {
 
 Json SimulateToJson(const SimulateResult& r) {
   Json root = Json::object();
-  root["schema_version"] = 7;
+  root["schema_version"] = 8;
   root["layout"] = LayoutToJson(r.layout);
   root["engine"] = {{"name", std::string(EngineName(r.engine.engine))},
                     {"megatron_sp", r.engine.megatron_sp},
@@ -302,6 +306,7 @@ Json SimulateToJson(const SimulateResult& r) {
                     {"host_fits", m.host_fits},
                     {"optimizer_step_peak_bytes", m.optimizer_step_peak_bytes},
                     {"hpz_secondary_bytes", m.hpz_secondary_bytes},
+                    {"zero3_saved_weights_bytes", m.zero3_saved_weights_bytes},
                     {"hbm_bytes", m.hbm_bytes},
                     {"fits", m.fits},
                     {"by_family", std::move(families)}};

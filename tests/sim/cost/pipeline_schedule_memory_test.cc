@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plan/plan.h"
+
 namespace dsp::sim {
 namespace {
 
@@ -27,6 +29,25 @@ TEST(PipelineScheduleMemoryTest, CallsChunksAndRounds) {
   EXPECT_EQ(InterleavedRound(Input(Engine::kFsdp2, 10, 0, 2), 10, 4), 5);  // two rounds of 5
   EXPECT_EQ(InterleavedRound(Input(Engine::kFsdp2, 2, 0, 2), 2, 4), 2);    // fewer than p
   EXPECT_EQ(InterleavedRound(Input(Engine::kMegatronLm, 10, 0, 2), 10, 4), 4);
+}
+
+// torch's stages allocate a receive buffer per micro-batch of the call for each activation and each
+// gradient they receive (stage.py _prepare_forward_infra / _prepare_backward_infra) and keep them.
+TEST(PipelineScheduleMemoryTest, TorchPipelineReceiveBuffersPerStageAndMicroBatch) {
+  Plan plan;
+  plan.sizes.pp = 8;
+  SimInput in = Input(Engine::kFsdp2, 8, 0, 1);
+  in.plan = &plan;
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0), 8);   // the first stage: gradients only
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0), 16);  // activations and gradients
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0), 8);   // the last: activations only
+  // Interleaved over 2 chunks: rank 0 holds stages 0 and 8 of 16, rank 7 stages 7 and 15.
+  in.engine.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0), 8 + 16);
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0), 16 + 8);
+  // Megatron's and DeepSpeed's schedules are not torch's stages.
+  in.engine.engine = Engine::kMegatronLm;
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0), 0);
 }
 
 }  // namespace

@@ -24,7 +24,9 @@ namespace dsp::sim {
 // as they are (experts_are_transposed: gpt-oss's and Llama 4's [E, H, 2I] layout), and every
 // stage below 3, which never frees a parameter.
 double Zero3SavedExpertWeightBytes(const SimInput& in, double routed_params) {
-  if (in.engine.engine != Engine::kDeepSpeed || in.zero.stage != 3 || in.zero.deepcompile) return 0;
+  if (!in.engine.framework().zero3_release_keeps_viewed_experts || in.zero.stage != 3 || in.zero.deepcompile) {
+    return 0;
+  }
   if (in.workload.recompute == Recompute::kFull || in.model == nullptr || routed_params <= 0) return 0;
   if (in.model->family == ModelFamily::kGptOss || in.model->family == ModelFamily::kLlama4) return 0;
   return routed_params * in.workload.bytes_per_param;

@@ -34,6 +34,7 @@ const FrameworkProfile& DeepSpeedProfile() {
     p.tied_embedding_grad_all_reduce = false;  // HF models run without PipelineModule's TiedLayerSpec
     p.fp32_grad_buffer_max_zero_stage = -1;    // bf16 gradients accumulate in bf16 (ZeRO's own buffers)
     p.event_schedule = true;
+    p.zero3_release_keeps_viewed_experts = true;  // runtime/zero/partition_parameters.py free_param
     // A Hugging Face model: the kernel its attn_implementation (--attn-impl) names.
     p.attention = FrameworkAttention::kTransformers;
     return p;

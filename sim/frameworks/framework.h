@@ -183,6 +183,11 @@ struct FrameworkProfile {
   // backward outside a pipeline, and DTensor's loss_parallel cross-entropy under tensor parallelism
   // (sim/cost/activation_memory.h LayerShape::loss_parallel).
   bool torchtitan_loss = false;
+  // ZeRO-3 releases a gathered parameter by swapping its data for an empty tensor (DeepSpeed's
+  // free_param), and the model is transformers' with fused experts, whose matmuls save a view of
+  // the weight: each MoE layer's gathered experts outlive their release until backward
+  // (sim/cost/zero3_saved_weights.h).
+  bool zero3_release_keeps_viewed_experts = false;
   // Which attention kernel --attention flash (the default) means (sim/frameworks/attention_kernel.h).
   FrameworkAttention attention = FrameworkAttention::kTransformers;
 

@@ -97,6 +97,38 @@ TEST(DeepSpeedRunsTest, EveryRunSimulatesAndTheDocsCarryTheTable) {
   EXPECT_LE(missed, kKnownMissedOoms) << "more runs that ran out of memory are predicted to fit";
 }
 
+// The bounds set for these runs: mean |step-time error| 8 %, median |memory error| 10 %, no run
+// that ran out of memory predicted to fit. The memory and OOM bounds hold; the step time does not
+// yet (31 %: host-bound AutoEP steps, ZeRO-Offload's CPU Adam on a shared host and DeepCompile's
+// H200 runs, docs/validation.md "DeepSpeed runs"), so its bound is a ratchet just above today's
+// figure: nothing gets worse unnoticed.
+TEST(DeepSpeedRunsTest, StepTimeAndMemoryHoldTheirBounds) {
+  constexpr double kMeanStepRatchet = 0.32;  // the target is 0.08
+  constexpr double kMedianMemoryBound = 0.10;
+  std::vector<double> steps, memory;
+  int missed = 0;
+  for (const testing::TsvRow& r : testing::TsvRows("samples/runs/deepspeed-runs.tsv")) {
+    const Outcome o = deepspeed_runs::Simulate(r);
+    ASSERT_GT(o.predicted_s, 0) << o.run_id;
+    if (o.measured_oom) {
+      missed += o.fits ? 1 : 0;
+      continue;
+    }
+    steps.push_back(std::fabs(o.predicted_s / o.measured_s - 1));
+    if (o.measured_gb > 0) memory.push_back(std::fabs(o.predicted_gb / o.measured_gb - 1));
+  }
+  ASSERT_FALSE(steps.empty());
+  ASSERT_FALSE(memory.empty());
+  double sum = 0;
+  for (double e : steps) sum += e;
+  EXPECT_LE(sum / static_cast<double>(steps.size()), kMeanStepRatchet);
+  std::sort(memory.begin(), memory.end());
+  const size_t n = memory.size();
+  const double median = n % 2 ? memory[n / 2] : (memory[n / 2 - 1] + memory[n / 2]) / 2;
+  EXPECT_LE(median, kMedianMemoryBound);
+  EXPECT_EQ(missed, 0);
+}
+
 // The mapping reads the TSV's quoted JSON and keeps only what DeepSpeed reads.
 TEST(DeepSpeedRunsTest, ExtraConfigBecomesTheDeepSpeedConfig) {
   testing::TsvRow r = {{"run_id", "x"}, {"micro_batch", "4"}, {"grad_accum", "1"}, {"zero", "3"},

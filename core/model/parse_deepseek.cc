@@ -17,23 +17,30 @@ namespace {
 // dense model; attribute_map aliases `routed_alias`), one shared MLP of n_shared_experts x
 // moe_intermediate_size, the first first_k_dense_replace layers dense, group-limited routing, and
 // with `score_bias` the router's e_score_correction_bias [E] (V3's and GLM's noaux_tc).
+// The class defaults stand in for keys a config leaves out: `defaults` {routed experts (0: none,
+// a dense model, as DeepseekV2/V3's None), shared experts, dense first layers}.
+struct MoeDefaults {
+  int64_t routed = 0, shared = 0, first_dense = 0;
+};
+
 Status ReadDeepSeekMoe(ModelSpec& s, const Reader& r, const char* routed_alias, bool score_bias,
-                       bool default_norm_topk) {
+                       bool default_norm_topk, MoeDefaults defaults = {}) {
   auto read = [&]() -> Result<bool> {
     std::optional<int64_t> routed;
     DSP_ASSIGN_OR_RETURN(routed, r.AnyInt({"n_routed_experts", routed_alias}, 1, kMaxCount));
+    if (!routed && defaults.routed > 0) routed = defaults.routed;
     if (!routed) return true;
     s.num_experts = *routed;
     DSP_ASSIGN_OR_RETURN(s.num_experts_per_tok, r.RequiredInt("num_experts_per_tok", 1, kMaxCount));
     DSP_ASSIGN_OR_RETURN(s.moe_intermediate_size, r.RequiredInt("moe_intermediate_size", 1, kMaxDim));
     int64_t shared = 0;
-    DSP_ASSIGN_OR_RETURN(shared, r.IntOr("n_shared_experts", 0, 0, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(shared, r.IntOr("n_shared_experts", defaults.shared, 0, kMaxCount));
     s.shared_expert_intermediate_size = shared * s.moe_intermediate_size;
     // Layer i is MoE iff i >= first_k_dense_replace (DeepseekV2DecoderLayer /
     // DeepseekV3DecoderLayer). moe_layer_freq, which DeepSeek's own modeling code also tested, is
     // not a transformers field (1 in every published config), so it is not read.
     s.sparse_step_from_zero = true;
-    DSP_ASSIGN_OR_RETURN(s.first_dense_layers, r.IntOr("first_k_dense_replace", 0, 0, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.first_dense_layers, r.IntOr("first_k_dense_replace", defaults.first_dense, 0, kMaxCount));
     s.decoder_sparse_step = 1;
     DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", default_norm_topk));
     s.router_score_bias = score_bias;
@@ -128,8 +135,9 @@ Result<ModelSpec> ParseGlm4Moe(ModelSpec s, const Reader& r) {
   DSP_ASSIGN_OR_RETURN(s.qk_norm, r.BoolOr("use_qk_norm", false));
   DSP_ASSIGN_OR_RETURN(s.rotary_fraction, r.FractionOr("partial_rotary_factor", 0.5));
   DSP_ASSIGN_OR_RETURN(s.intermediate_size, r.RequiredInt("intermediate_size", 1, kMaxDim));
-  // attribute_map = {"num_local_experts": "n_routed_experts"}; norm_topk_prob defaults to True.
-  Status moe = ReadDeepSeekMoe(s, r, "num_local_experts", true, true);
+  // attribute_map = {"num_local_experts": "n_routed_experts"}; Glm4MoeConfig's defaults: 128
+  // routed experts, 1 shared, 1 dense first layer, norm_topk_prob True.
+  Status moe = ReadDeepSeekMoe(s, r, "num_local_experts", true, true, {.routed = 128, .shared = 1, .first_dense = 1});
   if (!moe.ok()) return moe.error();
   Status mtp = ReadMtpLayers(s, r);
   if (!mtp.ok()) return mtp.error();

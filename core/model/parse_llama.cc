@@ -101,7 +101,8 @@ Result<ModelSpec> ParseLlamaFamily(ModelSpec s, const Reader& r) {
     s.norm_topk_prob = true;
     if (qwen_moe && !qwen3_vl_moe) DSP_ASSIGN_OR_RETURN(s.norm_topk_prob, r.BoolOr("norm_topk_prob", false));
     // Qwen3VLMoeTextExperts is transformers 5's Qwen3MoeExperts: gate_up_proj [E, 2I, H], down_proj
-    // [E, H, I], one tensor each, as the Qwen3-VL MoE checkpoints store them (fused).
+    // [E, H, I], one tensor each (the Qwen3-VL MoE checkpoints store them fused too, gate_up_proj as
+    // [E, H, 2I], transposed on load).
     s.fused_experts = qwen3_vl_moe;
   }
   if (arch == Arch::kMixtral) {

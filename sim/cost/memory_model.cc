@@ -452,7 +452,7 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
     const double output = 2.0 /* 16-bit */ * LocalTokens(base_shape) * static_cast<double>(m.hidden_size) /
                           (base_shape.megatron_sp ? std::max(base_shape.tp, 1) : 1);
     r.stage_output_bytes = chunk_micro_batches * output;
-    r.pipeline_recv_bytes = TorchPipelineRecvBytes(in, stage, output);
+    r.pipeline_recv_bytes = TorchPipelineRecvBytes(in, stage, output, in_flight);
   }
   r.activations_bytes =
       per_micro_batch * in_flight + r.output_activations_bytes + r.stage_output_bytes + working - overlap;

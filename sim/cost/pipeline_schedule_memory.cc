@@ -22,17 +22,20 @@ int64_t InterleavedRound(const SimInput& in, int64_t call, int pp) {
   return call / std::max<int64_t>(1, call / pp);
 }
 
-double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes) {
+double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes, double in_flight) {
   const int pp = std::max(in.plan->sizes.pp, 1);
   if (pp <= 1 || !in.engine.framework().torch_pipelining) return 0;
   const int v = InterleavedChunks(in);
   const int64_t last = static_cast<int64_t>(v) * pp - 1;
-  int64_t buffers = 0;
+  const double call = static_cast<double>(ScheduleCallMicroBatches(in));
+  const double saved = std::clamp(in_flight, 0.0, call);  // activation buffers the layers hold
+  double buffers = 0;
   for (int chunk = 0; chunk < v; ++chunk) {
     const int64_t stage = rank + static_cast<int64_t>(chunk) * pp;
-    buffers += (stage != 0 ? 1 : 0) + (stage != last ? 1 : 0);
+    if (stage != 0) buffers += call - saved;
+    if (stage != last) buffers += call;
   }
-  return static_cast<double>(buffers * ScheduleCallMicroBatches(in)) * buffer_bytes;
+  return buffers * buffer_bytes;
 }
 
 }  // namespace dsp::sim

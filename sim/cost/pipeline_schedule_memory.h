@@ -27,7 +27,9 @@ int64_t InterleavedRound(const SimInput& in, int64_t call, int pp);
 // micro-batch of the schedule call for the activation it receives (all but the first stage) and one
 // for the gradient it receives (all but the last), allocated when the schedule sets the stage up
 // and kept for the run (stage.py _prepare_forward_infra / _prepare_backward_infra, each RecvInfo's
-// buffer from _make_tensor_from_meta).
-double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes);
+// buffer from _make_tensor_from_meta). A received activation is the stage's input, which its first
+// layer saves: for the `in_flight` micro-batches a stage holds at the peak those buffers are counted
+// with the activations already, so only the rest are added here.
+double TorchPipelineRecvBytes(const SimInput& in, int rank, double buffer_bytes, double in_flight);
 
 }  // namespace dsp::sim

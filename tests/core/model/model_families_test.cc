@@ -153,6 +153,13 @@ TEST(ModelFamiliesTest, Glm4MoeReadsQkNormAndTheExpertAlias) {
   EXPECT_EQ(m->rotary_fraction, 0.5);  // Glm4MoeConfig.__post_init__'s default
   const ModelSpec plain = ParsePresetOrDie("glm-4.5-air.json");
   EXPECT_EQ(CountParameters(*m).total - CountParameters(plain).total, 46 * 2 * 128);
+  // Keys a trimmed config leaves out take Glm4MoeConfig's defaults (128 routed experts, 1 shared,
+  // 1 dense first layer), not DeepseekV3's "no experts".
+  Json trimmed = testing::LoadModelPreset("glm-4.5-air.json");
+  for (const char* key : {"n_routed_experts", "n_shared_experts", "first_k_dense_replace"}) trimmed.erase(key);
+  auto defaults = ParseHfConfig(trimmed);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(CountParameters(*defaults).total, CountParameters(plain).total);
   config["n_group"] = 3;  // 128 experts do not split into 3 groups
   auto bad = ParseHfConfig(config);
   ASSERT_FALSE(bad.ok());

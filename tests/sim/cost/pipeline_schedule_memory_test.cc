@@ -32,22 +32,23 @@ TEST(PipelineScheduleMemoryTest, CallsChunksAndRounds) {
 }
 
 // torch's stages allocate a receive buffer per micro-batch of the call for each activation and each
-// gradient they receive (stage.py _prepare_forward_infra / _prepare_backward_infra) and keep them.
+// gradient they receive (stage.py _prepare_forward_infra / _prepare_backward_infra) and keep them;
+// the activations of the micro-batches in flight are the layers' saved inputs, counted apart.
 TEST(PipelineScheduleMemoryTest, TorchPipelineReceiveBuffersPerStageAndMicroBatch) {
   Plan plan;
   plan.sizes.pp = 8;
   SimInput in = Input(Engine::kFsdp2, 8, 0, 1);
   in.plan = &plan;
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0), 8);   // the first stage: gradients only
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0), 16);  // activations and gradients
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0), 8);   // the last: activations only
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0, 8), 8);      // the first stage: gradients only
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0, 5), 3 + 8);  // 3 activations not in flight
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0, 1), 7);      // the last: activations only
   // Interleaved over 2 chunks: rank 0 holds stages 0 and 8 of 16, rank 7 stages 7 and 15.
   in.engine.virtual_stages = 2;
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0), 8 + 16);
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0), 16 + 8);
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 0, 1.0, 8), 8 + 8);
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 7, 1.0, 2), (6 + 8) + 6);
   // Megatron's and DeepSpeed's schedules are not torch's stages.
   in.engine.engine = Engine::kMegatronLm;
-  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0), 0);
+  EXPECT_DOUBLE_EQ(TorchPipelineRecvBytes(in, 3, 1.0, 5), 0);
 }
 
 }  // namespace

@@ -43,6 +43,15 @@ TEST(Zero3SavedWeightsTest, EveryMoeLayersGatheredExpertsAtTheTurnToBackward) {
   EXPECT_DOUBLE_EQ(none.loss_activations_bytes - other.loss_activations_bytes, 2 * kRoutedQwen3_30b);
 }
 
+// Under AutoEP a rank gathers its own experts only (over the expert-data-parallel group): an eighth
+// of them with autoep_size 8, which its GroupedExperts hand grouped_mm as views too.
+TEST(Zero3SavedWeightsTest, AutoEpKeepsTheRanksOwnExperts) {
+  const std::string ep8 =
+      R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 3},
+          "expert_parallel": {"enabled": true, "autoep_size": 8}})";
+  EXPECT_DOUBLE_EQ(RunQwen(ep8, Recompute::kNone).zero3_saved_weights_bytes, 2 * kRoutedQwen3_30b / 8);
+}
+
 TEST(Zero3SavedWeightsTest, OnlyEagerZero3WithoutLayerCheckpointing) {
   // Checkpointed layers save nothing in forward; their recomputation's views live through the
   // layer's own backward only, when the experts are gathered anyway.

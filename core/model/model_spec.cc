@@ -327,9 +327,15 @@ Result<ModelSpec> Parse(const Json& root) {
                    "language model's config)"};
     }
     config = &*text;
-    Result<std::string> inner = ModelTypeOf(*config, " in 'text_config'");
-    // Some text_config objects omit model_type; the outer type names the text class then.
-    type = inner.ok() ? *inner : std::string(mm.model_type) + "_text";
+    // Some text_config objects omit model_type; the outer type names the text class then. One that
+    // is there must be valid.
+    auto inner_type = config->find("model_type");
+    if (inner_type == config->end() || inner_type->is_null()) {
+      type = std::string(mm.model_type) + "_text";
+    } else {
+      type = ModelTypeOf(*config, " in 'text_config'");
+      if (!type.ok()) return type.error();
+    }
     s.name_prefix = mm.name_prefix;
     s.lm_head_name = mm.lm_head_name;
     s.left_out.push_back(mm.left_out);

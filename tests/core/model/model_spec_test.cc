@@ -147,6 +147,14 @@ TEST(ModelSpecTest, Qwen2VlReadsFlatAndNestedTextConfigs) {
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_EQ(b->name_prefix, "model.language_model.");
   EXPECT_EQ(CountParameters(*b).total, CountParameters(*a).total);
+  // A text_config without model_type is the outer class's text model; one with a bad model_type is
+  // an error, not silently that.
+  nested["text_config"].erase("model_type");
+  Result<ModelSpec> c = ParseHfConfig(nested);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->model_type, "qwen2_vl_text");
+  nested["text_config"]["model_type"] = 7;
+  EXPECT_NE(ErrorOf(nested).find("'model_type' must be a string"), std::string::npos) << ErrorOf(nested);
 }
 
 // A model_type is a short identifier; anything else is refused before it reaches a message or a

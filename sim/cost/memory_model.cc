@@ -359,8 +359,7 @@ void AddActivations(const SimInput& in, int stage, int64_t first, int64_t end, M
   const double bpv = in.workload.bytes_per_param;
   // Activations: 1F1B keeps min(pp - stage, micro-batches) micro-batches in flight on a stage
   // (DeepSpeed's TrainSchedule, runtime/pipe/schedule.py; Megatron-LM's 1F1B warms up as many;
-  // torch's Schedule1F1B min(n_microbatches, num_stages - stage_index)), counting the micro-batches
-  // of one call of the schedule.
+  // torch's Schedule1F1B min(n_microbatches, num_stages - stage_index)), per call of the schedule.
   const LayerShape base_shape = BaseShape(in);
   const int64_t call = ScheduleCallMicroBatches(in);
   r.in_flight_micro_batches = TrainScheduleInFlight(call, pp, stage);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/model/model_spec.h"
+#include "core/rules/autoep_detection.h"
 #include "core/rules/ds_semantics.h"
 #include "core/rules/expert_parallel_internal.h"
 #include "core/rules/python_regex.h"
@@ -53,7 +54,10 @@ using autoep::Key;
 using ds_semantics::ShowValue;
 
 
+using autoep::Detect;
+using autoep::Detection;
 using autoep::IsNull;
+using autoep::PresetMiss;
 
 void CheckSection(RuleContext& ctx, const Json& section) {
   const ConfigView& v = ctx.view();
@@ -162,20 +166,18 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                "disable expert_parallel for dense models");
     return;
   }
-  // Every AutoEP preset detects `model.layers.N.mlp` with a `gate` router and an `experts`
-  // child (module_inject/auto_ep_presets/*.py, auto_ep.py detection). gpt_oss names its router
-  // `router`; llama4 puts the MoE block at `feed_forward`: without custom patterns nothing matches.
+  // What AutoEP's detection finds (autoep_detection.h: the presets' module pattern against the
+  // model's layout under transformers 5).
   const ConfigView& cfg = ctx.view();
-  const bool custom_patterns = !IsNull(cfg.Get(Key("moe_layer_pattern"))) ||
-                               !IsNull(cfg.Get(Key("router_pattern")));
   const Json* preset = cfg.Get(Key("preset_model"));
   const bool explicit_preset = !IsNull(preset) && preset->is_string();
-  if (!custom_patterns &&
-      (m->family == ModelFamily::kGptOss || m->family == ModelFamily::kLlama4)) {
-    const std::string where = m->family == ModelFamily::kGptOss
-                                  ? "its MoE blocks' router is `mlp.router`, not `mlp.gate`"
-                                  : "its MoE blocks are `feed_forward`, not `mlp`";
-    if (explicit_preset) {
+  const Detection found =
+      Detect(*m, {.preset_model = explicit_preset,
+                  .moe_layer_pattern = !IsNull(cfg.Get(Key("moe_layer_pattern"))),
+                  .router_pattern = !IsNull(cfg.Get(Key("router_pattern")))});
+  if (found == Detection::kNotFound || found == Detection::kPresetMatchesNone) {
+    const std::string where = PresetMiss(*m);
+    if (found == Detection::kPresetMatchesNone) {
       ctx.Report("ep-preset-no-moe", Key("preset_model"),
                  "preset_model '" + preset->get<std::string>() + "' matches no MoE layer of this " +
                      m->model_type + " model (" + where +
@@ -190,6 +192,22 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                  "no AutoEP preset supports " + m->model_type +
                      " (presets: mixtral, qwen3_moe, qwen3_5_moe, deepseek_v2, deepseek_v3)");
     }
+    return;
+  }
+  if (found == Detection::kAmbiguous) {
+    const bool glm = m->model_type == "glm4_moe";
+    ctx.Report("ep-detection-ambiguous", Key("enabled"),
+               "AutoEP has no preset for model_type '" + m->model_type +
+                   "', so it tries all five; each matches this model's MoE blocks "
+                   "(model.layers.N.mlp with `gate` and `experts`): DeepSpeed raises ValueError "
+                   "\"AutoEP detection is ambiguous and produced multiple replacement specs for "
+                   "the same MoE module(s)\"",
+               std::string("set expert_parallel.preset_model to the preset that routes as the "
+                           "model was trained (") +
+                   (glm ? "GLM-4.5: sigmoid scores, group-limited top-k, as deepseek_v3"
+                        : "Qwen3-Next: softmax top-k renormalised with a gated shared expert, "
+                          "as qwen3_moe") +
+                   "), or give moe_layer_pattern");
     return;
   }
   // An explicit preset is used as given, without checking the model type (registry.py
@@ -411,10 +429,20 @@ RuleSet ExpertParallelRules() {
       {"ep-moe-not-detected", Severity::kWarning, "expert_parallel",
        "AutoEP finds no MoE layer in the model's layout",
        "Every built-in AutoEP preset detects modules named model.layers.N.mlp with a 'gate' router "
-       "and an 'experts' child (module_inject/auto_ep_presets). gpt_oss's router is mlp.router "
-       "and llama4's MoE block is feed_forward, so without moe_layer_pattern/router_pattern "
+       "and an 'experts' child (module_inject/auto_ep_presets). gpt_oss's router is mlp.router, "
+       "llama4's MoE block is feed_forward and Qwen3-VL-MoE's blocks are "
+       "model.language_model.layers.N.mlp, so without moe_layer_pattern/router_pattern "
        "AutoEP only logs \"no MoE layers detected in model.\" (auto_ep.py) and the run has no "
        "expert parallelism.",
+       ""},
+      {"ep-detection-ambiguous", Severity::kError, "expert_parallel",
+       "AutoEP auto-detection on a model every preset matches",
+       "Without preset_model or moe_layer_pattern, a model_type that no preset lists in its "
+       "hf_model_types is tried against every preset (auto_ep_presets/registry.py "
+       "resolve_preset_candidates). All five share model.layers.N.mlp, `gate` and `experts`, so "
+       "a model built that way (transformers 5's glm4_moe and qwen3_next) is matched five times "
+       "and ep_parser raises ValueError \"AutoEP detection is ambiguous\" (auto_ep.py "
+       "_raise_if_duplicate_moe_specs).",
        ""},
       {"ep-preset-no-moe", Severity::kError, "expert_parallel",
        "an explicit AutoEP preset that matches no MoE layer of the model",

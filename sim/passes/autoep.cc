@@ -23,12 +23,14 @@ std::string BlockName(const std::string& experts_name, const std::string& suffix
 
 }  // namespace
 
-AutoEpOptions AutoEpOptions::ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size) {
+AutoEpOptions AutoEpOptions::ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size,
+                                      const autoep::DetectionKeys& keys) {
   AutoEpOptions o;
   o.ep_size = ep_size;
   o.tp_size = tp_size;
   o.num_experts = spec.num_experts;
-  o.detects_moe = spec.family != ModelFamily::kGptOss && spec.family != ModelFamily::kLlama4;
+  // A dense model has no experts node; Run says so itself.
+  if (spec.is_moe()) o.detection = autoep::Detect(spec, keys);
   return o;
 }
 
@@ -51,7 +53,17 @@ Result<bool> AutoEpPass::Run(Graph& g) {
     return Error{"AutoEP found no MoE layer: the graph has no experts node (is this a dense "
                  "model?)"};
   }
-  if (ep == 1 || !options_.detects_moe) return false;
+  if (options_.detection == autoep::Detection::kAmbiguous) {
+    return Error{"AutoEP detection is ambiguous: no preset lists this model_type, so all five are "
+                 "tried and each matches every MoE block (DeepSpeed raises ValueError); set "
+                 "expert_parallel.preset_model or moe_layer_pattern"};
+  }
+  if (options_.detection == autoep::Detection::kPresetMatchesNone) {
+    return Error{"AutoEP: preset_model matches no MoE block of this model (DeepSpeed raises "
+                 "ValueError \"AutoEP: no MoE layers detected\"); give moe_layer_pattern and "
+                 "router_pattern"};
+  }
+  if (ep == 1 || options_.detection == autoep::Detection::kNotFound) return false;
   const int64_t e = options_.num_experts;
   const std::string eps = std::to_string(ep);
   if (e <= 0 || ep > e || e % ep != 0) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/model/model_spec.h"
+#include "core/rules/autoep_detection.h"
 #include "sim/passes/pass.h"
 
 namespace dsp::sim::passes {
@@ -21,13 +22,17 @@ struct AutoEpOptions {
   std::string symbol = "EP";   // the symbol the expert dimension is divided by: E/EP
   std::string tp_symbol = "T";
   int64_t num_experts = 0;     // E as an integer: experts must split evenly over ep
-  // False when AutoEP's detection finds no MoE block in this model: every preset looks for an
-  // `mlp` module with a `gate` router, which gpt_oss (`mlp.router`) and llama4 (`feed_forward`)
-  // lack unless moe_layer_pattern / router_pattern say otherwise. DeepSpeed then logs "AutoEP:
-  // no MoE layers detected" and trains without expert parallelism: the pass changes nothing.
-  bool detects_moe = true;
+  // What AutoEP's detection finds (core/rules/autoep_detection.h, validate's verdict too):
+  // kNotFound (gpt_oss's `mlp.router`, llama4's `feed_forward`, Qwen3-VL-MoE's
+  // model.language_model. blocks, without the user's patterns): DeepSpeed logs "AutoEP: no MoE
+  // layers detected" and trains without expert parallelism, so the pass changes nothing;
+  // kAmbiguous (GLM-4.5, Qwen3-Next without preset_model) and kPresetMatchesNone: DeepSpeed
+  // raises, so does the pass.
+  autoep::Detection detection = autoep::Detection::kFound;
 
-  static AutoEpOptions ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size);
+  // The options for `spec` with the detection keys of `expert_parallel` (null: none given).
+  static AutoEpOptions ForModel(const ModelSpec& spec, int64_t ep_size, int64_t tp_size,
+                                const autoep::DetectionKeys& keys = {});
 };
 
 // For every `experts` node (one MoE block; its module's parent is the block, e.g.

@@ -163,14 +163,18 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
   for (const PassInfo& info : RegisteredPasses()) {
     if (!Lists(wanted, info.name)) continue;
     if (info.name == "autoep") {
-      AutoEpOptions o = AutoEpOptions::ForModel(model, pc.ep, pc.tp);
-      // Custom patterns make AutoEP find the blocks its presets miss (validate:
-      // ep-moe-not-detected).
+      // The keys that steer AutoEP's detection, read as validate reads them.
       ConfigView v(config);
-      for (const char* key : {"/expert_parallel/moe_layer_pattern", "/expert_parallel/router_pattern"}) {
+      auto given = [&](const char* key) {
         const Json* p = v.Get(key);
-        if (p != nullptr && !p->is_null()) o.detects_moe = true;
-      }
+        return p != nullptr && !p->is_null();
+      };
+      const Json* preset = v.Get("/expert_parallel/preset_model");
+      AutoEpOptions o = AutoEpOptions::ForModel(
+          model, pc.ep, pc.tp,
+          {.preset_model = preset != nullptr && preset->is_string(),
+           .moe_layer_pattern = given("/expert_parallel/moe_layer_pattern"),
+           .router_pattern = given("/expert_parallel/router_pattern")});
       pipeline.Add(std::make_unique<AutoEpPass>(std::move(o)));
     } else if (info.name == "autotp") {
       AutoTpOptions o = TpOptions(model, config, pc.tp);

@@ -8,6 +8,7 @@
 #include "core/config/config_view.h"
 #include "core/schema/schema_check.h"
 #include "core/json/hjson_parser.h"
+#include "core/rules/autoep_detection.h"
 #include "core/rules/ds_semantics.h"
 
 namespace dsp::sim {
@@ -473,6 +474,43 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
   }
 }
 
+// DeepSpeed creates the EP and EDP groups and then lets AutoEP look for the MoE blocks
+// (runtime/engine.py, the AutoEP setup around AutoEP.ep_parser; 0.19.6). Where its presets match
+// none (validate: ep-moe-not-detected) it only logs, and the experts stay ordinary parameters:
+// partitioned by ZeRO over the data-parallel group, never dispatched. The plan is priced so; its
+// unused EP groups cost nothing (PyTorch creates a group's communicator at its first collective).
+Status PriceUndetectedAutoEp(Evaluation& e, const ModelSpec& model, const PlanInputs& inputs) {
+  if (!e.plan.sizes.expert_parallel || inputs.ep > 0 || !model.is_moe()) return Status::Ok();
+  ConfigView v(e.config);
+  auto given = [&](const char* key) {
+    const Json* j = v.Get(key);
+    return j != nullptr && !j->is_null();
+  };
+  const Json* preset = v.Get("/expert_parallel/preset_model");
+  const autoep::Detection found = autoep::Detect(
+      model, {.preset_model = preset != nullptr && preset->is_string(),
+              .moe_layer_pattern = given("/expert_parallel/moe_layer_pattern"),
+              .router_pattern = given("/expert_parallel/router_pattern")});
+  if (found != autoep::Detection::kNotFound) return Status::Ok();
+  ParallelSizes sizes = e.plan.sizes;
+  sizes.expert_parallel = false;
+  sizes.ep = 1;
+  sizes.etp = 1;
+  auto derived = Derive(sizes);
+  if (!derived.ok()) return derived.error();
+  auto groups = BuildGroupTables(sizes, inputs.layout, inputs.expert_layout);
+  if (!groups.ok()) return groups.error();
+  e.plan.sizes = sizes;
+  e.plan.derived = *derived;
+  e.plan.groups = std::move(groups).value();
+  e.notes.push_back("AutoEP detects no MoE block in this " + model.model_type + " model (" +
+                    autoep::PresetMiss(model) +
+                    "): DeepSpeed trains it without expert parallelism, and it is priced so (the "
+                    "experts partitioned by ZeRO over the data-parallel group, no dispatch) "
+                    "[ep-moe-not-detected]");
+  return Status::Ok();
+}
+
 // The config's warnings as notes: validate's own are counted (ds-plan validate shows them); the
 // ones that need the cluster, which validate does not have (bf16 on a GPU without it), are shown whole.
 void NoteWarnings(const FileReport& report, std::vector<std::string>* notes) {
@@ -562,6 +600,9 @@ std::unique_ptr<Evaluation> Evaluate(const ModelSpec& model, const Cluster& give
   auto plan = BuildPlan(e->config, inputs);
   if (!plan.ok()) return stop(Evaluation::Outcome::kNoPlan, plan.error().message);
   e->plan = std::move(plan).value();
+  if (Status ep = PriceUndetectedAutoEp(*e, model, inputs); !ep.ok()) {
+    return stop(Evaluation::Outcome::kNoPlan, ep.error().message);
+  }
   if (inputs.cp > 0 || inputs.ep > 0) {
     // validate summarised the config's layout; --cp and --ep change it.
     LayoutSummary& l = e->report.layout;

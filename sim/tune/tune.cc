@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/plan/plan.h"
+#include "core/rules/autoep_detection.h"
 #include "core/validate/validator.h"
 #include "sim/graph/builder.h"
 #include "sim/comm/group_links.h"
@@ -310,7 +311,12 @@ std::vector<Layout> LayoutCandidates(const ModelSpec& model, const TuneOptions& 
           if (!context_parallel && (tp > 1 || pp > 1 || !fw.ulysses)) continue;
         }
         std::vector<int64_t> eps = {1};
-        if (model.is_moe() && fw.autoep && pp == 1) eps = Divisors(model.num_experts);
+        // AutoEP as the emitted config sets it (no preset_model, no patterns): only where its
+        // presets find the model's MoE blocks once each (core/rules/autoep_detection.h).
+        if (model.is_moe() && fw.autoep && pp == 1 &&
+            autoep::Detect(model, {}) == autoep::Detection::kFound) {
+          eps = Divisors(model.num_experts);
+        }
         // Megatron-Core's and torchtitan's expert parallelism folds over the stage's ranks.
         if (model.is_moe() && fw.expert_parallel_flag) eps = Divisors(model.num_experts);
         for (int64_t ep : eps) {

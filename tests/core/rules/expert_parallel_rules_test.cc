@@ -297,6 +297,57 @@ TEST(ExpertParallelModelLayoutTest, GptOssAndLlama4AreNotDetected) {
                  "ep-moe-not-detected");
 }
 
+TEST(ExpertParallelModelLayoutTest, Qwen3VlMoeBlocksAreNotDetected) {
+  // Qwen3-VL-MoE trains as Qwen3VLMoeForConditionalGeneration: its MoE blocks are
+  // model.language_model.layers.N.mlp, which `model\.layers\.\d+\.mlp` does not fullmatch
+  // (auto_ep.py ep_parser), and qwen3_vl_moe is in no preset's hf_model_types, so AutoEP only
+  // warns; an explicit preset raises.
+  const ModelSpec vl = testing::ParsePresetOrDie("qwen3-vl-30b-a3b.json");
+  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8)";
+  auto warned = testing::Validate(ep + "}}", At(8, &vl));
+  EXPECT_DIAG(warned, "ep-moe-not-detected", "/expert_parallel/enabled");
+  EXPECT_NE(MessageOf(warned, "ep-moe-not-detected").find("model.language_model.layers.N.mlp"),
+            std::string::npos);
+  EXPECT_NO_DIAG(warned, "ep-detection-ambiguous");
+  EXPECT_DIAG(testing::Validate(ep + R"(, "preset_model": "qwen3_moe"}})", At(8, &vl)),
+              "ep-preset-no-moe", "/expert_parallel/preset_model");
+  // Its text-only twin, Qwen3-30B-A3B, is qwen3_moe's own.
+  const ModelSpec text = testing::ParsePresetOrDie("qwen3-30b-a3b.json");
+  EXPECT_NO_DIAG(testing::Validate(ep + "}}", At(8, &text)), "ep-moe-not-detected");
+}
+
+TEST(ExpertParallelModelLayoutTest, AModelTypeNoPresetListsIsMatchedByEveryPreset) {
+  // registry.py resolve_preset_candidates tries every preset for a model_type outside their
+  // hf_model_types; all five detect model.layers.N.mlp with `gate` and `experts`, which is how
+  // transformers 5 builds glm4_moe (Glm4MoeMoE) and qwen3_next (Qwen3NextSparseMoeBlock), so
+  // auto_ep.py _raise_if_duplicate_moe_specs raises (DeepSpeed 0.19.6).
+  const ModelSpec glm = testing::ParsePresetOrDie("glm-4.5-air.json");
+  const ModelSpec next = testing::ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");
+  const ModelSpec qwen3 = testing::ParsePresetOrDie("qwen3-30b-a3b.json");
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
+  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8)";
+  auto glm_auto = testing::Validate(ep + "}}", At(8, &glm));
+  EXPECT_DIAG(glm_auto, "ep-detection-ambiguous", "/expert_parallel/enabled");
+  EXPECT_NE(MessageOf(glm_auto, "ep-detection-ambiguous").find("deepseek_v3"), std::string::npos);
+  auto next_auto = testing::Validate(ep + "}}", At(8, &next));
+  EXPECT_DIAG(next_auto, "ep-detection-ambiguous", "/expert_parallel/enabled");
+  EXPECT_NE(MessageOf(next_auto, "ep-detection-ambiguous").find("qwen3_moe"), std::string::npos);
+  // A preset, or the user's own layer pattern, picks one: no ambiguity.
+  EXPECT_NO_DIAG(testing::Validate(ep + R"(, "preset_model": "deepseek_v3"}})", At(8, &glm)),
+                 "ep-detection-ambiguous");
+  EXPECT_NO_DIAG(
+      testing::Validate(ep + R"(, "moe_layer_pattern": "model\.layers\.\d+\.mlp"}})", At(8, &next)),
+      "ep-detection-ambiguous");
+  // A router pattern alone still leaves every preset in play.
+  EXPECT_DIAG(testing::Validate(ep + R"(, "router_pattern": "gate"}})", At(8, &glm)),
+              "ep-detection-ambiguous", "/expert_parallel/enabled");
+  // model_types a preset lists are detected by that preset alone.
+  EXPECT_NO_DIAG(testing::Validate(ep + "}}", At(8, &qwen3)), "ep-detection-ambiguous");
+  EXPECT_NO_DIAG(testing::Validate(ep + "}}", At(8, &v3)), "ep-detection-ambiguous");
+}
+
 TEST(ExpertParallelModelLayoutTest, PresetOfAnotherFamilyIsUsedAsGiven) {
   // registry.py resolve_preset_candidates takes an explicit preset without a model-type check.
   const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");

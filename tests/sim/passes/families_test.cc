@@ -187,10 +187,11 @@ TEST(PassesOnFamiliesTest, AutoSpLeavesGatedDeltaNetOnItsSlice) {
   EXPECT_EQ(ShapeOf(g, "layers_0_linear_attn_delta_rule"), "[B, S/P, LV*LVD]");
 }
 
-// gpt_oss routes with `mlp.router` and llama4 keeps its MoE at `feed_forward`: AutoEP detects
-// no MoE block, DeepSpeed trains without expert parallelism, and the pass changes nothing.
-TEST(PassesOnFamiliesTest, AutoEpDetectsNothingOnGptOssAndLlama4) {
-  for (const char* file : {"gpt-oss-20b.json", "llama-4-scout-17b-16e.json"}) {
+// gpt_oss routes with `mlp.router`, llama4 keeps its MoE at `feed_forward` and Qwen3-VL-MoE under
+// model.language_model.: AutoEP detects no MoE block, DeepSpeed trains without expert
+// parallelism, and the pass changes nothing.
+TEST(PassesOnFamiliesTest, AutoEpDetectsNothingOnGptOssLlama4AndQwen3VlMoe) {
+  for (const char* file : {"gpt-oss-20b.json", "llama-4-scout-17b-16e.json", "qwen3-vl-30b-a3b.json"}) {
     SCOPED_TRACE(file);
     graph::Graph g = BuildPreset(file);
     const std::string before = graph::PrintGraph(g);
@@ -201,10 +202,33 @@ TEST(PassesOnFamiliesTest, AutoEpDetectsNothingOnGptOssAndLlama4) {
   }
   // With moe_layer_pattern / router_pattern the blocks are found and dispatched.
   graph::Graph g = BuildPreset("gpt-oss-20b.json");
-  AutoEpOptions o = AutoEpOptions::ForModel(Spec("gpt-oss-20b.json"), 4, 1);
-  o.detects_moe = true;
+  AutoEpOptions o = AutoEpOptions::ForModel(Spec("gpt-oss-20b.json"), 4, 1, {.router_pattern = true});
   ASSERT_TRUE(AutoEpPass(o).Run(g).ok());
   EXPECT_EQ(ShapeOf(g, "layers_0_mlp_dispatch"), "[E/EP, B*S*K*EP/E, H]");
+  // A preset_model that matches nothing is DeepSpeed's ValueError.
+  graph::Graph scout = BuildPreset("llama-4-scout-17b-16e.json");
+  Result<bool> raised =
+      AutoEpPass(AutoEpOptions::ForModel(Spec("llama-4-scout-17b-16e.json"), 4, 1, {.preset_model = true}))
+          .Run(scout);
+  ASSERT_FALSE(raised.ok());
+  EXPECT_NE(raised.error().message.find("no MoE layers detected"), std::string::npos);
+}
+
+// GLM-4.5 and Qwen3-Next are in no preset's hf_model_types and every preset matches their blocks:
+// without preset_model DeepSpeed raises (auto_ep.py _raise_if_duplicate_moe_specs), so does the
+// pass; with one the experts are dispatched.
+TEST(PassesOnFamiliesTest, AutoEpIsAmbiguousOnGlm45AndQwen3Next) {
+  for (const char* file : {"glm-4.5-air.json", "qwen3-next-80b-a3b-thinking.json"}) {
+    SCOPED_TRACE(file);
+    graph::Graph g = BuildPreset(file);
+    Result<bool> r = AutoEpPass(AutoEpOptions::ForModel(Spec(file), 4, 1)).Run(g);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("ambiguous"), std::string::npos);
+    Result<bool> preset =
+        AutoEpPass(AutoEpOptions::ForModel(Spec(file), 4, 1, {.preset_model = true})).Run(g);
+    ASSERT_TRUE(preset.ok()) << preset.error().message;
+    EXPECT_TRUE(*preset);
+  }
 }
 
 // ZeRO-3 with dense parameters partitioned over a dp group of 8.

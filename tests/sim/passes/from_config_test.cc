@@ -303,5 +303,50 @@ TEST(PipelineForConfigTest, ValidateAndTheAutoTpPassAgreeOnEverySample) {
   EXPECT_GT(agreed_refusals, 10);  // the comparison covers refusals, not only clean plans
 }
 
+// One verdict for AutoEP's detection (core/rules/autoep_detection.h): over every MoE sample,
+// validate reports ep-preset-no-moe or ep-detection-ambiguous exactly when the pass refuses
+// (DeepSpeed raises), and ep-moe-not-detected exactly when the pass leaves the experts local
+// (DeepSpeed logs and trains without expert parallelism).
+TEST(PipelineForConfigTest, ValidateAndTheAutoEpPassAgreeOnEverySample) {
+  const std::string on = R"({"train_micro_batch_size_per_gpu": 1, "expert_parallel": {"enabled": true, "autoep_size": 2)";
+  const std::vector<std::string> configs = {
+      on + "}}", on + R"(, "preset_model": "qwen3_moe"}})", on + R"(, "preset_model": "deepseek_v3"}})",
+      on + R"(, "router_pattern": "gate"}})", on + R"(, "moe_layer_pattern": "model\\.layers\\.\\d+\\.mlp"}})"};
+  int refused = 0, local = 0, dispatched = 0;
+  for (const char* file : {"mixtral-8x7b.json", "qwen3-30b-a3b.json", "qwen2-moe-a2.7b.json",
+                           "deepseek-v2-lite.json", "gpt-oss-20b.json", "glm-4.5-air.json",
+                           "qwen3-next-80b-a3b-thinking.json", "llama-4-scout-17b-16e.json",
+                           "qwen3-vl-30b-a3b.json", "tiny-moe.json"}) {
+    const ModelSpec model = dsp::testing::ParsePresetOrDie(file);
+    for (const std::string& text : configs) {
+      SCOPED_TRACE(std::string(file) + " with " + text);
+      ValidateOptions o = dsp::testing::World(4);
+      o.model = &model;
+      const FileReport report = dsp::testing::Validate(text, o);
+      const bool raises = dsp::testing::Find(report, "ep-preset-no-moe") != nullptr ||
+                          dsp::testing::Find(report, "ep-detection-ambiguous") != nullptr;
+      const bool warns = dsp::testing::Find(report, "ep-moe-not-detected") != nullptr;
+      const Json config = Json::parse(text);
+      PipelineRequest r{.model = &model, .config = &config, .forced = std::vector<std::string>{"autoep"}};
+      auto pipeline = PipelineForConfig(r);
+      ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+      auto g = graph::BuildModelGraph(model);
+      ASSERT_TRUE(g.ok()) << g.error().message;
+      auto ran = pipeline->Run(*g);
+      const bool kept_local = ran.ok() && CountOp(*g, graph::ops::kDispatch, "") == 0;
+      EXPECT_EQ(raises, !ran.ok()) << dsp::testing::Dump(report)
+                                   << (ran.ok() ? "" : ran.error().message);
+      EXPECT_EQ(warns, kept_local) << dsp::testing::Dump(report);
+      refused += !ran.ok();
+      local += kept_local;
+      dispatched += ran.ok() && !kept_local;
+    }
+  }
+  // Each verdict occurs: the comparison is not only over clean plans.
+  EXPECT_GT(refused, 3);
+  EXPECT_EQ(local, 3);  // gpt_oss, llama4 and Qwen3-VL-MoE, each without patterns or preset
+  EXPECT_GT(dispatched, 20);
+}
+
 }  // namespace
 }  // namespace dsp::sim::passes

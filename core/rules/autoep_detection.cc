@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/rules/autoep_detection.h"
+
+namespace dsp::autoep {
+
+std::string PresetMiss(const ModelSpec& m) {
+  if (m.family == ModelFamily::kGptOss) {
+    return "its MoE blocks' router is `mlp.router`, not `mlp.gate`";
+  }
+  if (m.family == ModelFamily::kLlama4) return "its MoE blocks are `feed_forward`, not `mlp`";
+  // Qwen3-VL-MoE trains as Qwen3VLMoeForConditionalGeneration (transformers 5 has no causal-LM
+  // class for it): its blocks sit under model.language_model.
+  if (m.model_type == "qwen3_vl_moe_text") {
+    return "its MoE blocks are `model.language_model.layers.N.mlp`, not `model.layers.N.mlp`";
+  }
+  return "";
+}
+
+Detection Detect(const ModelSpec& m, const DetectionKeys& keys) {
+  if (!m.is_moe()) return Detection::kNotFound;
+  // moe_layer_pattern replaces every preset with the user's own (not second-guessed).
+  if (keys.moe_layer_pattern) return Detection::kFound;
+  // A model_type no preset lists gets every preset. transformers 5 builds GLM-4.5 (Glm4MoeMoE)
+  // and Qwen3-Next (Qwen3NextSparseMoeBlock) as model.layers.N.mlp with a `gate` router and fused
+  // 3-D `experts`, which each of the five presets matches; ep_parser then raises
+  // (auto_ep.py _raise_if_duplicate_moe_specs). A router_pattern alone changes every preset
+  // alike and does not help; preset_model or moe_layer_pattern picks one.
+  if (!keys.preset_model && m.name_prefix == "model." &&
+      (m.model_type == "glm4_moe" || m.model_type == "qwen3_next")) {
+    return Detection::kAmbiguous;
+  }
+  // A router_pattern is the user's own fix for a preset's miss: not second-guessed.
+  if (keys.router_pattern) return Detection::kFound;
+  if (!PresetMiss(m).empty()) {
+    // With preset_model, finding nothing is an error (auto_ep.py
+    // _requires_selected_preset_detection); these model_types are in no preset's hf_model_types,
+    // so without it AutoEP only warns.
+    return keys.preset_model ? Detection::kPresetMatchesNone : Detection::kNotFound;
+  }
+  return Detection::kFound;
+}
+
+}  // namespace dsp::autoep

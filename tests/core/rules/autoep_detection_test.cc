@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// AutoEP's detection (core/rules/autoep_detection.cc) on every MoE sample model, as DeepSpeed
+// 0.19.6 finds their transformers 5 modules (module_inject/auto_ep.py AutoEP.ep_parser,
+// auto_ep_presets/registry.py resolve_preset_candidates).
+#include "core/rules/autoep_detection.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/core/model/model_test_util.h"
+
+namespace dsp::autoep {
+namespace {
+
+using testing::ParsePresetOrDie;
+
+TEST(AutoEpDetectionTest, EachSampleAsItsPresetsFindIt) {
+  const struct {
+    const char* file;
+    Detection auto_detected;  // no preset_model, no patterns
+  } cases[] = {
+      // A preset lists the model_type (hf_model_types): that preset alone.
+      {"mixtral-8x7b.json", Detection::kFound},
+      {"qwen3-30b-a3b.json", Detection::kFound},
+      {"qwen2-moe-a2.7b.json", Detection::kFound},
+      {"deepseek-v2-lite.json", Detection::kFound},
+      {"deepseek-v3.json", Detection::kFound},
+      // No preset's module pattern fits the blocks.
+      {"gpt-oss-20b.json", Detection::kNotFound},
+      {"llama-4-scout-17b-16e.json", Detection::kNotFound},
+      {"qwen3-vl-30b-a3b.json", Detection::kNotFound},
+      // Every preset fits them.
+      {"glm-4.5-air.json", Detection::kAmbiguous},
+      {"qwen3-next-80b-a3b-thinking.json", Detection::kAmbiguous},
+      // Dense: nothing to find.
+      {"llama-3-8b.json", Detection::kNotFound},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    const ModelSpec m = ParsePresetOrDie(c.file);
+    EXPECT_EQ(Detect(m, {}), c.auto_detected);
+    EXPECT_EQ(PresetMiss(m).empty(), c.auto_detected != Detection::kNotFound || !m.is_moe());
+    // moe_layer_pattern is the user's own detection.
+    if (m.is_moe()) EXPECT_EQ(Detect(m, {.moe_layer_pattern = true}), Detection::kFound);
+    // A preset_model picks one preset: found, or, where it cannot fit, DeepSpeed's ValueError.
+    if (m.is_moe()) {
+      EXPECT_EQ(Detect(m, {.preset_model = true}), c.auto_detected == Detection::kNotFound
+                                                       ? Detection::kPresetMatchesNone
+                                                       : Detection::kFound);
+    }
+  }
+  // A router_pattern alone fixes gpt_oss's `router` but changes every preset alike on GLM-4.5.
+  EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.router_pattern = true}), Detection::kFound);
+  EXPECT_EQ(Detect(ParsePresetOrDie("glm-4.5-air.json"), {.router_pattern = true}), Detection::kAmbiguous);
+}
+
+}  // namespace
+}  // namespace dsp::autoep

@@ -16,6 +16,17 @@ std::string PresetMiss(const ModelSpec& m) {
   return "";
 }
 
+DetectionKeys ReadDetectionKeys(const ConfigView& config) {
+  auto given = [&](const char* key) {
+    const Json* j = config.Get(std::string("/expert_parallel/") + key);
+    return j != nullptr && !j->is_null();
+  };
+  const Json* preset = config.Get("/expert_parallel/preset_model");
+  return {.preset_model = preset != nullptr && preset->is_string(),
+          .moe_layer_pattern = given("moe_layer_pattern"),
+          .router_pattern = given("router_pattern")};
+}
+
 Detection Detect(const ModelSpec& m, const DetectionKeys& keys) {
   if (!m.is_moe()) return Detection::kNotFound;
   // moe_layer_pattern replaces every preset with the user's own (not second-guessed).

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "core/config/config_view.h"
 #include "core/model/model_spec.h"
 
 namespace dsp::autoep {
@@ -30,6 +31,9 @@ struct DetectionKeys {
   bool moe_layer_pattern = false;  // expert_parallel.moe_layer_pattern is set
   bool router_pattern = false;     // expert_parallel.router_pattern is set
 };
+
+// The keys as DeepSpeed reads them from expert_parallel (a null value is not given).
+DetectionKeys ReadDetectionKeys(const ConfigView& config);
 
 Detection Detect(const ModelSpec& m, const DetectionKeys& keys);
 

@@ -171,10 +171,7 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
   const ConfigView& cfg = ctx.view();
   const Json* preset = cfg.Get(Key("preset_model"));
   const bool explicit_preset = !IsNull(preset) && preset->is_string();
-  const Detection found =
-      Detect(*m, {.preset_model = explicit_preset,
-                  .moe_layer_pattern = !IsNull(cfg.Get(Key("moe_layer_pattern"))),
-                  .router_pattern = !IsNull(cfg.Get(Key("router_pattern")))});
+  const Detection found = Detect(*m, autoep::ReadDetectionKeys(cfg));
   if (found == Detection::kNotFound || found == Detection::kPresetMatchesNone) {
     const std::string where = PresetMiss(*m);
     if (found == Detection::kPresetMatchesNone) {

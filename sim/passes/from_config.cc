@@ -163,18 +163,8 @@ Result<Pipeline> PipelineForConfig(const PipelineRequest& r) {
   for (const PassInfo& info : RegisteredPasses()) {
     if (!Lists(wanted, info.name)) continue;
     if (info.name == "autoep") {
-      // The keys that steer AutoEP's detection, read as validate reads them.
-      ConfigView v(config);
-      auto given = [&](const char* key) {
-        const Json* p = v.Get(key);
-        return p != nullptr && !p->is_null();
-      };
-      const Json* preset = v.Get("/expert_parallel/preset_model");
-      AutoEpOptions o = AutoEpOptions::ForModel(
-          model, pc.ep, pc.tp,
-          {.preset_model = preset != nullptr && preset->is_string(),
-           .moe_layer_pattern = given("/expert_parallel/moe_layer_pattern"),
-           .router_pattern = given("/expert_parallel/router_pattern")});
+      AutoEpOptions o =
+          AutoEpOptions::ForModel(model, pc.ep, pc.tp, autoep::ReadDetectionKeys(ConfigView(config)));
       pipeline.Add(std::make_unique<AutoEpPass>(std::move(o)));
     } else if (info.name == "autotp") {
       AutoTpOptions o = TpOptions(model, config, pc.tp);

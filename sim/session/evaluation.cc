@@ -481,16 +481,7 @@ void FillSimInput(Evaluation& e, const ModelSpec& model, const PlanKnobs& knobs,
 // unused EP groups cost nothing (PyTorch creates a group's communicator at its first collective).
 Status PriceUndetectedAutoEp(Evaluation& e, const ModelSpec& model, const PlanInputs& inputs) {
   if (!e.plan.sizes.expert_parallel || inputs.ep > 0 || !model.is_moe()) return Status::Ok();
-  ConfigView v(e.config);
-  auto given = [&](const char* key) {
-    const Json* j = v.Get(key);
-    return j != nullptr && !j->is_null();
-  };
-  const Json* preset = v.Get("/expert_parallel/preset_model");
-  const autoep::Detection found = autoep::Detect(
-      model, {.preset_model = preset != nullptr && preset->is_string(),
-              .moe_layer_pattern = given("/expert_parallel/moe_layer_pattern"),
-              .router_pattern = given("/expert_parallel/router_pattern")});
+  const autoep::Detection found = autoep::Detect(model, autoep::ReadDetectionKeys(ConfigView(e.config)));
   if (found != autoep::Detection::kNotFound) return Status::Ok();
   ParallelSizes sizes = e.plan.sizes;
   sizes.expert_parallel = false;

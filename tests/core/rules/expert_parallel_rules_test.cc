@@ -279,13 +279,19 @@ TEST(ExpertParallelRulesTest, DenseModel) {
 namespace dsp {
 namespace {
 
+// A bf16 config with AutoEP on at `autoep_size`, its expert_parallel object left open.
+std::string EpOn(int autoep_size) {
+  return R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": )" +
+         std::to_string(autoep_size);
+}
+
 TEST(ExpertParallelModelLayoutTest, GptOssAndLlama4AreNotDetected) {
   // Every AutoEP preset detects model.layers.N.mlp with a `gate` router (auto_ep_presets/*.py,
   // DeepSpeed 0.19.6): gpt_oss's `mlp.router` and llama4's `feed_forward` match none.
   const ModelSpec oss = testing::ParsePresetOrDie("gpt-oss-20b.json");
   const ModelSpec scout = testing::ParsePresetOrDie("llama-4-scout-17b-16e.json");
-  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
-      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 4)";
+  const std::string ep = EpOn(4);
   auto warned = testing::Validate(ep + "}}", At(8, &oss));
   EXPECT_DIAG(warned, "ep-moe-not-detected", "/expert_parallel/enabled");
   EXPECT_NE(testing::Find(warned, "ep-moe-not-detected")->message.find("mlp.router"),
@@ -303,8 +309,7 @@ TEST(ExpertParallelModelLayoutTest, Qwen3VlMoeBlocksAreNotDetected) {
   // (auto_ep.py ep_parser), and qwen3_vl_moe is in no preset's hf_model_types, so AutoEP only
   // warns; an explicit preset raises.
   const ModelSpec vl = testing::ParsePresetOrDie("qwen3-vl-30b-a3b.json");
-  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
-      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8)";
+  const std::string ep = EpOn(8);
   auto warned = testing::Validate(ep + "}}", At(8, &vl));
   EXPECT_DIAG(warned, "ep-moe-not-detected", "/expert_parallel/enabled");
   EXPECT_NE(MessageOf(warned, "ep-moe-not-detected").find("model.language_model.layers.N.mlp"),
@@ -326,8 +331,7 @@ TEST(ExpertParallelModelLayoutTest, AModelTypeNoPresetListsIsMatchedByEveryPrese
   const ModelSpec next = testing::ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");
   const ModelSpec qwen3 = testing::ParsePresetOrDie("qwen3-30b-a3b.json");
   const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
-  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
-      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8)";
+  const std::string ep = EpOn(8);
   auto glm_auto = testing::Validate(ep + "}}", At(8, &glm));
   EXPECT_DIAG(glm_auto, "ep-detection-ambiguous", "/expert_parallel/enabled");
   EXPECT_NE(MessageOf(glm_auto, "ep-detection-ambiguous").find("deepseek_v3"), std::string::npos);
@@ -351,8 +355,7 @@ TEST(ExpertParallelModelLayoutTest, AModelTypeNoPresetListsIsMatchedByEveryPrese
 TEST(ExpertParallelModelLayoutTest, PresetOfAnotherFamilyIsUsedAsGiven) {
   // registry.py resolve_preset_candidates takes an explicit preset without a model-type check.
   const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
-  const std::string ep = R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
-      "bf16": {"enabled": true}, "expert_parallel": {"enabled": true, "autoep_size": 8, "preset_model": )";
+  const std::string ep = EpOn(8) + R"(, "preset_model": )";
   auto other = testing::Validate(ep + R"("mixtral"}})", At(8, &v3));
   EXPECT_DIAG(other, "ep-preset-other-model", "/expert_parallel/preset_model");
   EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &v3)),

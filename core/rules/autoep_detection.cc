@@ -28,7 +28,11 @@ DetectionKeys ReadDetectionKeys(const ConfigView& config) {
 }
 
 Detection Detect(const ModelSpec& m, const DetectionKeys& keys) {
-  if (!m.is_moe()) return Detection::kNotFound;
+  // A dense model has no block to find: with preset_model or moe_layer_pattern that is
+  // DeepSpeed's ValueError (auto_ep.py _requires_selected_preset_detection), else a log line.
+  if (!m.is_moe()) {
+    return keys.preset_model || keys.moe_layer_pattern ? Detection::kPresetMatchesNone : Detection::kNotFound;
+  }
   // moe_layer_pattern replaces every preset with the user's own (not second-guessed).
   if (keys.moe_layer_pattern) return Detection::kFound;
   // A model_type no preset lists gets every preset. transformers 5 builds GLM-4.5 (Glm4MoeMoE)
@@ -36,8 +40,12 @@ Detection Detect(const ModelSpec& m, const DetectionKeys& keys) {
   // 3-D `experts`, which each of the five presets matches; ep_parser then raises
   // (auto_ep.py _raise_if_duplicate_moe_specs). A router_pattern alone changes every preset
   // alike and does not help; preset_model or moe_layer_pattern picks one.
+  // gpt_oss's blocks are built the same way but route through `router`: with a router_pattern
+  // naming it, every preset matches them too (its fused [E, H, 2F] experts are a layout
+  // moe/fused_expert_layout.py classify_fused_gate_up_layout accepts).
   if (!keys.preset_model && m.name_prefix == "model." &&
-      (m.model_type == "glm4_moe" || m.model_type == "qwen3_next")) {
+      (m.model_type == "glm4_moe" || m.model_type == "qwen3_next" ||
+       (m.family == ModelFamily::kGptOss && keys.router_pattern))) {
     return Detection::kAmbiguous;
   }
   // A router_pattern is the user's own fix for a preset's miss: not second-guessed.

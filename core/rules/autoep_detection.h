@@ -21,8 +21,8 @@ enum class Detection {
   kFound,              // the MoE blocks are found once each (or the user's patterns decide)
   kNotFound,           // no preset matches the blocks: "AutoEP: no MoE layers detected in model."
                        // is logged and the run trains without expert parallelism
-  kPresetMatchesNone,  // preset_model matches no block: ValueError "AutoEP: no MoE layers
-                       // detected for preset_model=..."
+  kPresetMatchesNone,  // preset_model (or, on a dense model, moe_layer_pattern) matches no
+                       // block: ValueError "AutoEP: no MoE layers detected for ..."
   kAmbiguous,          // every preset matches each block: ValueError "AutoEP detection is ambiguous"
 };
 

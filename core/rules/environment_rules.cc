@@ -27,6 +27,46 @@ struct Guard {
 
 PackageVersion Version(const char* text) { return *PackageVersion::Parse(text); }
 
+// The AutoEP preset whose hf_model_types lists `model_type` (module_inject/auto_ep_presets,
+// 0.19.6; qwen3_5_moe also names the multimodal qwen3_5_moe in its unsupported notes), or "".
+std::string PresetListing(const std::string& model_type) {
+  if (model_type == "mixtral") return "mixtral";
+  if (model_type == "qwen3_moe" || model_type == "qwen2_moe") return "qwen3_moe";
+  if (model_type == "qwen3_5_moe_text" || model_type == "qwen3_5_moe") return "qwen3_5_moe";
+  if (model_type == "deepseek_v2" || model_type == "deepseek_v3") return model_type;
+  return "";
+}
+
+// AutoEP's presets and transformers. base.py _validate_transformers_version raises for the
+// presets whose adapter opts in (qwen3_5_moe >= 5.2.0, deepseek_v2 and deepseek_v3 >= 5.0.0), and
+// only for a model_type the preset lists. Every preset but deepseek_v3 also needs transformers
+// 5's fused experts (their min_transformers_version): on 4.x the experts are a ModuleList (and
+// Mixtral's block is block_sparse_moe), which only deepseek_v3's adapter converts
+// (resolve_expert_layout), so detection raises for an explicit preset or a listed model_type
+// (auto_ep.py _requires_selected_preset_detection). Without --model the preset is taken to be
+// the model's own; without a preset, a model_type no preset lists has no guard.
+void AddAutoEpGuard(const RuleContext& ctx, std::vector<Guard>* out) {
+  const ConfigView& v = ctx.view();
+  const ModelSpec* m = ctx.options().model;
+  std::string preset;
+  if (auto p = v.String("/expert_parallel/preset_model"); p.present()) preset = p.value;
+  if (preset.empty() && m != nullptr) preset = PresetListing(m->model_type);
+  if (preset.empty()) return;
+  const bool listed = m == nullptr || PresetListing(m->model_type) == preset;
+  if (preset == "deepseek_v3" && !listed) return;
+  if (listed && (preset == "qwen3_5_moe" || preset == "deepseek_v2" || preset == "deepseek_v3")) {
+    const char* min = preset == "qwen3_5_moe" ? "5.2.0" : "5.0.0";
+    out->push_back({"the AutoEP preset " + preset, "/expert_parallel", false, Version(min), {}, Severity::kError,
+                    "the preset raises ValueError(\"AutoEP preset '" + preset + "' ... requires Transformers >= " +
+                        min + "\")"});
+    return;
+  }
+  out->push_back({"the AutoEP preset " + preset, "/expert_parallel", false, Version("5.0.0"), {}, Severity::kError,
+                  "transformers 4 builds the experts as a ModuleList (Mixtral's block as block_sparse_moe), "
+                  "which the preset does not convert: AutoEP's detection raises ValueError (no MoE layers "
+                  "detected, or shape inference failed)"});
+}
+
 bool HasPass(const Json* passes, const char* name) {
   if (passes == nullptr || !passes->is_array()) return false;
   for (const auto& p : *passes) {
@@ -73,19 +113,7 @@ std::vector<Guard> GuardsFor(RuleContext& ctx) {
     out.push_back({"Ulysses sequence parallelism", "/sequence_parallel_size", true, Version("2.3"), {}, Severity::kWarning,
                    "DeepSpeed warns that Ulysses with PyTorch < 2.3 may hit rank indexing errors"});
   }
-  if (DictFlag(v, "/expert_parallel/enabled")) {
-    std::string preset;
-    if (auto p = v.String("/expert_parallel/preset_model"); p.present()) preset = p.value;
-    if (preset.empty() && ctx.options().model != nullptr) preset = ctx.options().model->model_type;
-    const char* min = preset == "qwen3_5_moe" ? "5.2.0"
-                      : (preset == "deepseek_v2" || preset == "deepseek_v3" || preset == "mixtral" || preset == "qwen3_moe")
-                          ? "5.0.0"
-                          : nullptr;
-    if (min != nullptr) {
-      out.push_back({"the AutoEP preset " + preset, "/expert_parallel", false, Version(min), {}, Severity::kError,
-                     "the preset raises ValueError(\"AutoEP preset '" + preset + "' ... requires Transformers >= " + min + "\")"});
-    }
-  }
+  if (DictFlag(v, "/expert_parallel/enabled")) AddAutoEpGuard(ctx, &out);
   return out;
 }
 

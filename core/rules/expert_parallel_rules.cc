@@ -73,13 +73,16 @@ void CheckSection(RuleContext& ctx, const Json& section) {
   }
   const Json* enabled = v.Get(Key("enabled"));
   if (enabled != nullptr && !enabled->is_boolean()) {
-    bool on = ds_semantics::PyTruthy(*enabled);
-    ctx.Report("ep-enabled-not-bool", Key("enabled"),
-               "expert_parallel.enabled is " + ShowValue(*enabled) +
-                   ", not a boolean: DeepSpeed tests "
-                   "its truthiness, so AutoEP is " +
-                   std::string(on ? "ON" : "off") + " for this value",
-               "write true or false");
+    // DeepSpeed does what 1, 0 or "true" mean; "false", "no" or "0" turn AutoEP on.
+    const bool on = ds_semantics::PyTruthy(*enabled);
+    const std::optional<bool> says = ds_semantics::PydanticBool(v, Key("enabled"), on);
+    const bool inverted = says.has_value() && *says != on;
+    ctx.ReportAs(inverted ? Severity::kError : Severity::kWarning, "ep-enabled-not-bool", Key("enabled"),
+                 "expert_parallel.enabled is " + ShowValue(*enabled) +
+                     ", not a boolean: DeepSpeed tests its truthiness, so AutoEP is " +
+                     std::string(on ? "ON" : "off") + " for this value" +
+                     (inverted ? ", the opposite of what it says" : ""),
+                 std::string("write ") + (says.value_or(on) ? "true" : "false"));
   }
   EpFacts f = autoep::ReadFacts(ctx);
   if (f.enabled) return;
@@ -97,6 +100,45 @@ void CheckSection(RuleContext& ctx, const Json& section) {
                  ": DeepSpeed returns before reading them, so AutoEP does not run and the settings "
                  "are silently ignored",
              "set \"enabled\": true to use AutoEP, or remove the section");
+}
+
+// runtime/zero/stage_1_and_2.py _configure_moe_settings (0.19.6), run for a model with MoE
+// layers: reduce_scatter must stay on, and at stage 2 contiguous_gradients too (turned on anyway
+// with the optimizer offloaded to cpu); at stage 1 without it DeepSpeed only warns. Stage 1 with
+// bf16 and fp32 gradient accumulation (no cpu offload) runs BF16_Optimizer instead
+// (engine.py _do_optimizer_sanity_check), which has no such checks.
+void CheckZero12(RuleContext& ctx, int64_t stage) {
+  const ConfigView& v = ctx.view();
+  const bool cpu_offload = ds_semantics::OffloadDevice(v, "offload_optimizer") == "cpu";
+  const Json* accum = v.Get("/data_types/grad_accum_dtype");
+  const bool fp32_accum = accum != nullptr && accum->is_string() &&
+                          (*accum == "fp32" || *accum == "float32" || *accum == "float" ||
+                           *accum == "torch.float32");
+  if (stage == 1 && ds_semantics::Bf16Enabled(v) && fp32_accum && !cpu_offload) return;
+  const std::string zero = "/zero_optimization";
+  if (!ds_semantics::PydanticBool(v, zero + "/reduce_scatter", true).value_or(true)) {
+    ctx.Report("ep-zero-moe-settings", zero + "/reduce_scatter",
+               "reduce_scatter is off with AutoEP at ZeRO stage " + std::to_string(stage) +
+                   ": the ZeRO optimizer asserts \"Reduce Scatter in ZeRO Stage 2 must be set to "
+                   "True for MoE\" (stage_1_and_2.py _configure_moe_settings)",
+               "remove \"reduce_scatter\": false");
+  }
+  if (cpu_offload || ds_semantics::PydanticBool(v, zero + "/contiguous_gradients", true).value_or(true)) {
+    return;
+  }
+  if (stage == 2) {
+    ctx.Report("ep-zero-moe-settings", zero + "/contiguous_gradients",
+               "contiguous_gradients is off with AutoEP at ZeRO stage 2: the ZeRO optimizer asserts "
+               "\"Contiguous Gradients in ZeRO Stage 2 must be set to True for MoE\" "
+               "(stage_1_and_2.py _configure_moe_settings)",
+               "remove \"contiguous_gradients\": false");
+  } else {
+    ctx.ReportAs(Severity::kWarning, "ep-zero-moe-settings", zero + "/contiguous_gradients",
+                 "contiguous_gradients is off with AutoEP at ZeRO stage 1: DeepSpeed warns \"ZeRO "
+                 "Stage 1 has not been thoroughly tested with MoE. This configuration is still "
+                 "experimental.\"",
+                 "remove \"contiguous_gradients\": false");
+  }
 }
 
 void CheckEngine(RuleContext& ctx, const EpFacts& f) {
@@ -117,8 +159,12 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
                    "): groups._create_expert_and_data_parallel raises NotImplementedError",
                "remove use_data_before_expert_parallelism, or run without sequence parallelism");
   }
+  // The ZeRO optimizers' MoE checks run when the engine has MoE layers (has_moe_layers): AutoEP
+  // replaced some, which with --model means its detection found them, and without it is assumed.
   const ModelSpec* m = ctx.options().model;
-  if (!f.zero_stage || *f.zero_stage != 3 || (m != nullptr && !m->is_moe())) return;
+  if (m != nullptr && Detect(*m, autoep::ReadDetectionKeys(v)) != Detection::kFound) return;
+  if (f.zero_stage && (*f.zero_stage == 1 || *f.zero_stage == 2)) CheckZero12(ctx, *f.zero_stage);
+  if (!f.zero_stage || *f.zero_stage != 3) return;
   const std::string stage_ptr =
       v.Has("/zero_optimization/stage") ? "/zero_optimization/stage" : "/zero_optimization";
   if (ctx.version() < autoep::kAutoEpZero3) {
@@ -158,6 +204,17 @@ void CheckEngine(RuleContext& ctx, const EpFacts& f) {
 void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
   const ModelSpec* m = ctx.options().model;
   if (m == nullptr) return;
+  const ConfigView& cfg = ctx.view();
+  const autoep::DetectionKeys keys = autoep::ReadDetectionKeys(cfg);
+  if (!m->is_moe() && Detect(*m, keys) == Detection::kPresetMatchesNone) {
+    const std::string key = keys.preset_model ? "preset_model" : "moe_layer_pattern";
+    ctx.Report("ep-preset-no-moe", Key(key),
+               "AutoEP is enabled with " + key + " on this " + m->model_type +
+                   " model, which has no MoE layers: DeepSpeed raises ValueError \"AutoEP: no MoE "
+                   "layers detected for " + key + "=...\" (auto_ep.py)",
+               "disable expert_parallel for dense models");
+    return;
+  }
   if (!m->is_moe()) {
     ctx.Report("ep-dense-model", Key("enabled"),
                "AutoEP is enabled but this " + m->model_type +
@@ -168,10 +225,9 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
   }
   // What AutoEP's detection finds (autoep_detection.h: the presets' module pattern against the
   // model's layout under transformers 5).
-  const ConfigView& cfg = ctx.view();
   const Json* preset = cfg.Get(Key("preset_model"));
-  const bool explicit_preset = !IsNull(preset) && preset->is_string();
-  const Detection found = Detect(*m, autoep::ReadDetectionKeys(cfg));
+  const bool explicit_preset = keys.preset_model;
+  const Detection found = Detect(*m, keys);
   if (found == Detection::kNotFound || found == Detection::kPresetMatchesNone) {
     const std::string where = PresetMiss(*m);
     if (found == Detection::kPresetMatchesNone) {
@@ -199,12 +255,15 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                    "(model.layers.N.mlp with `gate` and `experts`): DeepSpeed raises ValueError "
                    "\"AutoEP detection is ambiguous and produced multiple replacement specs for "
                    "the same MoE module(s)\"",
-               std::string("set expert_parallel.preset_model to the preset that routes as the "
-                           "model was trained (") +
-                   (glm ? "GLM-4.5: sigmoid scores, group-limited top-k, as deepseek_v3"
-                        : "Qwen3-Next: softmax top-k renormalised with a gated shared expert, "
-                          "as qwen3_moe") +
-                   "), or give moe_layer_pattern");
+               m->family == ModelFamily::kGptOss
+                   ? std::string("give moe_layer_pattern (model\\.layers\\.\\d+\\.mlp) with the "
+                                 "router_pattern, so one custom preset detects the blocks")
+                   : std::string("set expert_parallel.preset_model to the preset that routes as the "
+                                 "model was trained (") +
+                         (glm ? "GLM-4.5: sigmoid scores, group-limited top-k, as deepseek_v3"
+                              : "Qwen3-Next: softmax top-k renormalised with a gated shared expert, "
+                                "as qwen3_moe") +
+                         "), or give moe_layer_pattern");
     return;
   }
   // An explicit preset is used as given, without checking the model type (registry.py
@@ -237,8 +296,9 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
   }
   int64_t first = 0;
   while (first < m->num_hidden_layers && !m->IsMoeLayer(first)) ++first;
-  const std::string layer =
-      "model.layers." + std::to_string(first) + (m->UsesMixtralNaming() ? ".block_sparse_moe" : ".mlp");
+  // As ep_parser names the block it detected: every preset matches model.layers.N.mlp, which is
+  // Mixtral's block too under transformers 5 (the presets' min_transformers_version).
+  const std::string layer = "model.layers." + std::to_string(first) + ".mlp";
   const int64_t n = m->num_experts;
   std::string fits;
   if (f.world && f.pp >= 1 && *f.world % f.pp == 0) {
@@ -263,28 +323,61 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                    ". Suggested autoep_size values: [" + DivisorList(n) + "]",
                "use an autoep_size that divides " + std::to_string(n) + fits);
   }
-  const ConfigView& v = ctx.view();
+  // ep_parser takes an int top_k over the model's and raises when it exceeds the experts.
+  if (const Json* top_k = cfg.Get(Key("top_k")); top_k != nullptr) {
+    if (std::optional<int64_t> k = autoep::PyInt(*top_k); k && *k > n) {
+      ctx.Report("ep-top-k-exceeds-experts", Key("top_k"),
+                 "top_k=" + std::to_string(*k) + " exceeds num_experts=" + std::to_string(n) +
+                     " in layer '" + layer + "': AutoEP's detection raises ValueError",
+                 "use a top_k up to " + std::to_string(n) + ", or drop it to take the model's (" +
+                     std::to_string(m->num_experts_per_tok) + ")");
+    }
+  }
+  // validate_autoep_post_detection checks the counts after fill_autoep_config_from_hf has filled
+  // the ones the config leaves null from the model config's n_group and topk_group
+  // (auto_ep_config.py; the DeepSeek-V3 adapter's resolve_group_routing does the same): the
+  // DeepSeek-family configs (DeepSeek-V2/V3, Kimi K2, GLM-4.5) carry them, the others do not. The
+  // checks on the config's own values (>= 1, limited <= groups) run before detection
+  // (expert_parallel_fields.cc).
+  const ConfigView& v = cfg;
   const Json* ne = v.Get(Key("num_expert_groups"));
   const Json* nl = v.Get(Key("num_limited_groups"));
-  if (!IsNull(nl) && IsNull(ne)) {
+  if ((!IsNull(ne) && !ne->is_number_integer()) || (!IsNull(nl) && !nl->is_number_integer())) return;
+  const bool hf_groups = m->family == ModelFamily::kDeepSeek;
+  auto count = [&](const Json* j, int64_t from_model) -> std::optional<int64_t> {
+    if (!IsNull(j)) return j->get<int64_t>();
+    if (hf_groups) return from_model;
+    return std::nullopt;
+  };
+  const std::optional<int64_t> groups = count(ne, m->n_group), limited = count(nl, m->topk_group);
+  auto from = [&](const Json* j, const char* hf_key) {
+    return IsNull(j) ? std::string(" (from the model config's ") + hf_key + ")" : std::string();
+  };
+  if (limited && !groups) {
     ctx.Report("ep-group-counts", Key("num_limited_groups"),
                "num_limited_groups requires num_expert_groups to be set in layer '" + layer +
                    "' (this " + m->model_type + " config has no n_group to fill it in)",
                "set num_expert_groups as well, or remove num_limited_groups");
   }
-  if (!IsNull(ne) && ne->is_number_integer() && ne->get<int64_t>() >= 1) {
-    if (n % ne->get<int64_t>() != 0) {
-      ctx.Report("ep-group-counts", Key("num_expert_groups"),
-                 "num_expert_groups (" + std::to_string(ne->get<int64_t>()) + ") must divide num_experts (" +
-                     std::to_string(n) + ") in layer '" + layer + "'",
-                 "use one of " + DivisorList(n));
-    }
-    if (IsNull(nl)) {
-      ctx.Report(
-          "ep-group-counts", Key("num_expert_groups"),
-          "num_limited_groups must be set when num_expert_groups is set in layer '" + layer + "'",
-          "set num_limited_groups (1 up to num_expert_groups)");
-    }
+  if (!groups || *groups < 1) return;
+  const std::string groups_ptr = IsNull(ne) ? Key("num_limited_groups") : Key("num_expert_groups");
+  if (n % *groups != 0) {
+    ctx.Report("ep-group-counts", groups_ptr,
+               "num_expert_groups (" + std::to_string(*groups) + from(ne, "n_group") +
+                   ") must divide num_experts (" + std::to_string(n) + ") in layer '" + layer + "'",
+               "use one of " + DivisorList(n));
+  }
+  if (!limited) {
+    ctx.Report("ep-group-counts", Key("num_expert_groups"),
+               "num_limited_groups must be set when num_expert_groups is set in layer '" + layer + "'",
+               "set num_limited_groups (1 up to num_expert_groups)");
+  } else if (*limited > *groups && (IsNull(ne) || IsNull(nl))) {
+    // Both given: the pre-detection check reports it (expert_parallel_fields.cc).
+    ctx.Report("ep-group-counts", IsNull(nl) ? Key("num_expert_groups") : Key("num_limited_groups"),
+               "num_limited_groups (" + std::to_string(*limited) + from(nl, "topk_group") +
+                   ") must be <= num_expert_groups (" + std::to_string(*groups) +
+                   from(ne, "n_group") + ") in layer '" + layer + "'",
+               "route each token to at most num_expert_groups groups");
   }
 }
 
@@ -331,11 +424,11 @@ RuleSet ExpertParallelRules() {
        "is parsed, whether or not AutoEP is enabled (auxiliary-loss-free balancing is not "
        "supported).",
        ""},
-      {"ep-enabled-not-bool", Severity::kError, "expert_parallel",
+      {"ep-enabled-not-bool", Severity::kWarning, "expert_parallel",
        "expert_parallel.enabled is not a boolean",
-       "parse_autoep_config keeps the raw value and the engine tests its truthiness: \"false\", 1 "
-       "or "
-       "\"no\" all turn AutoEP on.",
+       "parse_autoep_config keeps the raw value and the engine tests its truthiness: 1 and "
+       "\"true\" turn AutoEP on as they say (a warning), \"false\", \"no\" and \"0\" turn it on "
+       "too, the opposite of what they say (an error).",
        ""},
       {"ep-disabled-settings", Severity::kWarning, "expert_parallel",
        "expert_parallel settings while AutoEP is disabled",
@@ -432,12 +525,26 @@ RuleSet ExpertParallelRules() {
        "AutoEP only logs \"no MoE layers detected in model.\" (auto_ep.py) and the run has no "
        "expert parallelism.",
        ""},
+      {"ep-top-k-exceeds-experts", Severity::kError, "expert_parallel",
+       "top_k above the model's expert count",
+       "AutoEP.ep_parser (auto_ep.py) takes an int expert_parallel.top_k over the model config's "
+       "and raises ValueError \"top_k=K exceeds num_experts=E\" for every detected layer.",
+       ""},
+      {"ep-zero-moe-settings", Severity::kError, "expert_parallel",
+       "ZeRO stage 1/2 settings the MoE path asserts on",
+       "With MoE layers (AutoEP's included) the ZeRO stage 1/2 optimizer asserts reduce_scatter "
+       "and, at stage 2, contiguous_gradients (forced on with the optimizer offloaded to cpu); at "
+       "stage 1 contiguous_gradients off is only a warning (stage_1_and_2.py "
+       "_configure_moe_settings). Stage 1 with bf16 and fp32 accumulation runs BF16_Optimizer and "
+       "is not checked.",
+       ""},
       {"ep-detection-ambiguous", Severity::kError, "expert_parallel",
        "AutoEP auto-detection on a model every preset matches",
        "Without preset_model or moe_layer_pattern, a model_type that no preset lists in its "
        "hf_model_types is tried against every preset (auto_ep_presets/registry.py "
        "resolve_preset_candidates). All five share model.layers.N.mlp, `gate` and `experts`, so "
-       "a model built that way (transformers 5's glm4_moe and qwen3_next) is matched five times "
+       "a model built that way (transformers 5's glm4_moe and qwen3_next, and gpt_oss once a "
+       "router_pattern names its `router`) is matched five times "
        "and ep_parser raises ValueError \"AutoEP detection is ambiguous\" (auto_ep.py "
        "_raise_if_duplicate_moe_specs).",
        ""},

@@ -422,6 +422,22 @@ bool ExpertParallelEnabled(const Json& root) {
 
 }  // namespace
 
+namespace {
+
+// A boolean field given a string that reads as false ("false", "no", "off", "0", any case), which
+// Python's truthiness takes as true.
+bool SaysFalseButIsTrue(const Json& node, const Json& value) {
+  if (!value.is_string() || node.value("type", Json()) != Json("boolean")) return false;
+  std::string text = value.get<std::string>();
+  for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* no : {"false", "no", "off", "0", "f", "n"}) {
+    if (text == no) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
   const CompiledSchema& compiled = Compiled();
   Json target = StripAutoValues(doc.root);
@@ -486,6 +502,21 @@ void CheckSchema(const JsonDocument& doc, std::vector<Diagnostic>* out) {
     if (d.hint.empty() && node != nullptr && node->contains("description")) {
       d.hint = node->value("description", "");
       if (node->contains("default")) d.hint += " Default: " + (*node)["default"].dump() + ".";
+    }
+    // A value DeepSpeed reads without checking (x-ds-unvalidated says what it does with it): it
+    // starts, so a warning, unless a boolean is written as a string that says the opposite of its
+    // Python truthiness ("false" is true).
+    if (d.severity == Severity::kError && node != nullptr && value != nullptr && node->contains("x-ds-unvalidated")) {
+      const std::string how = node->value("x-ds-unvalidated", "");
+      if (SaysFalseButIsTrue(*node, *value)) {
+        d.message = name + " is the string " + shown + ": DeepSpeed does not check it (" + how +
+                    "), and a non-empty string is true, the opposite of what it says";
+        d.hint = "write false";
+      } else {
+        d.severity = Severity::kWarning;
+        d.message = name + " is " + shown + (expected.empty() ? std::string() : ", not " + expected) +
+                    ": DeepSpeed does not check it (" + how + ")";
+      }
     }
     // AutoEP's settings are read only when it is enabled (runtime/config.py reads the section's
     // fields after its `enabled` check): with it off, a value DeepSpeed would reject is ignored.

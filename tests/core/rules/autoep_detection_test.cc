@@ -48,8 +48,18 @@ TEST(AutoEpDetectionTest, EachSampleAsItsPresetsFindIt) {
                                                        : Detection::kFound);
     }
   }
-  // A router_pattern alone fixes gpt_oss's `router` but changes every preset alike on GLM-4.5.
-  EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.router_pattern = true}), Detection::kFound);
+  // On a dense model a preset_model or moe_layer_pattern that finds nothing raises; without them
+  // AutoEP only logs.
+  const ModelSpec dense = ParsePresetOrDie("llama-3-8b.json");
+  EXPECT_EQ(Detect(dense, {.preset_model = true}), Detection::kPresetMatchesNone);
+  EXPECT_EQ(Detect(dense, {.moe_layer_pattern = true}), Detection::kPresetMatchesNone);
+  EXPECT_EQ(Detect(dense, {.router_pattern = true}), Detection::kNotFound);
+  // A router_pattern alone changes every preset alike: gpt_oss's blocks, found through it, are
+  // then matched by all five; with a preset_model or moe_layer_pattern one preset decides.
+  EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.router_pattern = true}), Detection::kAmbiguous);
+  EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.preset_model = true, .router_pattern = true}),
+            Detection::kFound);
+  EXPECT_EQ(Detect(ParsePresetOrDie("llama-4-scout-17b-16e.json"), {.router_pattern = true}), Detection::kFound);
   EXPECT_EQ(Detect(ParsePresetOrDie("glm-4.5-air.json"), {.router_pattern = true}), Detection::kAmbiguous);
 }
 

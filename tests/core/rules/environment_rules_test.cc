@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/config/package_version.h"
+#include "tests/core/model/model_test_util.h"
 #include "tests/core/rules/rule_test_util.h"
 
 namespace dsp {
@@ -61,6 +62,39 @@ TEST(EnvironmentRulesTest, ZenFlowNeedsTorch21) {
   const char* cfg = R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}, "zenflow": {}}})";
   EXPECT_DIAG(Validate(cfg, Env("2.0.1")), "env-torch-version", "/zero_optimization/zenflow");
   EXPECT_NO_DIAG(Validate(cfg, Env("2.1.0")), "env-torch-version");
+}
+
+// module_inject/auto_ep_presets/base.py _validate_transformers_version: only the presets whose
+// adapter opts in (qwen3_5_moe, deepseek_v2, deepseek_v3), and only for a model_type the preset
+// lists; the others check nothing but find no block they can convert on transformers 4
+// (ModuleList experts; Mixtral's block_sparse_moe), except deepseek_v3's adapter.
+TEST(EnvironmentRulesTest, AutoEpPresetsAgainstTheTransformersVersion) {
+  auto on = [](const char* preset) {
+    return std::string(R"({"train_batch_size": 8, "expert_parallel": {"enabled": true, "autoep_size": 8)") +
+           (preset == nullptr ? "" : std::string(R"(, "preset_model": ")") + preset + "\"") + "}}";
+  };
+  auto at = [](const ModelSpec* m, const char* transformers) {
+    ValidateOptions o = Env(nullptr, transformers);
+    o.model = m;
+    return o;
+  };
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
+  const ModelSpec glm = testing::ParsePresetOrDie("glm-4.5-air.json");
+  const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");
+  const ModelSpec qwen35 = testing::ParsePresetOrDie("qwen3.5-397b-a17b.json");
+  EXPECT_NE(Find(Validate(on(nullptr), at(&v3, "4.57.0")), "env-transformers-version"), nullptr);
+  EXPECT_NO_DIAG(Validate(on(nullptr), at(&v3, "5.0.0")), "env-transformers-version");
+  // deepseek_v3's preset on GLM-4.5: glm4_moe is not in its hf_model_types, so no check.
+  EXPECT_NO_DIAG(Validate(on("deepseek_v3"), at(&glm, "4.57.0")), "env-transformers-version");
+  EXPECT_NE(Find(Validate(on(nullptr), at(&mixtral, "4.57.0")), "env-transformers-version"), nullptr);
+  // qwen3_5_moe needs 5.2.0 on its own model.
+  EXPECT_NE(Find(Validate(on(nullptr), at(&qwen35, "5.1.0")), "env-transformers-version"), nullptr);
+  EXPECT_NO_DIAG(Validate(on(nullptr), at(&qwen35, "5.2.0")), "env-transformers-version");
+  // Another family's preset needs transformers 5's fused experts, whatever the model (only
+  // deepseek_v3's adapter converts a ModuleList), but not qwen3_5_moe's 5.2.0 on another model.
+  EXPECT_NO_DIAG(Validate(on("qwen3_5_moe"), at(&mixtral, "5.1.0")), "env-transformers-version");
+  const ModelSpec qwen3 = testing::ParsePresetOrDie("qwen3-30b-a3b.json");
+  EXPECT_NE(Find(Validate(on("mixtral"), at(&qwen3, "4.57.0")), "env-transformers-version"), nullptr);
 }
 
 }  // namespace

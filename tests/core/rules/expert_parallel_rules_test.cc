@@ -61,6 +61,14 @@ TEST(ExpertParallelRulesTest, EnabledIsTestedForTruthiness) {
   auto r = Validate(Ep(R"("enabled": "false", "autoep_size": 4)"), World(8));
   EXPECT_DIAG(r, "ep-enabled-not-bool", "/expert_parallel/enabled");
   EXPECT_NE(MessageOf(r, "ep-enabled-not-bool").find("AutoEP is ON"), std::string::npos);
+  // "false" turns AutoEP on, the opposite of what it says: an error. 1 and "true" do what they
+  // say (auto_ep_config.py parse_autoep_config keeps the raw value): a warning.
+  EXPECT_EQ(Find(r, "ep-enabled-not-bool")->severity, Severity::kError);
+  for (const char* said : {R"("enabled": 1)", R"("enabled": "true")"}) {
+    auto one = Validate(Ep(std::string(said) + R"(, "autoep_size": 4)"), World(8));
+    ASSERT_NE(Find(one, "ep-enabled-not-bool"), nullptr) << said;
+    EXPECT_EQ(Find(one, "ep-enabled-not-bool")->severity, Severity::kWarning) << said;
+  }
   EXPECT_NO_DIAG(Validate(Ep(kOn), World(8)), "ep-enabled-not-bool");
 }
 
@@ -250,7 +258,8 @@ TEST(ExpertParallelRulesTest, ExpertsAgainstAutoepSize) {
   auto over = Validate(Ep(R"("enabled": true, "autoep_size": 16)"), At(16, &mixtral));
   EXPECT_DIAG(over, "ep-experts-divisibility", "/expert_parallel/autoep_size");
   const std::string msg = MessageOf(over, "ep-experts-divisibility");
-  EXPECT_NE(msg.find("exceeds num_experts=8 in layer 'model.layers.0.block_sparse_moe'"),
+  // transformers 5 names Mixtral's block model.layers.N.mlp, which the mixtral preset matches.
+  EXPECT_NE(msg.find("exceeds num_experts=8 in layer 'model.layers.0.mlp'"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("[1, 2, 4, 8]"), std::string::npos) << msg;
@@ -264,6 +273,76 @@ TEST(ExpertParallelRulesTest, ExpertsAgainstAutoepSize) {
                  "ep-experts-divisibility");
 }
 
+// validate_autoep_post_detection checks the counts after fill_autoep_config_from_hf filled the
+// null ones from the model config's n_group / topk_group (auto_ep_config.py, 0.19.6).
+TEST(ExpertParallelRulesTest, GroupCountsTakeTheModelsGroupsWhereTheConfigLeavesThemOut) {
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");  // n_group 8, topk_group 4
+  const ModelSpec lite = testing::ParsePresetOrDie("deepseek-v2-lite.json");  // 1 and 1
+  const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");  // no n_group
+  auto with = [](const char* keys) {
+    return Ep(std::string(R"("enabled": true, "autoep_size": 8, "preset_model": "deepseek_v3", )") + keys);
+  };
+  EXPECT_NO_DIAG(Validate(with(R"("num_expert_groups": 8)"), At(8, &v3)), "ep-group-counts");
+  EXPECT_NO_DIAG(Validate(with(R"("num_limited_groups": 2)"), At(8, &v3)), "ep-group-counts");
+  auto over = Validate(with(R"("num_limited_groups": 10)"), At(8, &v3));
+  EXPECT_DIAG(over, "ep-group-counts", "/expert_parallel/num_limited_groups");
+  EXPECT_NE(MessageOf(over, "ep-group-counts").find("(8 (from the model config's n_group))"),
+            std::string::npos)
+      << MessageOf(over, "ep-group-counts");
+  EXPECT_DIAG(Validate(with(R"("num_limited_groups": 2)"), At(8, &lite)), "ep-group-counts",
+              "/expert_parallel/num_limited_groups");
+  auto no_groups = Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_limited_groups": 2)"), At(8, &mixtral));
+  EXPECT_DIAG(no_groups, "ep-group-counts", "/expert_parallel/num_limited_groups");
+  EXPECT_NE(MessageOf(no_groups, "ep-group-counts").find("has no n_group"), std::string::npos);
+}
+
+// stage_1_and_2.py _configure_moe_settings (0.19.6) asserts reduce_scatter and, at stage 2,
+// contiguous_gradients once the model has MoE layers; stage 1 only warns.
+TEST(ExpertParallelRulesTest, ZeroStage1And2MoeSettings) {
+  const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");
+  auto zero = [&](const char* stage_and_keys) {
+    return Validate(Ep(std::string(kOn), std::string(R"("zero_optimization": {)") + stage_and_keys + "}"),
+                    At(8, &mixtral));
+  };
+  EXPECT_DIAG(zero(R"("stage": 2, "reduce_scatter": false)"), "ep-zero-moe-settings",
+              "/zero_optimization/reduce_scatter");
+  EXPECT_DIAG(zero(R"("stage": 1, "reduce_scatter": false)"), "ep-zero-moe-settings",
+              "/zero_optimization/reduce_scatter");
+  auto contiguous = zero(R"("stage": 2, "contiguous_gradients": false)");
+  EXPECT_DIAG(contiguous, "ep-zero-moe-settings", "/zero_optimization/contiguous_gradients");
+  EXPECT_EQ(Find(contiguous, "ep-zero-moe-settings")->severity, Severity::kError);
+  auto stage1 = zero(R"("stage": 1, "contiguous_gradients": false)");
+  ASSERT_NE(Find(stage1, "ep-zero-moe-settings"), nullptr);
+  EXPECT_EQ(Find(stage1, "ep-zero-moe-settings")->severity, Severity::kWarning);
+  // The optimizer offloaded to cpu turns contiguous_gradients on itself.
+  EXPECT_NO_DIAG(zero(R"("stage": 2, "contiguous_gradients": false, "offload_optimizer": {"device": "cpu"})"),
+                 "ep-zero-moe-settings");
+  EXPECT_NO_DIAG(zero(R"("stage": 2)"), "ep-zero-moe-settings");
+  // A model AutoEP finds no block in has no MoE layers for the optimizer to check.
+  const ModelSpec oss = testing::ParsePresetOrDie("gpt-oss-20b.json");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn), R"("zero_optimization": {"stage": 2, "reduce_scatter": false})"),
+                          At(8, &oss)),
+                 "ep-zero-moe-settings");
+  // Nor does ZeRO-3's MoE check (engine.py _validate_zero3_moe_compatibility returns).
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn), R"("zero_optimization": {"stage": 3}, "sequence_parallel_size": 2)"),
+                          At(8, &oss)),
+                 "ep-zero3-unsupported");
+}
+
+TEST(ExpertParallelRulesTest, TopKAgainstTheExperts) {
+  const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");  // 8 experts
+  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 16)"), At(8, &mixtral)),
+              "ep-top-k-exceeds-experts", "/expert_parallel/top_k");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 4)"), At(8, &mixtral)),
+                 "ep-top-k-exceeds-experts");
+  // A string top_k is not an int: ep_parser takes the model's num_experts_per_tok instead, so
+  // the schema finding is a warning.
+  auto text = Validate(Ep(std::string(kOn) + R"(, "top_k": "2")"), At(8, &mixtral));
+  ASSERT_NE(Find(text, "schema-type"), nullptr);
+  EXPECT_EQ(Find(text, "schema-type")->severity, Severity::kWarning);
+  EXPECT_NO_DIAG(text, "ep-top-k-exceeds-experts");
+}
+
 TEST(ExpertParallelRulesTest, DenseModel) {
   const ModelSpec llama = testing::ParsePresetOrDie("tiny-llama.json");
   const ModelSpec moe = testing::ParsePresetOrDie("tiny-moe.json");
@@ -271,6 +350,14 @@ TEST(ExpertParallelRulesTest, DenseModel) {
               "/expert_parallel/enabled");
   EXPECT_NO_DIAG(Validate(Ep(R"("enabled": true, "autoep_size": 2)"), At(8, &moe)),
                  "ep-dense-model");
+  // With preset_model or moe_layer_pattern finding nothing is DeepSpeed's ValueError
+  // (auto_ep.py _requires_selected_preset_detection).
+  auto preset = Validate(Ep(R"("enabled": true, "autoep_size": 2, "preset_model": "mixtral")"), At(8, &llama));
+  EXPECT_DIAG(preset, "ep-preset-no-moe", "/expert_parallel/preset_model");
+  EXPECT_NO_DIAG(preset, "ep-dense-model");
+  EXPECT_DIAG(Validate(Ep(R"("enabled": true, "autoep_size": 2, "moe_layer_pattern": "model\\.layers\\.\\d+\\.mlp")"),
+                       At(8, &llama)),
+              "ep-preset-no-moe", "/expert_parallel/moe_layer_pattern");
 }
 
 }  // namespace
@@ -298,9 +385,16 @@ TEST(ExpertParallelModelLayoutTest, GptOssAndLlama4AreNotDetected) {
             std::string::npos);
   EXPECT_DIAG(testing::Validate(ep + R"(, "preset_model": "mixtral"}})", At(8, &scout)),
               "ep-preset-no-moe", "/expert_parallel/preset_model");
-  // Custom patterns are the user's own detection: not second-guessed.
-  EXPECT_NO_DIAG(testing::Validate(ep + R"(, "router_pattern": "router"}})", At(8, &oss)),
-                 "ep-moe-not-detected");
+  // A router_pattern naming gpt_oss's `router` makes every preset match its blocks
+  // (auto_ep.py _raise_if_duplicate_moe_specs); with moe_layer_pattern too, one custom preset
+  // detects them: the user's own detection, not second-guessed.
+  auto routed = testing::Validate(ep + R"(, "router_pattern": "router"}})", At(8, &oss));
+  EXPECT_NO_DIAG(routed, "ep-moe-not-detected");
+  EXPECT_DIAG(routed, "ep-detection-ambiguous", "/expert_parallel/enabled");
+  auto custom = testing::Validate(
+      ep + R"(, "router_pattern": "router", "moe_layer_pattern": "model\\.layers\\.\\d+\\.mlp"}})", At(8, &oss));
+  EXPECT_NO_DIAG(custom, "ep-moe-not-detected");
+  EXPECT_NO_DIAG(custom, "ep-detection-ambiguous");
 }
 
 TEST(ExpertParallelModelLayoutTest, Qwen3VlMoeBlocksAreNotDetected) {

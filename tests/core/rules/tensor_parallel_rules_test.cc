@@ -229,6 +229,34 @@ TEST(TensorParallelRulesTest, LayerSpecErrorsAreLatentWithoutAutotp) {
   EXPECT_NE(d->message.find("latent"), std::string::npos);
 }
 
+// TPLayerSpec.matches (module_inject/autotp_config.py, edaa722) returns before re.match for a
+// model_type outside model_types, and a gather_output spec with a shape raises only when it wins
+// a layer (auto_tp.py _replace_with_config): on a model the spec excludes, both are latent.
+TEST(TensorParallelRulesTest, SpecErrorsAreLatentOnAModelTheSpecExcludes) {
+  const ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");
+  const std::string phi3_only = R"("model_types": ["phi3"])";
+  const std::string specs[] = {
+      R"({"patterns": [".*(unclosed"], )" + phi3_only + "}",
+      R"({"patterns": [".*gate_up_proj\\.weight$"], "shape": [2, -1], "gather_output": true, )" + phi3_only + "}"};
+  for (const std::string& spec : specs) {
+    auto r = Validate(Specs(spec + R"(, {"patterns": [".*"], "partition_type": "skip"})"), At(2, &llama));
+    for (const char* id : {"tp-spec-pattern-invalid", "tp-spec-gather-output-shape"}) {
+      if (const Diagnostic* d = Find(r, id)) {
+        EXPECT_EQ(d->severity, Severity::kWarning) << spec;
+        EXPECT_NE(d->message.find("never tries it on this model"), std::string::npos) << d->message;
+      }
+    }
+    EXPECT_TRUE(Find(r, "tp-spec-pattern-invalid") != nullptr || Find(r, "tp-spec-gather-output-shape") != nullptr)
+        << testing::Dump(r);
+    // On the model the spec names, DeepSpeed raises.
+    const ModelSpec phi3 = testing::ParsePresetOrDie("phi-3-mini-4k.json");
+    auto own = Validate(Specs(spec + R"(, {"patterns": [".*"], "partition_type": "skip"})"), At(2, &phi3));
+    bool error = false;
+    for (const auto& d : own.diagnostics) error = error || d.severity == Severity::kError;
+    EXPECT_TRUE(error) << spec << testing::Dump(own);
+  }
+}
+
 TEST(TensorParallelRulesTest, GatherOutput) {
   const std::string p = "/tensor_parallel/partition_config/layer_specs/0/gather_output";
   EXPECT_DIAG(

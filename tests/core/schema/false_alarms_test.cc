@@ -79,5 +79,30 @@ TEST(FalseAlarmsTest, BufferDtypeIsNotCheckedWithoutMixedPrecision) {
   EXPECT_EQ(Errors(Validate(R"({"train_batch_size": 8, "data_types": {"buffer_dtype": "int8"}})")), 0);
 }
 
+// tensor_parallel.partition_config is a plain dict (runtime/tensor_parallel/config.py:
+// partition_config: Optional[Dict[str, Any]]); AutoTPConfig.from_dict (module_inject/
+// autotp_config.py, edaa722) reads it with .get and checks no types: its flags are tested for
+// truthiness, model_types entries go through str(), embedding_partition_dim and lm_head_patterns
+// are stored and never read. DeepSpeed starts with each of these: warnings, not errors, except a
+// string that says "false" where truthiness makes it true.
+TEST(FalseAlarmsTest, PartitionConfigValuesDeepSpeedDoesNotCheck) {
+  const std::string head =
+      R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "partition_config": {)";
+  const std::string specs = R"("layer_specs": [{"patterns": [".*\\.o_proj\\.weight$"], "partition_type": "row", )";
+  for (const std::string& body :
+       {std::string(R"("use_default_specs": 1, "strict_mode": 0)"),
+        std::string(R"("embedding_partition_dim": -1, "lm_head_patterns": "lm_head")"),
+        specs + R"("grad_allreduce": 0, "model_types": [1]}])",
+        specs + R"("gather_output": 1}])"}) {
+    auto r = Validate(head + body + "}}}");
+    EXPECT_EQ(Errors(r), 0) << body << "\n" << testing::Dump(r);
+  }
+  auto inverted = Validate(head + R"("strict_mode": "false"}}})");
+  const Diagnostic* d = FindAt(inverted, "schema-type", "/tensor_parallel/partition_config/strict_mode");
+  ASSERT_NE(d, nullptr) << testing::Dump(inverted);
+  EXPECT_EQ(d->severity, Severity::kError);
+  EXPECT_NE(d->message.find("the opposite of what it says"), std::string::npos) << d->message;
+}
+
 }  // namespace
 }  // namespace dsp

@@ -200,9 +200,10 @@ TEST(PassesOnFamiliesTest, AutoEpDetectsNothingOnGptOssLlama4AndQwen3VlMoe) {
     EXPECT_FALSE(*r);
     EXPECT_EQ(graph::PrintGraph(g), before);
   }
-  // With moe_layer_pattern / router_pattern the blocks are found and dispatched.
+  // With a preset_model and a router_pattern naming `router` the blocks are found and dispatched.
   graph::Graph g = BuildPreset("gpt-oss-20b.json");
-  AutoEpOptions o = AutoEpOptions::ForModel(Spec("gpt-oss-20b.json"), 4, 1, {.router_pattern = true});
+  AutoEpOptions o =
+      AutoEpOptions::ForModel(Spec("gpt-oss-20b.json"), 4, 1, {.preset_model = true, .router_pattern = true});
   ASSERT_TRUE(AutoEpPass(o).Run(g).ok());
   EXPECT_EQ(ShapeOf(g, "layers_0_mlp_dispatch"), "[E/EP, B*S*K*EP/E, H]");
   // A preset_model that matches nothing is DeepSpeed's ValueError.

@@ -52,8 +52,9 @@ TEST(EvaluateAutoEpTest, AnUndetectedModelIsPricedWithoutExpertParallelism) {
   EXPECT_EQ(oss->memory.peak_bytes, oss_plain->memory.peak_bytes);
   EXPECT_EQ(oss->time.step_seconds, oss_plain->time.step_seconds);
   EXPECT_TRUE(Noted(*oss, "[ep-moe-not-detected]"));
-  // With the user's router pattern AutoEP finds the blocks: experts split over EP 4.
-  auto custom = SimulateOn8("gpt-oss-20b.json", R"({"enabled": true, "autoep_size": 4, "router_pattern": "router"})");
+  // With the user's patterns AutoEP finds the blocks: experts split over EP 4.
+  auto custom = SimulateOn8("gpt-oss-20b.json", R"({"enabled": true, "autoep_size": 4,
+      "moe_layer_pattern": "model\\.layers\\.\\d+\\.mlp", "router_pattern": "router"})");
   ASSERT_TRUE(custom->has_numbers());
   EXPECT_TRUE(custom->plan.sizes.expert_parallel);
   EXPECT_LT(custom->memory.peak_bytes, 0.8 * oss_plain->memory.peak_bytes);

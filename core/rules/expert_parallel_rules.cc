@@ -367,6 +367,19 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                    ") must divide num_experts (" + std::to_string(n) + ") in layer '" + layer + "'",
                "use one of " + DivisorList(n));
   }
+  // The router scores a group by its top two experts, except under deepseek_v2's preset (its
+  // maximum): moe/ep_router.py _get_node_limited_routing_scores raises at the first forward when
+  // a group holds one expert.
+  const std::string preset_name =
+      explicit_preset ? preset->get<std::string>() : (m->model_type == "deepseek_v2" ? "deepseek_v2" : "");
+  if (n % *groups == 0 && n / *groups < 2 && preset_name != "deepseek_v2") {
+    ctx.Report("ep-group-counts", groups_ptr,
+               "num_expert_groups (" + std::to_string(*groups) + from(ne, "n_group") + ") leaves " +
+                   std::to_string(n / *groups) + " expert per group in layer '" + layer +
+                   "': AutoEP's router scores a group by its top two experts and raises ValueError "
+                   "\"experts_per_group (1) must be >= 2\" at the first forward",
+               "use a num_expert_groups of at most " + std::to_string(n / 2));
+  }
   if (!limited) {
     ctx.Report("ep-group-counts", Key("num_expert_groups"),
                "num_limited_groups must be set when num_expert_groups is set in layer '" + layer + "'",

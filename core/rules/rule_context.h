@@ -47,10 +47,14 @@ struct ValidateOptions {
 
 class RuleContext {
  public:
-  RuleContext(const JsonDocument& doc, const ValidateOptions& options)
-      : doc_(doc), view_(doc.root), parallel_(ReadParallelConfig(view_)), options_(options) {}
+  // `doc` holds the values as DeepSpeed's pydantic sections read them; `raw` (default: doc's root)
+  // the values as written, for the few DeepSpeed compares before pydantic sees them.
+  RuleContext(const JsonDocument& doc, const ValidateOptions& options, const Json* raw = nullptr)
+      : doc_(doc), view_(doc.root), raw_(raw != nullptr ? *raw : doc.root), parallel_(ReadParallelConfig(view_)),
+        options_(options) {}
 
   const JsonDocument& doc() const { return doc_; }
+  const ConfigView& raw() const { return raw_; }
   const ConfigView& view() const { return view_; }
   const ParallelConfig& parallel() const { return parallel_; }
   const ValidateOptions& options() const { return options_; }
@@ -77,6 +81,7 @@ class RuleContext {
  private:
   const JsonDocument& doc_;
   ConfigView view_;
+  ConfigView raw_;
   ParallelConfig parallel_;
   const ValidateOptions& options_;
   std::vector<Diagnostic> diags_;

@@ -4,6 +4,7 @@
 // vocabulary. The layer specs live in layer_specs_rules.cc (parse time) and
 // layer_specs_model_rules.cc / layer_specs_pairing_rules.cc (against --model).
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <numeric>
 #include <string>
@@ -296,21 +297,54 @@ void CheckDtype(RuleContext& ctx) {
              "the bf16/fp16 sections");
 }
 
-// TPTrainingConfig.tensor_parallel has the alias "tp" (populate_by_name): given both, pydantic reads
+// TPTrainingConfig's aliased fields (runtime/tensor_parallel/config.py: tensor_parallel alias "tp",
+// replace_with_kernel_inject alias "kernel_inject"; populate_by_name): given both, pydantic reads
 // the alias and rejects the field name as an extra input.
 void CheckTpAlias(RuleContext& ctx) {
   const std::string base = autotp::kSection;
-  if (ctx.view().Get(base + "/tp") == nullptr || ctx.view().Get(base + "/tensor_parallel") == nullptr) return;
-  ctx.ReportKey("tp-alias-and-name", base + "/tensor_parallel",
-                "tensor_parallel gives both tensor_parallel and its alias tp: pydantic takes tp and rejects "
-                "tensor_parallel as an extra input (\"Extra inputs are not permitted\"), so DeepSpeed refuses to start",
-                "keep one spelling: remove tensor_parallel.tensor_parallel or tensor_parallel.tp");
+  for (const auto& [name, alias] : {std::pair<std::string, std::string>{"tensor_parallel", "tp"},
+                                    {"replace_with_kernel_inject", "kernel_inject"}}) {
+    if (ctx.view().Get(base + "/" + alias) == nullptr || ctx.view().Get(base + "/" + name) == nullptr) continue;
+    ctx.ReportKey("tp-alias-and-name", base + "/" + name,
+                  "tensor_parallel gives both " + name + " and its alias " + alias + ": pydantic takes " + alias +
+                      " and rejects " + name + " as an extra input (\"Extra inputs are not permitted\"), so "
+                      "DeepSpeed refuses to start",
+                  "keep one spelling: remove tensor_parallel." + name + " or tensor_parallel." + alias);
+  }
+}
+
+// From PR #7806 (0.18.6) deepspeed/__init__.py initialize compares the raw autotp_size with 0
+// before the config model reads it (`if autotp_size and autotp_size > 0`): a non-empty string
+// other than "auto" (reported with the consumers' "auto" handling), list or object raises
+// TypeError, where pydantic would have coerced "2" (the schema's warning, which this replaces).
+void CheckAutotpSizeType(RuleContext& ctx) {
+  if (ctx.version() < ds_release::kAutoTpPartitionConfig) return;
+  const std::string pointer = std::string(autotp::kSection) + "/autotp_size";
+  const Json* v = ctx.raw().Get(pointer);
+  if (v == nullptr) return;
+  const bool raises = (v->is_string() && !v->get_ref<const std::string&>().empty() &&
+                       v->get_ref<const std::string&>() != "auto") ||
+                      ((v->is_array() || v->is_object()) && !v->empty());
+  if (!raises) return;
+  ctx.Report("tp-autotp-size-invalid", pointer,
+             "tensor_parallel.autotp_size is " + ds_semantics::ShowValue(*v) +
+                 ": deepspeed.initialize compares it with 0 before the config is validated "
+                 "(deepspeed/__init__.py: `autotp_size > 0`) and raises TypeError",
+             "write the size as a JSON integer" +
+                 std::string(v->is_string() ? ": \"autotp_size\": " + v->get<std::string>() : ""));
 }
 
 RuleSet TensorParallelRules() {
   RuleSet set;
   set.name = "tensor_parallel";
   set.rules = {
+      {"tp-autotp-size-invalid", Severity::kError, "tensor_parallel",
+       "autotp_size is a string, list or object",
+       "deepspeed.initialize (deepspeed/__init__.py, from PR #7806 in 0.18.6) reads "
+       "tensor_parallel.autotp_size from the raw config and tests `autotp_size and autotp_size > "
+       "0` before pydantic sees it: a non-empty string (\"2\"), list or object raises TypeError. "
+       "\"auto\" is reported as auto-unfilled; older releases let pydantic coerce \"2\".",
+       ""},
       {"tp-world-divisibility", Severity::kError, "tensor_parallel",
        "autotp_size does not divide the world size",
        "There is no config-time check: the engine builds the AutoTP groups with "
@@ -328,10 +362,11 @@ RuleSet TensorParallelRules() {
        "config's dtype does convert strings; the training one does not.)",
        ""},
       {"tp-alias-and-name", Severity::kError, "tensor_parallel",
-       "tensor_parallel.tp and tensor_parallel.tensor_parallel both given",
+       "an aliased tensor_parallel field given under both names",
        "TPTrainingConfig (runtime/tensor_parallel/config.py, 0.19.6) declares tensor_parallel with "
-       "the alias tp and populate_by_name: given both, pydantic reads the alias and reports the "
-       "field name as an extra input, which extra=\"forbid\" rejects.",
+       "the alias tp and replace_with_kernel_inject with the alias kernel_inject, and "
+       "populate_by_name: given both, pydantic reads the alias and reports the field name as an "
+       "extra input, which extra=\"forbid\" rejects.",
        ""},
       {"tp-size-mismatch", Severity::kError, "tensor_parallel",
        "tensor_parallel.tp.tp_size is neither 1 nor autotp_size",
@@ -413,6 +448,7 @@ RuleSet TensorParallelRules() {
     CheckSizes(ctx);
     CheckDtype(ctx);
     CheckTpAlias(ctx);
+    CheckAutotpSizeType(ctx);
     CheckPresetsAndSettings(ctx);
     CheckTpModel(ctx);
     auto specs = autotp::CheckLayerSpecs(ctx);

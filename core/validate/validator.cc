@@ -124,7 +124,7 @@ FileReport ValidateText(std::string path, std::string text, const ValidateOption
     // each already a schema warning above.
     JsonDocument as_read = parsed.doc;
     as_read.root = PydanticLaxView(parsed.doc.root);
-    RuleContext ctx(as_read, options);
+    RuleContext ctx(as_read, options, &parsed.doc.root);
     for (const auto& set : AllRuleSets()) {
       if (set.check) set.check(ctx);
     }
@@ -153,7 +153,7 @@ bool ConfigPassesValidation(const Json& config, const ValidateOptions& options) 
   CheckKeys(doc, &diagnostics);
   JsonDocument as_read = doc;
   as_read.root = PydanticLaxView(doc.root);
-  RuleContext ctx(as_read, options);
+  RuleContext ctx(as_read, options, &doc.root);
   for (const auto& set : AllRuleSets()) {
     if (set.check) set.check(ctx);
   }

@@ -77,7 +77,7 @@ const std::map<std::string, KeptErrors>& Kept() {
       {"deepspeedai__DeepSpeedExamples__training__data_efficiency__gpt_finetuning__finetune__ds_config_gpt2-medium_2clmetrics_TEMPLATE.json",
        {{"schema-type"}, kTemplate}},
       {"deepspeedai__DeepSpeedExamples__training__tensor_parallel__hf_integration__configs__ds_config_temp.json",
-       {{"schema-enum", "schema-type"}, kTemplate}},
+       {{"schema-enum", "schema-type", "tp-autotp-size-invalid"}, kTemplate}},
       {"deepspeedai__Megatron-DeepSpeed__ds_config.json", {{"schema-type"}, kTemplate}},
       {"deepspeedai__Megatron-DeepSpeed__examples_deepspeed__MoE__ds_config_gpt_TEMPLATE.json", {{"schema-enum", "schema-type"}, kTemplate}},
       {"deepspeedai__Megatron-DeepSpeed__examples_deepspeed__MoE__ds_config_gpt_Zero2_TEMPLATE.json", {{"schema-type"}, kTemplate}},

@@ -342,9 +342,10 @@ TEST(SimulateCliTest, PredictionsCarryTheirErrorBand) {
   EXPECT_EQ(Json::parse(tune.output)["accuracy"][0]["engine"], "deepspeed") << tune.output.substr(0, 300);
 }
 
-// DeepSpeed's pydantic sections coerce "stage": "3" to 3 and "autotp_size": "2" to 2 (validate
-// warns: write them as integers); simulate, plan and groups plan what DeepSpeed then runs, not
-// ZeRO-0 and tp 1 (issue 36: 1,498.84 GB instead of 515.29 GB for Llama-3-70B on 8 GPUs).
+// DeepSpeed's pydantic sections coerce "stage": "3" to 3 and, before 0.18.6 (which compares the raw
+// value with 0 first: deepspeed/__init__.py), "autotp_size": "2" to 2 (validate warns: write them
+// as integers); simulate, plan and groups plan what DeepSpeed then runs, not ZeRO-0 and tp 1
+// (issue 36: 1,498.84 GB instead of 515.29 GB for Llama-3-70B on 8 GPUs).
 TEST(SimulateCliTest, ValuesPydanticCoercesArePlannedAsCoerced) {
   const std::string dir = ::testing::TempDir() + "/pydantic_coerce";
   std::filesystem::create_directories(dir);
@@ -353,7 +354,8 @@ TEST(SimulateCliTest, ValuesPydanticCoercesArePlannedAsCoerced) {
       "zero_optimization": {"stage": "3"}, "tensor_parallel": {"autotp_size": "2"}})").ok());
   ASSERT_TRUE(WriteFileAtomic(plain, R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
       "zero_optimization": {"stage": 3}, "tensor_parallel": {"autotp_size": 2}})").ok());
-  const std::string flags = " --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --world-size 8";
+  const std::string flags = " --model samples/models/llama-3-70b.json --cluster samples/clusters/h100-sxm.json --world-size 8"
+                            " --deepspeed-version 0.18.5";
   // Read through /dev/stdin so both reports name the same file: the bytes must be equal.
   auto q = RunCli("simulate /dev/stdin" + flags + " < " + quoted, /*merge_stderr=*/false);
   auto p = RunCli("simulate /dev/stdin" + flags + " < " + plain, /*merge_stderr=*/false);
@@ -371,9 +373,13 @@ TEST(SimulateCliTest, ValuesPydanticCoercesArePlannedAsCoerced) {
   EXPECT_EQ(warnings(q.output), warnings(p.output) + 2) << q.output << p.output;
   EXPECT_EQ(without_count(q.output), without_count(p.output));
   EXPECT_NE(q.output.find("tp=2 dp=4 sp=1 pp=1 zero=3"), std::string::npos) << q.output;
-  auto warned = RunCli("validate " + quoted + " --world-size 8");
+  auto warned = RunCli("validate " + quoted + " --world-size 8 --deepspeed-version 0.18.5");
   EXPECT_EQ(warned.exit_code, 0) << warned.output;
   EXPECT_NE(warned.output.find("pydantic coerces it"), std::string::npos) << warned.output;
+  // From 0.18.6 the quoted autotp_size is a TypeError in deepspeed.initialize.
+  auto refused = RunCli("validate " + quoted + " --world-size 8");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("[tp-autotp-size-invalid]"), std::string::npos) << refused.output;
   auto groups = RunCli("groups " + quoted + " --world-size 8");
   EXPECT_EQ(groups.exit_code, 0) << groups.output;
   EXPECT_NE(groups.output.find("tp=2"), std::string::npos) << groups.output;

@@ -291,6 +291,15 @@ TEST(ExpertParallelRulesTest, GroupCountsTakeTheModelsGroupsWhereTheConfigLeaves
       << MessageOf(over, "ep-group-counts");
   EXPECT_DIAG(Validate(with(R"("num_limited_groups": 2)"), At(8, &lite)), "ep-group-counts",
               "/expert_parallel/num_limited_groups");
+  // One expert per group: the router's top2_sum group scores raise at the first forward
+  // (moe/ep_router.py); deepseek_v2's preset scores groups by their maximum.
+  auto singles = Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_expert_groups": 8, "num_limited_groups": 2)"),
+                          At(8, &mixtral));
+  EXPECT_DIAG(singles, "ep-group-counts", "/expert_parallel/num_expert_groups");
+  EXPECT_NE(MessageOf(singles, "ep-group-counts").find("must be >= 2"), std::string::npos);
+  EXPECT_NO_DIAG(Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_expert_groups": 4, "num_limited_groups": 2)"),
+                          At(8, &mixtral)),
+                 "ep-group-counts");
   auto no_groups = Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_limited_groups": 2)"), At(8, &mixtral));
   EXPECT_DIAG(no_groups, "ep-group-counts", "/expert_parallel/num_limited_groups");
   EXPECT_NE(MessageOf(no_groups, "ep-group-counts").find("has no n_group"), std::string::npos);

@@ -367,6 +367,40 @@ TEST(TensorParallelRulesTest, AliasAndNameTogetherAreRejected) {
   EXPECT_NO_DIAG(testing::Validate(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "tp": {"tp_size": 2}}})",
                                    testing::World(8)),
                  "tp-alias-and-name");
+  // replace_with_kernel_inject's alias is kernel_inject (runtime/tensor_parallel/config.py).
+  EXPECT_DIAG(testing::Validate(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": 2, "kernel_inject": false,
+                                    "replace_with_kernel_inject": false}})", testing::World(8)),
+              "tp-alias-and-name", "/tensor_parallel/replace_with_kernel_inject");
+}
+
+// deepspeed/__init__.py initialize (from PR #7806, 0.18.6) tests `autotp_size and autotp_size >
+// 0` on the raw config before TPTrainingConfig (pydantic, autotp_size: int = 0) reads it.
+TEST(TensorParallelRulesTest, AutotpSizeIsComparedBeforeItIsValidated) {
+  auto with = [](const char* v, const char* version = nullptr) {
+    ValidateOptions o = testing::World(8);
+    if (version != nullptr) o.version = *DeepSpeedVersion::Parse(version);
+    return testing::Validate(std::string(R"({"train_batch_size": 8, "tensor_parallel": {"autotp_size": )") + v + "}}", o);
+  };
+  for (const char* raises : {"\"2\"", "[2]", "{\"a\": 1}"}) {
+    auto r = with(raises);
+    EXPECT_DIAG(r, "tp-autotp-size-invalid", "/tensor_parallel/autotp_size");
+    EXPECT_NO_DIAG(r, "schema-type");  // the rule's finding replaces the schema's
+  }
+  EXPECT_NE(MessageOf(with("\"2\""), "tp-autotp-size-invalid").find("TypeError"), std::string::npos);
+  // Before the raw comparison, pydantic coerced "2" (a schema warning).
+  auto old = with("\"2\"", "0.18.5");
+  EXPECT_NO_DIAG(old, "tp-autotp-size-invalid");
+  ASSERT_NE(Find(old, "schema-type"), nullptr);
+  EXPECT_EQ(Find(old, "schema-type")->severity, Severity::kWarning);
+  // Below 2 AutoTP is simply off: no range error for -1 (the field has no minimum).
+  for (const char* fine : {"-1", "0", "4"}) {
+    auto r = with(fine);
+    EXPECT_NO_DIAG(r, "tp-autotp-size-invalid");
+    EXPECT_NO_DIAG(r, "schema-range");
+  }
+  // "auto" is the consumers' rule (auto-unfilled); "" is falsy and reaches pydantic, which rejects it.
+  EXPECT_NO_DIAG(with("\"auto\""), "tp-autotp-size-invalid");
+  EXPECT_NO_DIAG(with("\"\""), "tp-autotp-size-invalid");
 }
 
 TEST(TensorParallelRulesTest, DtypeIsNotSettableFromJson) {

@@ -267,30 +267,38 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
     return;
   }
   // An explicit preset is used as given, without checking the model type (registry.py
-  // resolve_preset_candidates). mixtral, qwen3_moe and qwen3_5_moe route alike (softmax, top-k
-  // renormalised); deepseek_v2 (softmax, no renormalisation, max-group routing) and deepseek_v3
-  // (sigmoid scores, top2-sum group routing) do not: only a preset of another routing family is
-  // reported.
+  // resolve_preset_candidates). ep_parser (auto_ep.py) takes the score function from the model
+  // config's scoring_func when it has one (DeepSeek-V2/V3, Kimi K2), top-k renormalisation from
+  // norm_topk_prob and the group counts from n_group/topk_group (fill_autoep_config_from_hf), so
+  // what another family's preset changes is the score function of a model without scoring_func,
+  // and the shared experts: found only under the preset's own name (mixtral has none), they are
+  // left out of the replacement block.
   if (explicit_preset) {
-    auto routing_family = [](const std::string& type) -> std::string {
-      if (type == "deepseek_v2" || type == "deepseek_v3") return type;
-      if (type == "mixtral" || type == "qwen3_moe" || type == "qwen2_moe" || type == "qwen3_5_moe" ||
-          type == "qwen3_5_moe_text" || type == "qwen3_next") {
-        return "softmax";
-      }
-      return "";
-    };
     const std::string name = preset->get<std::string>();
-    const std::string want = routing_family(name), have = routing_family(m->model_type);
-    if (!want.empty() && !have.empty() && want != have) {
+    const bool deepseek_preset = name == "deepseek_v2" || name == "deepseek_v3";
+    const std::string model_shared = m->shared_expert_intermediate_size <= 0 ? ""
+                                      : m->family == ModelFamily::kDeepSeek  ? "shared_experts"
+                                                                             : "shared_expert";
+    const std::string preset_shared = name == "mixtral" ? "" : deepseek_preset ? "shared_experts" : "shared_expert";
+    std::vector<std::string> changes;
+    if (!model_shared.empty() && model_shared != preset_shared) {
+      changes.push_back("the block's shared experts (`" + model_shared + "`) are left out of the replacement (the preset " +
+                        (preset_shared.empty() ? std::string("has none") : "looks for `" + preset_shared + "`") + ")");
+    }
+    const std::string& t = m->model_type;
+    const bool has_scoring_func = t == "deepseek_v2" || t == "deepseek_v3" || t == "kimi_k2";
+    const std::string model_score =
+        t == "deepseek_v3" || t == "kimi_k2" || t == "glm4_moe" || m->family == ModelFamily::kLlama4 ? "sigmoid" : "softmax";
+    const std::string preset_score = name == "deepseek_v3" ? "sigmoid" : "softmax";
+    if (!has_scoring_func && preset_score != model_score) {
+      changes.push_back("the router scores experts with " + preset_score + ", where the model was trained with " +
+                        model_score);
+    }
+    if (!changes.empty()) {
       ctx.Report("ep-preset-other-model", Key("preset_model"),
                  "preset_model '" + name + "' is not this " + m->model_type +
-                     " model's preset: DeepSpeed applies it without checking the model type, so "
-                     "the experts are routed the preset's way (" +
-                     (want == "deepseek_v3" ? std::string("sigmoid scores, group-limited top-k")
-                      : want == "deepseek_v2" ? std::string("softmax without top-k renormalisation")
-                                              : std::string("softmax, top-k renormalised")) +
-                     "), not the way the model was trained",
+                     " model's preset, and DeepSpeed applies it without checking the model type: " +
+                     JoinList(changes, "; "),
                  "use the model's own preset, or drop preset_model so AutoEP detects it");
     }
   }
@@ -322,6 +330,20 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                    "' is not divisible by autoep_size=" + std::to_string(*f.ep) +
                    ". Suggested autoep_size values: [" + DivisorList(n) + "]",
                "use an autoep_size that divides " + std::to_string(n) + fits);
+  }
+  // fill_autoep_config_from_hf (auto_ep_config.py) overwrites route_scale with the model config's
+  // routed_scaling_factor while routed_scaling_factor is "auto", and _resolve_route_scale
+  // (auto_ep.py) then uses that: the DeepSeek-family configs always carry one.
+  if (const Json* rs = cfg.Get(Key("route_scale"));
+      rs != nullptr && rs->is_number() && rs->get<double>() != 1.0 && m->family == ModelFamily::kDeepSeek) {
+    const Json* rsf = cfg.Get(Key("routed_scaling_factor"));
+    if (rsf == nullptr || (rsf->is_string() && rsf->get<std::string>() == "auto")) {
+      ctx.Report("ep-route-scale-ignored", Key("route_scale"),
+                 "route_scale=" + ShowValue(*rs) + " is ignored: this " + m->model_type +
+                     " config has a routed_scaling_factor, which AutoEP copies over route_scale while "
+                     "expert_parallel.routed_scaling_factor is \"auto\"",
+                 "set expert_parallel.routed_scaling_factor to the scale you want instead");
+    }
   }
   // ep_parser takes an int top_k over the model's and raises when it exceeds the experts.
   if (const Json* top_k = cfg.Get(Key("top_k")); top_k != nullptr) {
@@ -538,6 +560,13 @@ RuleSet ExpertParallelRules() {
        "AutoEP only logs \"no MoE layers detected in model.\" (auto_ep.py) and the run has no "
        "expert parallelism.",
        ""},
+      {"ep-route-scale-ignored", Severity::kWarning, "expert_parallel",
+       "route_scale on a model whose config sets routed_scaling_factor",
+       "fill_autoep_config_from_hf (auto_ep_config.py) copies the model config's "
+       "routed_scaling_factor over route_scale while expert_parallel.routed_scaling_factor is "
+       "\"auto\" (DeepSeek-V2/V3, Kimi K2 and GLM-4.5 configs carry one), so the route_scale "
+       "given is silently replaced; _resolve_route_scale only logs.",
+       ""},
       {"ep-top-k-exceeds-experts", Severity::kError, "expert_parallel",
        "top_k above the model's expert count",
        "AutoEP.ep_parser (auto_ep.py) takes an int expert_parallel.top_k over the model config's "
@@ -569,10 +598,13 @@ RuleSet ExpertParallelRules() {
       {"ep-preset-other-model", Severity::kWarning, "expert_parallel",
        "an AutoEP preset written for another model family",
        "resolve_preset_candidates (auto_ep_presets/registry.py) uses an explicit preset_model "
-       "first, without comparing the preset's hf_model_types with the model's type; every preset "
-       "shares the same module patterns, so another family's preset converts the model with its "
-       "own routing. Reported when the routing differs: mixtral, qwen3_moe and qwen3_5_moe route "
-       "alike (softmax, top-k renormalised), deepseek_v2 and deepseek_v3 each their own way.",
+       "first, without comparing the preset's hf_model_types with the model's type, and every "
+       "preset shares the same module patterns. ep_parser (auto_ep.py) still takes scoring_func, "
+       "norm_topk_prob and the group counts from the model config, so what changes is reported: "
+       "shared experts under another name than the preset's (shared_expert for the Qwen presets, "
+       "shared_experts for DeepSeek's, none for mixtral) are left out of the replacement block, "
+       "and a model without scoring_func is scored with the preset's function (sigmoid for "
+       "deepseek_v3, softmax for the others).",
        ""},
       {"ep-dense-model", Severity::kWarning, "expert_parallel",
        "AutoEP on a model without MoE layers",

@@ -338,6 +338,18 @@ TEST(ExpertParallelRulesTest, ZeroStage1And2MoeSettings) {
                  "ep-zero3-unsupported");
 }
 
+// fill_autoep_config_from_hf copies a DeepSeek config's routed_scaling_factor over route_scale.
+TEST(ExpertParallelRulesTest, RouteScaleIsReplacedByTheModelsScalingFactor) {
+  const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
+  const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");
+  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5)"), At(8, &v3)), "ep-route-scale-ignored",
+              "/expert_parallel/route_scale");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5, "routed_scaling_factor": 2.5)"), At(8, &v3)),
+                 "ep-route-scale-ignored");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5)"), At(8, &mixtral)),
+                 "ep-route-scale-ignored");
+}
+
 TEST(ExpertParallelRulesTest, TopKAgainstTheExperts) {
   const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");  // 8 experts
   EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 16)"), At(8, &mixtral)),
@@ -461,6 +473,19 @@ TEST(ExpertParallelModelLayoutTest, PresetOfAnotherFamilyIsUsedAsGiven) {
   const std::string ep = EpOn(8) + R"(, "preset_model": )";
   auto other = testing::Validate(ep + R"("mixtral"}})", At(8, &v3));
   EXPECT_DIAG(other, "ep-preset-other-model", "/expert_parallel/preset_model");
+  // DeepSeek-V3's config names its scoring_func, which ep_parser takes: only its shared experts,
+  // which mixtral's preset has no pattern for, are lost.
+  EXPECT_NE(MessageOf(other, "ep-preset-other-model").find("shared experts (`shared_experts`)"), std::string::npos);
+  EXPECT_EQ(MessageOf(other, "ep-preset-other-model").find("scores experts"), std::string::npos);
+  // GLM-4.5 has no scoring_func: a softmax preset scores its sigmoid router the wrong way.
+  const ModelSpec glm = testing::ParsePresetOrDie("glm-4.5-air.json");
+  EXPECT_NE(MessageOf(testing::Validate(ep + R"("qwen3_moe"}})", At(8, &glm)), "ep-preset-other-model")
+                .find("with softmax, where the model was trained with sigmoid"),
+            std::string::npos);
+  EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &glm)), "ep-preset-other-model");
+  // Qwen3-Next under qwen3_moe's preset: same router, same shared_expert name.
+  const ModelSpec next = testing::ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");
+  EXPECT_NO_DIAG(testing::Validate(ep + R"("qwen3_moe"}})", At(8, &next)), "ep-preset-other-model");
   EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &v3)),
                  "ep-preset-other-model");
 }

@@ -135,23 +135,37 @@ std::optional<LayerSpec> CheckSpec(RuleContext& ctx, const std::string& p, const
     if (v == "column" || v == "row" || v == "skip") {
       out.kind = v == "column" ? PartitionKind::kColumn
                                : (v == "row" ? PartitionKind::kRow : PartitionKind::kSkip);
-    } else {
+    } else if (t.is_string()) {
       ReportSpec(ctx, "tp-spec-partition-type", PointerJoin(p, "partition_type"),
-                 t.is_string()
-                     ? PyRepr(t) +
-                           " is not a valid PartitionType: DeepSpeed raises "
-                           "ValueError; the choices are column, row and skip "
-                           "(case-insensitive)"
-                     : "partition_type is " + PyRepr(t) +
-                           ": DeepSpeed converts only "
-                           "strings, so the layer is built as column-parallel with the row "
-                           "default partition_dim 1",
+                 PyRepr(t) + " is not a valid PartitionType: DeepSpeed raises ValueError; the choices "
+                             "are column, row and skip (case-insensitive)",
                  "use \"column\", \"row\" or \"skip\"");
       ok = false;
+    } else {
+      // from_dict converts strings only and passes anything else through; _replace_with_config
+      // (auto_tp.py) builds every spec that is neither SKIP nor ROW as column-parallel, and
+      // get_partition_dim defaults to 1 for it: harmless on a plain weight, a split along the
+      // wrong dimension of a shaped one.
+      const bool shaped = spec.contains("shape") && !spec["shape"].is_null();
+      std::string message = "partition_type is " + PyRepr(t) +
+                            ": DeepSpeed converts only strings, so the layer is built as column-parallel" +
+                            (shaped ? std::string(" with the row default partition_dim 1, splitting the shaped "
+                                                  "weight along its input dimension")
+                                    : std::string(", the default"));
+      if (shaped) {
+        ReportSpec(ctx, "tp-spec-partition-type", PointerJoin(p, "partition_type"), std::move(message),
+                   "use \"column\", \"row\" or \"skip\"");
+      } else {
+        ctx.ReportAs(Severity::kWarning, "tp-spec-partition-type", PointerJoin(p, "partition_type"),
+                     std::move(message), "use \"column\", or drop the key");
+      }
+      out.kind = PartitionKind::kColumn;
+      out.partition_dim = 1;
     }
   }
   if (ok) {
-    out.partition_dim = out.kind == PartitionKind::kColumn ? 0 : 1;
+    const bool typed = !spec.contains("partition_type") || spec["partition_type"].is_string();
+    if (typed) out.partition_dim = out.kind == PartitionKind::kColumn ? 0 : 1;
     if (spec.contains("partition_dim")) {
       if (auto v = PyInt(spec["partition_dim"])) out.partition_dim = *v;
     }
@@ -327,8 +341,9 @@ std::vector<RuleInfo> LayerSpecRuleInfos() {
       {"tp-spec-partition-type", Severity::kError, "tensor_parallel",
        "partition_type is not column, row or skip",
        "from_dict lower-cases partition_type and converts it with the PartitionType enum, which "
-       "raises ValueError for anything else. Non-string values are not converted at all and end "
-       "up treated as column with the row default partition_dim.",
+       "raises ValueError for anything else. Non-string values (null) are not converted at all: "
+       "the layer is built column-parallel (a warning), with the row default partition_dim 1, "
+       "which splits a shaped weight along the wrong dimension (an error).",
        ""},
       {"tp-spec-shape", Severity::kError, "tensor_parallel", "a layer spec shape DeepSpeed rejects",
        "TPLayerSpec._validate_shape_format runs when the spec is built: shape must be a list; a "

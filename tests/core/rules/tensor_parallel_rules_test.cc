@@ -171,6 +171,23 @@ TEST(TensorParallelRulesTest, PartitionTypeIsCaseInsensitiveEnum) {
   EXPECT_NO_DIAG(
       Validate(Specs(R"({"patterns": [".*lm_head.*"], "partition_type": "SKIP"})"), World(8)),
       "tp-spec-partition-type");
+  // A non-string is passed through by AutoTPConfig.from_dict and built column-parallel
+  // (auto_tp.py _replace_with_config): a warning on a plain weight, with no follow-on finding.
+  const ModelSpec llama = testing::ParsePresetOrDie("llama-3-8b.json");
+  auto null_type = Validate(Specs(R"({"patterns": [".*\\.[qkv]_proj\\.weight$"], "partition_type": null},
+      {"patterns": [".*\\.o_proj\\.weight$"], "partition_type": "row"},
+      {"patterns": [".*\\.(gate|up)_proj\\.weight$"], "partition_type": "column"},
+      {"patterns": [".*\\.down_proj\\.weight$"], "partition_type": "row"})"),
+                            At(2, &llama));
+  const Diagnostic* d = Find(null_type, "tp-spec-partition-type");
+  ASSERT_NE(d, nullptr) << testing::Dump(null_type);
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_NO_DIAG(null_type, "tp-missing-column-partner");
+  EXPECT_NO_DIAG(null_type, "schema-type");
+  // On a shaped weight the row default partition_dim 1 splits the wrong dimension: an error.
+  auto shaped = Validate(Specs(R"({"patterns": [".*gate_up_proj.*"], "partition_type": null, "shape": [2, -1]})"), World(2));
+  ASSERT_NE(Find(shaped, "tp-spec-partition-type"), nullptr);
+  EXPECT_EQ(Find(shaped, "tp-spec-partition-type")->severity, Severity::kError);
 }
 
 TEST(TensorParallelRulesTest, ShapeRulesAtParseTime) {

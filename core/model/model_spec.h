@@ -178,6 +178,9 @@ struct ModelSpec {
   // n_group contiguous groups, a token's top-k come from its best topk_group of them. 1 and 1: none.
   int64_t n_group = 1;
   int64_t topk_group = 1;
+  // DeepSeek-V2's topk_method ("greedy", "group_limited_greedy"; V3's "noaux_tc"): AutoEP's
+  // deepseek_v2 preset scores groups by their maximum only under group_limited_greedy.
+  std::string topk_method;
   int64_t mtp_layers = 0;       // multi-token-prediction layers the checkpoint ships and
                                 // transformers drops on load (deepseek_v3 num_nextn_predict_layers,
                                 // qwen3_next/qwen3_5 mtp.*): counted apart, never trained here

@@ -48,6 +48,7 @@ Status ReadDeepSeekMoe(ModelSpec& s, const Reader& r, const char* routed_alias, 
     // kept (transformers DeepseekV3TopkRouter.get_topk_indices; V2's group_limited_greedy).
     DSP_ASSIGN_OR_RETURN(s.n_group, r.IntOr("n_group", 1, 1, kMaxCount));
     DSP_ASSIGN_OR_RETURN(s.topk_group, r.IntOr("topk_group", 1, 1, kMaxCount));
+    DSP_ASSIGN_OR_RETURN(s.topk_method, r.StringOr("topk_method", ""));
     if (s.num_experts % s.n_group != 0) {
       return r.Fail("n_group", "must divide n_routed_experts (" + std::to_string(s.num_experts) +
                                    "): the router views its scores as [n_group, E / n_group] (got " +

@@ -48,8 +48,10 @@ Detection Detect(const ModelSpec& m, const DetectionKeys& keys) {
        (m.family == ModelFamily::kGptOss && keys.router_pattern))) {
     return Detection::kAmbiguous;
   }
-  // A router_pattern is the user's own fix for a preset's miss: not second-guessed.
-  if (keys.router_pattern) return Detection::kFound;
+  // A router_pattern names the router child only (registry.py apply_config_overrides): it fixes
+  // gpt_oss's `router` (with a preset_model; alone, see above), not a block outside
+  // model.layers.N.mlp (llama4's feed_forward, Qwen3-VL-MoE's model.language_model.).
+  if (keys.router_pattern && m.family == ModelFamily::kGptOss) return Detection::kFound;
   if (!PresetMiss(m).empty()) {
     // With preset_model, finding nothing is an error (auto_ep.py
     // _requires_selected_preset_detection); these model_types are in no preset's hf_model_types,

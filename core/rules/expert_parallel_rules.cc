@@ -104,12 +104,15 @@ void CheckSection(RuleContext& ctx, const Json& section) {
 
 // runtime/zero/stage_1_and_2.py _configure_moe_settings (0.19.6), run for a model with MoE
 // layers: reduce_scatter must stay on, and at stage 2 contiguous_gradients too (turned on anyway
-// with the optimizer offloaded to cpu); at stage 1 without it DeepSpeed only warns. Stage 1 with
+// with the optimizer offloaded to any device); at stage 1 without it DeepSpeed only warns. Stage 1 with
 // bf16 and fp32 gradient accumulation (no cpu offload) runs BF16_Optimizer instead
 // (engine.py _do_optimizer_sanity_check), which has no such checks.
 void CheckZero12(RuleContext& ctx, int64_t stage) {
   const ConfigView& v = ctx.view();
-  const bool cpu_offload = ds_semantics::OffloadDevice(v, "offload_optimizer") == "cpu";
+  const std::string device = ds_semantics::OffloadDevice(v, "offload_optimizer");
+  const bool cpu_offload = device == "cpu";
+  // stage_1_and_2.py sets cpu_offload for any device but none, and turns contiguous_gradients on.
+  const bool offloaded = device != "none";
   const Json* accum = v.Get("/data_types/grad_accum_dtype");
   const bool fp32_accum = accum != nullptr && accum->is_string() &&
                           (*accum == "fp32" || *accum == "float32" || *accum == "float" ||
@@ -123,7 +126,7 @@ void CheckZero12(RuleContext& ctx, int64_t stage) {
                    "True for MoE\" (stage_1_and_2.py _configure_moe_settings)",
                "remove \"reduce_scatter\": false");
   }
-  if (cpu_offload || ds_semantics::PydanticBool(v, zero + "/contiguous_gradients", true).value_or(true)) {
+  if (offloaded || ds_semantics::PydanticBool(v, zero + "/contiguous_gradients", true).value_or(true)) {
     return;
   }
   if (stage == 2) {
@@ -251,8 +254,8 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
     const bool glm = m->model_type == "glm4_moe";
     ctx.Report("ep-detection-ambiguous", Key("enabled"),
                "AutoEP has no preset for model_type '" + m->model_type +
-                   "', so it tries all five; each matches this model's MoE blocks "
-                   "(model.layers.N.mlp with `gate` and `experts`): DeepSpeed raises ValueError "
+                   "', so it tries all five; each matches this model's MoE blocks as transformers 5 "
+                   "builds them (model.layers.N.mlp with a router and fused `experts`): DeepSpeed raises ValueError "
                    "\"AutoEP detection is ambiguous and produced multiple replacement specs for "
                    "the same MoE module(s)\"",
                m->family == ModelFamily::kGptOss
@@ -267,32 +270,47 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
     return;
   }
   // An explicit preset is used as given, without checking the model type (registry.py
-  // resolve_preset_candidates). ep_parser (auto_ep.py) takes the score function from the model
-  // config's scoring_func when it has one (DeepSeek-V2/V3, Kimi K2), top-k renormalisation from
-  // norm_topk_prob and the group counts from n_group/topk_group (fill_autoep_config_from_hf), so
-  // what another family's preset changes is the score function of a model without scoring_func,
-  // and the shared experts: found only under the preset's own name (mixtral has none), they are
-  // left out of the replacement block.
+  // resolve_preset_candidates), with the config's overrides applied (apply_config_overrides).
+  // ep_parser (auto_ep.py) takes the score function from a score_func other than "auto", else
+  // the model config's scoring_func when it has one (DeepSeek-V2/V3, Kimi K2), else the preset's;
+  // top-k renormalisation from route_norm, else norm_topk_prob, except under deepseek_v2's preset,
+  // which keeps its own (no renormalisation: deepseek_v2.py resolve_route_norm); the group counts
+  // from n_group/topk_group. The shared experts are found only under the preset's pattern (or the
+  // config's shared_experts_pattern; mixtral has none) and are left out of the replacement block
+  // otherwise.
   if (explicit_preset) {
     const std::string name = preset->get<std::string>();
     const bool deepseek_preset = name == "deepseek_v2" || name == "deepseek_v3";
     const std::string model_shared = m->shared_expert_intermediate_size <= 0 ? ""
                                       : m->family == ModelFamily::kDeepSeek  ? "shared_experts"
                                                                              : "shared_expert";
-    const std::string preset_shared = name == "mixtral" ? "" : deepseek_preset ? "shared_experts" : "shared_expert";
+    bool preset_has_shared = name != "mixtral";
+    if (const Json* h = cfg.Get(Key("has_shared_experts")); h != nullptr && h->is_boolean()) preset_has_shared = h->get<bool>();
+    std::string preset_shared = deepseek_preset ? "shared_experts" : "shared_expert";
+    if (const Json* sp = cfg.Get(Key("shared_experts_pattern")); sp != nullptr && sp->is_string()) {
+      preset_shared = sp->get<std::string>();
+    }
+    if (!preset_has_shared) preset_shared.clear();
     std::vector<std::string> changes;
     if (!model_shared.empty() && model_shared != preset_shared) {
       changes.push_back("the block's shared experts (`" + model_shared + "`) are left out of the replacement (the preset " +
                         (preset_shared.empty() ? std::string("has none") : "looks for `" + preset_shared + "`") + ")");
     }
     const std::string& t = m->model_type;
+    const Json* score_func = cfg.Get(Key("score_func"));
+    const bool score_given = score_func != nullptr && score_func->is_string() && score_func->get<std::string>() != "auto";
     const bool has_scoring_func = t == "deepseek_v2" || t == "deepseek_v3" || t == "kimi_k2";
     const std::string model_score =
         t == "deepseek_v3" || t == "kimi_k2" || t == "glm4_moe" || m->family == ModelFamily::kLlama4 ? "sigmoid" : "softmax";
     const std::string preset_score = name == "deepseek_v3" ? "sigmoid" : "softmax";
-    if (!has_scoring_func && preset_score != model_score) {
+    if (!score_given && !has_scoring_func && preset_score != model_score) {
       changes.push_back("the router scores experts with " + preset_score + ", where the model was trained with " +
                         model_score);
+    }
+    const bool model_renorm = m->norm_topk_prob || t == "mixtral";
+    if (name == "deepseek_v2" && IsNull(cfg.Get(Key("route_norm"))) && model_renorm) {
+      changes.push_back("the top-k weights are not renormalised (deepseek_v2's preset keeps its own route_norm "
+                        "false), where the model renormalises them");
     }
     if (!changes.empty()) {
       ctx.Report("ep-preset-other-model", Key("preset_model"),
@@ -346,7 +364,8 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
     }
   }
   // ep_parser takes an int top_k over the model's and raises when it exceeds the experts.
-  if (const Json* top_k = cfg.Get(Key("top_k")); top_k != nullptr) {
+  // The raw value: DeepSpeed does not coerce 16.0 (parse_autoep_config keeps it, isinstance fails).
+  if (const Json* top_k = ctx.raw().Get(Key("top_k")); top_k != nullptr && !top_k->is_number_float()) {
     if (std::optional<int64_t> k = autoep::PyInt(*top_k); k && *k > n) {
       ctx.Report("ep-top-k-exceeds-experts", Key("top_k"),
                  "top_k=" + std::to_string(*k) + " exceeds num_experts=" + std::to_string(n) +
@@ -389,12 +408,14 @@ void CheckEpModel(RuleContext& ctx, const EpFacts& f) {
                    ") must divide num_experts (" + std::to_string(n) + ") in layer '" + layer + "'",
                "use one of " + DivisorList(n));
   }
-  // The router scores a group by its top two experts, except under deepseek_v2's preset (its
-  // maximum): moe/ep_router.py _get_node_limited_routing_scores raises at the first forward when
-  // a group holds one expert.
+  // The router scores a group by its top two experts, except under deepseek_v2's preset on a
+  // group_limited_greedy model (its maximum: deepseek_v2.py resolve_group_routing):
+  // moe/ep_router.py _get_node_limited_routing_scores raises at the first forward when a group
+  // holds one expert.
   const std::string preset_name =
       explicit_preset ? preset->get<std::string>() : (m->model_type == "deepseek_v2" ? "deepseek_v2" : "");
-  if (n % *groups == 0 && n / *groups < 2 && preset_name != "deepseek_v2") {
+  const bool max_scores = preset_name == "deepseek_v2" && m->topk_method == "group_limited_greedy";
+  if (n % *groups == 0 && n / *groups < 2 && !max_scores) {
     ctx.Report("ep-group-counts", groups_ptr,
                "num_expert_groups (" + std::to_string(*groups) + from(ne, "n_group") + ") leaves " +
                    std::to_string(n / *groups) + " expert per group in layer '" + layer +
@@ -565,7 +586,8 @@ RuleSet ExpertParallelRules() {
        "fill_autoep_config_from_hf (auto_ep_config.py) copies the model config's "
        "routed_scaling_factor over route_scale while expert_parallel.routed_scaling_factor is "
        "\"auto\" (DeepSeek-V2/V3, Kimi K2 and GLM-4.5 configs carry one), so the route_scale "
-       "given is silently replaced; _resolve_route_scale only logs.",
+       "given is replaced: _resolve_route_scale logs it only when the model's factor is not 1.0, "
+       "so on DeepSeek-V2-Lite or GLM-4.5-Air (1.0) silently.",
        ""},
       {"ep-top-k-exceeds-experts", Severity::kError, "expert_parallel",
        "top_k above the model's expert count",
@@ -575,7 +597,7 @@ RuleSet ExpertParallelRules() {
       {"ep-zero-moe-settings", Severity::kError, "expert_parallel",
        "ZeRO stage 1/2 settings the MoE path asserts on",
        "With MoE layers (AutoEP's included) the ZeRO stage 1/2 optimizer asserts reduce_scatter "
-       "and, at stage 2, contiguous_gradients (forced on with the optimizer offloaded to cpu); at "
+       "and, at stage 2, contiguous_gradients (forced on with the optimizer offloaded to any device); at "
        "stage 1 contiguous_gradients off is only a warning (stage_1_and_2.py "
        "_configure_moe_settings). Stage 1 with bf16 and fp32 accumulation runs BF16_Optimizer and "
        "is not checked.",
@@ -600,11 +622,12 @@ RuleSet ExpertParallelRules() {
        "resolve_preset_candidates (auto_ep_presets/registry.py) uses an explicit preset_model "
        "first, without comparing the preset's hf_model_types with the model's type, and every "
        "preset shares the same module patterns. ep_parser (auto_ep.py) still takes scoring_func, "
-       "norm_topk_prob and the group counts from the model config, so what changes is reported: "
-       "shared experts under another name than the preset's (shared_expert for the Qwen presets, "
-       "shared_experts for DeepSeek's, none for mixtral) are left out of the replacement block, "
-       "and a model without scoring_func is scored with the preset's function (sigmoid for "
-       "deepseek_v3, softmax for the others).",
+       "norm_topk_prob and the group counts from the model config, and the config's overrides "
+       "apply, so what changes is reported: shared experts under another name than the preset's "
+       "(shared_expert for the Qwen presets, shared_experts for DeepSeek's, none for mixtral) are "
+       "left out of the replacement block, a model without scoring_func is scored with the "
+       "preset's function (sigmoid for deepseek_v3, softmax for the others), and deepseek_v2's "
+       "preset does not renormalise the top-k weights whatever norm_topk_prob says.",
        ""},
       {"ep-dense-model", Severity::kWarning, "expert_parallel",
        "AutoEP on a model without MoE layers",

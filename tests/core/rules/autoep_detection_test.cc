@@ -59,7 +59,10 @@ TEST(AutoEpDetectionTest, EachSampleAsItsPresetsFindIt) {
   EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.router_pattern = true}), Detection::kAmbiguous);
   EXPECT_EQ(Detect(ParsePresetOrDie("gpt-oss-20b.json"), {.preset_model = true, .router_pattern = true}),
             Detection::kFound);
-  EXPECT_EQ(Detect(ParsePresetOrDie("llama-4-scout-17b-16e.json"), {.router_pattern = true}), Detection::kFound);
+  // It names the router child only: llama4's feed_forward block is still outside the pattern.
+  EXPECT_EQ(Detect(ParsePresetOrDie("llama-4-scout-17b-16e.json"), {.router_pattern = true}), Detection::kNotFound);
+  EXPECT_EQ(Detect(ParsePresetOrDie("qwen3-vl-30b-a3b.json"), {.preset_model = true, .router_pattern = true}),
+            Detection::kPresetMatchesNone);
   EXPECT_EQ(Detect(ParsePresetOrDie("glm-4.5-air.json"), {.router_pattern = true}), Detection::kAmbiguous);
 }
 

@@ -300,6 +300,11 @@ TEST(ExpertParallelRulesTest, GroupCountsTakeTheModelsGroupsWhereTheConfigLeaves
   EXPECT_NO_DIAG(Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_expert_groups": 4, "num_limited_groups": 2)"),
                           At(8, &mixtral)),
                  "ep-group-counts");
+  // deepseek_v2's preset scores by the maximum only on a group_limited_greedy model; V2-Lite is
+  // "greedy" (deepseek_v2.py resolve_group_routing).
+  EXPECT_DIAG(Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_expert_groups": 64, "num_limited_groups": 4)"),
+                       At(8, &lite)),
+              "ep-group-counts", "/expert_parallel/num_expert_groups");
   auto no_groups = Validate(Ep(R"("enabled": true, "autoep_size": 8, "num_limited_groups": 2)"), At(8, &mixtral));
   EXPECT_DIAG(no_groups, "ep-group-counts", "/expert_parallel/num_limited_groups");
   EXPECT_NE(MessageOf(no_groups, "ep-group-counts").find("has no n_group"), std::string::npos);
@@ -326,6 +331,8 @@ TEST(ExpertParallelRulesTest, ZeroStage1And2MoeSettings) {
   // The optimizer offloaded to cpu turns contiguous_gradients on itself.
   EXPECT_NO_DIAG(zero(R"("stage": 2, "contiguous_gradients": false, "offload_optimizer": {"device": "cpu"})"),
                  "ep-zero-moe-settings");
+  EXPECT_NO_DIAG(zero(R"("stage": 2, "contiguous_gradients": false, "offload_optimizer": {"device": "nvme", "nvme_path": "/x"})"),
+                 "ep-zero-moe-settings");
   EXPECT_NO_DIAG(zero(R"("stage": 2)"), "ep-zero-moe-settings");
   // A model AutoEP finds no block in has no MoE layers for the optimizer to check.
   const ModelSpec oss = testing::ParsePresetOrDie("gpt-oss-20b.json");
@@ -342,9 +349,13 @@ TEST(ExpertParallelRulesTest, ZeroStage1And2MoeSettings) {
 TEST(ExpertParallelRulesTest, RouteScaleIsReplacedByTheModelsScalingFactor) {
   const ModelSpec v3 = testing::ParsePresetOrDie("deepseek-v3.json");
   const ModelSpec mixtral = testing::ParsePresetOrDie("mixtral-8x7b.json");
-  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5)"), At(8, &v3)), "ep-route-scale-ignored",
+  // DeepSeek-V2-Lite's factor is 1.0: the route_scale given is replaced without a log line.
+  const ModelSpec lite = testing::ParsePresetOrDie("deepseek-v2-lite.json");
+  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.0)"), At(8, &lite)), "ep-route-scale-ignored",
               "/expert_parallel/route_scale");
-  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5, "routed_scaling_factor": 2.5)"), At(8, &v3)),
+  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.0)"), At(8, &v3)), "ep-route-scale-ignored",
+              "/expert_parallel/route_scale");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.0, "routed_scaling_factor": 2.0)"), At(8, &v3)),
                  "ep-route-scale-ignored");
   EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "route_scale": 2.5)"), At(8, &mixtral)),
                  "ep-route-scale-ignored");
@@ -355,6 +366,12 @@ TEST(ExpertParallelRulesTest, TopKAgainstTheExperts) {
   EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 16)"), At(8, &mixtral)),
               "ep-top-k-exceeds-experts", "/expert_parallel/top_k");
   EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 4)"), At(8, &mixtral)),
+                 "ep-top-k-exceeds-experts");
+  // DeepSpeed's hjson loader reads 16.0 as the int 16 (hjson/decoder.py), so isinstance(top_k, int)
+  // holds and ep_parser raises; a float 16.5 is not an int and the model's top_k is used.
+  EXPECT_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 16.0)"), At(8, &mixtral)),
+              "ep-top-k-exceeds-experts", "/expert_parallel/top_k");
+  EXPECT_NO_DIAG(Validate(Ep(std::string(kOn) + R"(, "top_k": 16.5)"), At(8, &mixtral)),
                  "ep-top-k-exceeds-experts");
   // A string top_k is not an int: ep_parser takes the model's num_experts_per_tok instead, so
   // the schema finding is a warning.
@@ -457,7 +474,7 @@ TEST(ExpertParallelModelLayoutTest, AModelTypeNoPresetListsIsMatchedByEveryPrese
   EXPECT_NO_DIAG(testing::Validate(ep + R"(, "preset_model": "deepseek_v3"}})", At(8, &glm)),
                  "ep-detection-ambiguous");
   EXPECT_NO_DIAG(
-      testing::Validate(ep + R"(, "moe_layer_pattern": "model\.layers\.\d+\.mlp"}})", At(8, &next)),
+      testing::Validate(ep + R"(, "moe_layer_pattern": "model\\.layers\\.\\d+\\.mlp"}})", At(8, &next)),
       "ep-detection-ambiguous");
   // A router pattern alone still leaves every preset in play.
   EXPECT_DIAG(testing::Validate(ep + R"(, "router_pattern": "gate"}})", At(8, &glm)),
@@ -486,6 +503,19 @@ TEST(ExpertParallelModelLayoutTest, PresetOfAnotherFamilyIsUsedAsGiven) {
   // Qwen3-Next under qwen3_moe's preset: same router, same shared_expert name.
   const ModelSpec next = testing::ParsePresetOrDie("qwen3-next-80b-a3b-thinking.json");
   EXPECT_NO_DIAG(testing::Validate(ep + R"("qwen3_moe"}})", At(8, &next)), "ep-preset-other-model");
+  // The config's overrides apply (registry.py apply_config_overrides, auto_ep.py score_func).
+  EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3", "has_shared_experts": true,
+      "shared_experts_pattern": "shared_expert", "score_func": "softmax"}})", At(8, &next)),
+                 "ep-preset-other-model");
+  EXPECT_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &next)), "ep-preset-other-model",
+              "/expert_parallel/preset_model");
+  // deepseek_v2's preset keeps route_norm false (deepseek_v2.py resolve_route_norm).
+  const ModelSpec qwen3 = testing::ParsePresetOrDie("qwen3-30b-a3b.json");
+  EXPECT_NE(MessageOf(testing::Validate(ep + R"("deepseek_v2"}})", At(8, &qwen3)), "ep-preset-other-model")
+                .find("not renormalised"),
+            std::string::npos);
+  EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v2", "route_norm": true}})", At(8, &qwen3)),
+                 "ep-preset-other-model");
   EXPECT_NO_DIAG(testing::Validate(ep + R"("deepseek_v3"}})", At(8, &v3)),
                  "ep-preset-other-model");
 }
